@@ -1,0 +1,95 @@
+"""The SRU elementwise recurrence as a plain PyTorch loop over time.
+
+This is the readable specification of the recurrence (see ``DESIGN.md``) and the test
+oracle for every fused backend. Autograd differentiates it, so it needs no backward of
+its own; it works in any floating dtype, float64 included (for gradcheck).
+
+Layouts (``dirs`` = 2 when bidirectional, else 1; ``d`` = hidden size per direction):
+
+    U         (L, B, dirs*d*k)       viewed (L, B, dirs, d, k), k innermost: u0, u1, u2[, u3]
+    x         (L, B, dirs*d)         skip input, used only when has_skip_term and k == 3
+    weight_c  (2*dirs*d,)            [v_f ; v_r], each viewed (dirs, d)
+              or (L, B, dirs*d*2)    per-step gate weights, viewed (L, B, dirs, d, 2)
+    bias      (2*dirs*d,)            [b_f ; b_r], each viewed (dirs, d)
+    c0        (B, dirs*d)
+    mask_c    (B, dirs*d)            time-shared dropout mask on the gated term (already scaled)
+    mask_pad  (L, B)                 true / nonzero = padded step
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+
+def elementwise_recurrence_reference(
+    U: Tensor,
+    x: Optional[Tensor],
+    weight_c: Tensor,
+    bias: Tensor,
+    c0: Optional[Tensor],
+    hidden_size: int,
+    bidirectional: bool = False,
+    has_skip_term: bool = True,
+    scale_x: float = 1.0,
+    activation: str = "none",
+    mask_c: Optional[Tensor] = None,
+    mask_pad: Optional[Tensor] = None,
+) -> Tuple[Tensor, Tensor]:
+    """Return ``(h, c_last)``: h is (L, B, dirs*d), c_last is (B, dirs*d)."""
+    dirs = 2 if bidirectional else 1
+    d = hidden_size
+    length, batch = U.size(0), U.size(1)
+    k = U.size(-1) // (dirs * d)
+    U = U.reshape(length, batch, dirs, d, k)
+
+    per_step_weights = weight_c.dim() > 1
+    if per_step_weights:
+        w = weight_c.reshape(length, batch, dirs, d, 2)
+        v_f, v_r = w[..., 0], w[..., 1]          # (L, B, dirs, d)
+    else:
+        v_f, v_r = weight_c.reshape(2, dirs, d)  # (dirs, d) each
+    b_f, b_r = bias.reshape(2, dirs, d)
+
+    if not has_skip_term:
+        x_skip = None
+    elif k == 3:
+        x_skip = x.reshape(length, batch, dirs, d) * scale_x
+    else:
+        x_skip = U[..., 3]
+
+    if c0 is None:
+        c0 = U.new_zeros(batch, dirs * d)
+    c0 = c0.reshape(batch, dirs, d)
+    keep = None
+    if mask_pad is not None:
+        # 1 on real tokens, 0 on padding; broadcast over hidden units.
+        keep = (mask_pad.reshape(length, batch, 1) == 0).to(U.dtype)
+    drop = None if mask_c is None else mask_c.reshape(batch, dirs, d)
+
+    h = [[None] * length for _ in range(dirs)]
+    c_last = []
+    for di in range(dirs):
+        steps = range(length) if di == 0 else range(length - 1, -1, -1)
+        c_prev = c0[:, di]
+        for t in steps:
+            vf = v_f[t, :, di] if per_step_weights else v_f[di]
+            vr = v_r[t, :, di] if per_step_weights else v_r[di]
+            u = U[t, :, di]
+            f = torch.sigmoid(u[..., 1] + vf * c_prev + b_f[di])
+            r = torch.sigmoid(u[..., 2] + vr * c_prev + b_r[di])
+            c = f * c_prev + (1 - f) * u[..., 0]
+            if keep is not None:  # a padded step keeps the state unchanged
+                c = keep[t] * c + (1 - keep[t]) * c_prev
+            g = torch.tanh(c) if activation == "tanh" else c
+            gated = r if drop is None else r * drop[:, di]
+            if x_skip is None:
+                h_t = gated * g
+            else:
+                h_t = x_skip[t, :, di] + gated * (g - x_skip[t, :, di])
+            if keep is not None:
+                h_t = h_t * keep[t]
+            h[di][t] = h_t
+            c_prev = c
+        c_last.append(c_prev)
+    h = torch.stack([torch.stack(h[di], dim=0) for di in range(dirs)], dim=2)
+    return h.reshape(length, batch, dirs * d), torch.stack(c_last, dim=1).reshape(batch, dirs * d)
