@@ -1,0 +1,310 @@
+"""One prepared check for a short GPU session (about 5 minutes on one GPU).
+
+    python scripts/check_gpu.py [--out outputs/check_gpu] [--skip-bench] [--bench-timeout 240]
+    TRITON_INTERPRET=1 python scripts/check_gpu.py --dry-run-cpu   # smoke-test this script
+
+1. prints the device, torch and triton versions;
+2. runs the Triton recurrence against the float64 reference ON THE GPU across the options
+   (fp32/bf16/fp16, uni/bi, k=3/4, mixed-length padding, dropout mask, tanh, no skip term,
+   per-step weights, awkward sizes), forward and backward with random upstream gradients,
+   plus bitwise determinism, a side stream, torch.compile (inductor) through the custom op;
+3. measures the recurrence kernels' achieved memory bandwidth (bytes moved / time) at
+   B=128, d=1024, L=256 (uni and bi, fp32 and bf16);
+4. runs ``scripts/bench_speed.py --device cuda --out OUT/bench``.
+
+Everything goes to ``--out``: correctness.json, bandwidth.json, summary.md, bench/ and the
+console log of the benchmark. Exit status 1 if any correctness check fails. ``--dry-run-cpu``
+runs the small cases and a tiny bandwidth shape on CPU in Triton's interpreter (numbers
+meaningless) so the script itself can be tested without a GPU.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))  # benchmark the checkout's own sru, installed or not
+
+import torch  # noqa: E402
+
+from sru.ops import triton as sru_triton  # noqa: E402
+from sru.ops.reference import elementwise_recurrence_reference  # noqa: E402
+from sru.ops.triton import elementwise_recurrence_triton  # noqa: E402
+
+# (name, sizes and options). Tolerances: relative to the largest reference magnitude.
+CASES = [
+    ("uni_k3", dict(L=32, B=8, d=64), {}),
+    ("bi_k3_c0", dict(L=32, B=8, d=64, bidirectional=True, c0=True), {}),
+    ("uni_k4", dict(L=16, B=4, d=48, k=4, c0=True), {}),
+    ("bi_k4_pad_dropout_tanh", dict(L=40, B=6, d=96, bidirectional=True, k=4, mask_pad=True,
+                                    mask_c=True), dict(activation="tanh")),
+    ("no_skip", dict(L=16, B=4, d=32), dict(has_skip_term=False)),
+    ("per_step_weights_bi_pad", dict(L=24, B=5, d=40, bidirectional=True, per_step_w=True,
+                                     mask_pad=True), {}),
+    ("scale_x_bi_pad", dict(L=20, B=7, d=33, bidirectional=True, mask_pad=True, mask_c=True),
+     dict(scale_x=1.7)),
+    ("tiny_L1_B1_d1", dict(L=1, B=1, d=1, bidirectional=True), {}),
+    ("awkward_L63_d500", dict(L=63, B=5, d=500, bidirectional=True, mask_pad=True), {}),
+    ("paper_l128_d512", dict(L=128, B=32, d=512, c0=True), {}),
+]
+DEVICE = "cuda"
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 5e-3}
+
+
+def make_inputs(L, B, d, bidirectional=False, k=3, c0=False, mask_c=False, mask_pad=False,
+                per_step_w=False, dtype=torch.float32, seed=0):
+    device = DEVICE
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    dd = (2 if bidirectional else 1) * d
+
+    def leaf(*shape, scale=1.0, dt=torch.float32):
+        t = torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+        return t.to(device, dt).requires_grad_()
+
+    inputs = dict(U=leaf(L, B, dd * k, dt=dtype), x=leaf(L, B, dd, dt=dtype),
+                  weight_c=leaf(L, B, 2 * dd, scale=0.5) if per_step_w else leaf(2 * dd, scale=0.5),
+                  bias=leaf(2 * dd, scale=0.5), c0=leaf(B, dd) if c0 else None,
+                  hidden_size=d, bidirectional=bidirectional)
+    if mask_c:
+        inputs["mask_c"] = ((torch.rand(B, dd, generator=g) > 0.2).double() / 0.8).to(device)
+    if mask_pad:
+        lengths = torch.randint(1, L + 1, (B,), generator=g)
+        lengths[0] = L
+        inputs["mask_pad"] = (torch.arange(L)[:, None] >= lengths[None, :]).to(device)
+    return inputs
+
+
+def forward_backward(fn, inputs, grad_h, grad_c, **options):
+    h, c = fn(**inputs, **options)
+    names = [n for n, t in inputs.items() if torch.is_tensor(t) and t.requires_grad]
+    grads = torch.autograd.grad((h * grad_h).sum() + (c * grad_c).sum(),
+                                [inputs[n] for n in names], allow_unused=True)
+    return dict(h=h, c_last=c, **{f"grad_{n}": gr for n, gr in zip(names, grads)})
+
+
+def rel_err(a, b):
+    if a is None or b is None:
+        return 0.0 if (a is None or not a.any()) and b is None else float("inf")
+    a, b = a.double(), b.double()
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-6)).item()
+
+
+def check_case(name, sizes, options, dtype):
+    inputs = make_inputs(dtype=dtype, **sizes)
+    ref_inputs = {n: (t.detach().double().requires_grad_(t.requires_grad)
+                      if torch.is_tensor(t) and t.is_floating_point() else t)
+                  for n, t in inputs.items()}
+    g = torch.Generator(device="cpu").manual_seed(1)
+    dd = inputs["x"].shape[2]
+    grad_h = torch.randn(sizes["L"], sizes["B"], dd, generator=g, dtype=torch.float64).to(DEVICE)
+    grad_c = torch.randn(sizes["B"], dd, generator=g, dtype=torch.float64).to(DEVICE)
+    got = forward_backward(elementwise_recurrence_triton, inputs, grad_h.to(dtype),
+                           grad_c.to(dtype), **options)
+    want = forward_backward(elementwise_recurrence_reference, ref_inputs, grad_h, grad_c,
+                            **options)
+    errors = {key: rel_err(got[key], want[key]) for key in want}
+    finite = all(torch.isfinite(v).all().item() for v in got.values() if v is not None)
+    worst = max(errors.values())
+    return dict(case=name, dtype=str(dtype).replace("torch.", ""), ok=finite and
+                worst < TOLERANCE[dtype], worst_rel_err=worst, errors=errors)
+
+
+def check_extras():
+    """Determinism, a non-default stream, and torch.compile through the custom op."""
+    results = []
+    inputs = make_inputs(L=64, B=16, d=256, bidirectional=True, mask_pad=True)
+    grad_h = torch.randn(64, 16, 512, device="cuda")
+    grad_c = torch.randn(16, 512, device="cuda")
+    first = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+    second = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+    results.append(dict(case="bitwise_deterministic",
+                        ok=all(torch.equal(first[k], second[k]) for k in first)))
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        on_side = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+    torch.cuda.current_stream().wait_stream(stream)
+    results.append(dict(case="side_stream", ok=all(torch.equal(first[k], on_side[k])
+                                                   for k in first)))
+
+    def layer(x_in, W, weight_c, bias):
+        U = x_in @ W
+        h, c = elementwise_recurrence_triton(U, x_in, weight_c, bias, None, 128)
+        return torch.tanh(h).sum() + c.sum()
+
+    x_in = torch.randn(32, 8, 128, device="cuda", requires_grad=True)
+    W = (torch.randn(128, 384, device="cuda") / 12).requires_grad_()
+    wc = torch.randn(256, device="cuda", requires_grad=True)
+    b = torch.zeros(256, device="cuda", requires_grad=True)
+    try:
+        eager = torch.autograd.grad(layer(x_in, W, wc, b), [x_in, W, wc, b])
+        compiled_fn = torch.compile(layer, fullgraph=True)
+        compiled = torch.autograd.grad(compiled_fn(x_in, W, wc, b), [x_in, W, wc, b])
+        worst = max(rel_err(c, e) for c, e in zip(compiled, eager))
+        results.append(dict(case="torch_compile_inductor", ok=worst < 1e-4, worst_rel_err=worst))
+    except Exception:  # report, keep checking the rest
+        results.append(dict(case="torch_compile_inductor", ok=False, error=traceback.format_exc()))
+    return results
+
+
+def cuda_time_ms(fn, repeats=20):
+    if DEVICE == "cpu":  # dry run: only exercises the code path
+        begin = time.perf_counter()
+        fn()
+        return (time.perf_counter() - begin) * 1e3
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeats):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def bandwidth(L=256, B=128, d=1024):
+    """Achieved DRAM bandwidth of the forward and the backward kernel (bytes they must move)."""
+    rows = []
+    for bidirectional in (False, True):
+        for dtype in (torch.float32, torch.bfloat16):
+            inputs = make_inputs(L=L, B=B, d=d, bidirectional=bidirectional, dtype=dtype, c0=True)
+            args = {n: (t.detach() if torch.is_tensor(t) else t) for n, t in inputs.items()}
+            dd = args["c0"].shape[1]
+            es = args["U"].element_size()
+            n_state = L * B * dd
+            c0 = args["c0"]
+            op_args = (args["U"], args["x"], args["weight_c"], args["bias"], c0, None, None, None,
+                       1.0, d, sru_triton._SKIP_X, False)
+            forward = lambda: sru_triton._recurrence_forward(*op_args, True)  # noqa: E731
+            inference = lambda: sru_triton._recurrence_forward(*op_args, False)  # noqa: E731
+            _, _, c_all = forward()
+            grad_h = torch.randn(L, B, dd, device=DEVICE, dtype=dtype)
+            grad_c = torch.randn(B, dd, device=DEVICE)
+            backward = lambda: sru_triton._recurrence_backward(  # noqa: E731
+                grad_h, grad_c, args["U"], args["x"], args["weight_c"], args["bias"], c0, None,
+                None, None, c_all, 1.0, d, sru_triton._SKIP_X, False, False)
+            # forward: read U (k=3) and x, write h and the fp32 c history
+            fwd_bytes = n_state * (3 * es + es + es + 4)
+            # backward: read grad_h, U, x, c history; write grad_U, grad_x
+            bwd_bytes = n_state * (es + 3 * es + es + 4 + 3 * es + es)
+            inf_bytes = fwd_bytes - n_state * 4  # inference writes no c history
+            fwd_ms, bwd_ms = cuda_time_ms(forward), cuda_time_ms(backward)
+            inf_ms = cuda_time_ms(inference)
+            rows.append(dict(L=L, B=B, d=d, bidirectional=bidirectional,
+                             dtype=str(dtype).replace("torch.", ""),
+                             inference_ms=inf_ms, inference_GBps=inf_bytes / inf_ms / 1e6,
+                             forward_ms=fwd_ms, forward_GBps=fwd_bytes / fwd_ms / 1e6,
+                             backward_ms=bwd_ms, backward_GBps=bwd_bytes / bwd_ms / 1e6))
+            print(f"  bandwidth {rows[-1]}", flush=True)
+    return rows
+
+
+def block_sweep(L=256, B=128, d=1024):
+    """Forward+backward time per BLOCK at the large shape, to tune _launch_config."""
+    inputs = make_inputs(L=L, B=B, d=d, bidirectional=True)
+    grad_h = torch.randn(L, B, 2 * d, device=DEVICE)
+    default = sru_triton._launch_config
+    rows = []
+    try:
+        for block in (32, 64, 128, 256):
+            sru_triton._launch_config = lambda n, b=block: (b, max(1, min(8, b // 32)),
+                                                             -(-n // b))
+            def step():
+                h, _ = elementwise_recurrence_triton(**inputs)
+                torch.autograd.grad(h, [inputs["U"]], grad_h)
+            rows.append(dict(block=block, fwd_bwd_ms=cuda_time_ms(step, repeats=10)))
+            print(f"  block sweep {rows[-1]}", flush=True)
+    finally:
+        sru_triton._launch_config = default
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="outputs/check_gpu")
+    parser.add_argument("--skip-bench", action="store_true", help="do not run bench_speed.py")
+    parser.add_argument("--bench-timeout", type=float, default=240.0, help="seconds")
+    parser.add_argument("--dry-run-cpu", action="store_true",
+                        help="test this script on CPU under TRITON_INTERPRET=1 (small cases)")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    global DEVICE
+    if args.dry_run_cpu:
+        DEVICE = "cpu"
+        args.skip_bench = True
+    elif not torch.cuda.is_available():
+        sys.exit("check_gpu.py needs a CUDA GPU (torch.cuda.is_available() is False)")
+
+    import triton
+    info = dict(device=torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (interpreter)",
+                capability=torch.cuda.get_device_capability() if DEVICE == "cuda" else None,
+                torch=torch.__version__, triton=triton.__version__, cuda=torch.version.cuda)
+    print("device:", info, flush=True)
+
+    started = time.time()
+    results = []
+    cases = [c for c in CASES if DEVICE == "cuda" or c[1]["L"] * c[1]["B"] * c[1]["d"] <= 4000]
+    for name, sizes, options in cases:
+        dtypes = (torch.float32, torch.bfloat16, torch.float16) if DEVICE == "cuda" else (
+            torch.float32,)
+        for dtype in dtypes:
+            try:
+                row = check_case(name, sizes, options, dtype)
+            except Exception:
+                row = dict(case=name, dtype=str(dtype), ok=False, error=traceback.format_exc())
+            results.append(row)
+            print(f"  {'ok  ' if row['ok'] else 'FAIL'} {name} {row['dtype']} "
+                  f"{row.get('worst_rel_err', row.get('error'))}", flush=True)
+    for row in check_extras() if DEVICE == "cuda" else []:
+        results.append(row)
+        print(f"  {'ok  ' if row['ok'] else 'FAIL'} {row['case']}", flush=True)
+    all_ok = all(r["ok"] for r in results)
+    (out / "correctness.json").write_text(json.dumps(dict(info=info, results=results), indent=1))
+    print(f"correctness: {'ALL OK' if all_ok else 'FAILURES'} ({time.time() - started:.0f}s)")
+
+    rows = bandwidth() if DEVICE == "cuda" else bandwidth(L=3, B=2, d=8)
+    sweep = block_sweep() if DEVICE == "cuda" else block_sweep(L=2, B=2, d=16)
+    (out / "bandwidth.json").write_text(json.dumps(dict(info=info, rows=rows, block_sweep=sweep),
+                                                   indent=1))
+
+    bench_status = "skipped"
+    if not args.skip_bench:
+        cmd = [sys.executable, str(REPO_ROOT / "scripts" / "bench_speed.py"), "--device", "cuda",
+               "--out", str(out / "bench")]
+        print("running:", " ".join(cmd), flush=True)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.bench_timeout)
+            (out / "bench_log.txt").write_text(done.stdout + done.stderr)
+            bench_status = f"exit {done.returncode}"
+            print(done.stdout[-4000:], done.stderr[-2000:], flush=True)
+        except subprocess.TimeoutExpired as err:
+            (out / "bench_log.txt").write_text(str(err.stdout or "") + str(err.stderr or ""))
+            bench_status = f"timed out after {args.bench_timeout:.0f}s"
+
+    lines = [f"# GPU check: {info['device']} (torch {info['torch']}, triton {info['triton']})", "",
+             f"correctness: {'ALL OK' if all_ok else 'FAILURES'} "
+             f"({sum(r['ok'] for r in results)}/{len(results)})", "",
+             "| L | B | d | bi | dtype | inference ms | inf GB/s | fwd ms | fwd GB/s | bwd ms "
+             "| bwd GB/s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['L']} | {r['B']} | {r['d']} | {r['bidirectional']} | {r['dtype']} | "
+              f"{r['inference_ms']:.3f} | {r['inference_GBps']:.0f} | "
+              f"{r['forward_ms']:.3f} | {r['forward_GBps']:.0f} | {r['backward_ms']:.3f} | "
+              f"{r['backward_GBps']:.0f} |" for r in rows]
+    lines += ["", "BLOCK sweep (bi, fp32, fwd+bwd ms): "
+              + ", ".join(f"{r['block']}: {r['fwd_bwd_ms']:.3f}" for r in sweep)]
+    lines += ["", f"bench_speed.py: {bench_status} (see bench/ and bench_log.txt)"]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    sys.exit(0 if all_ok else 1)
+
+
+if __name__ == "__main__":
+    main()
