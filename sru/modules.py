@@ -1,0 +1,477 @@
+"""SRU and SRUCell: parameters, initialization, dropout masks, layer norm and dispatch.
+
+The modules are drop-in compatible with the official ``sru`` 2.x package: same constructor
+arguments and defaults, same attribute, parameter and buffer names (``rnn_lst.{i}.weight``,
+``weight_proj``, ``weight_c``, ``bias``, ``scale_x``, ``layer_norm``), so its checkpoints load
+with ``load_state_dict(strict=True)``. The elementwise recurrence itself lives in ``sru.ops``;
+this file only computes U with one matrix product and hands everything to
+``elementwise_recurrence``. See ``docs/sru.md`` for usage.
+"""
+import contextlib
+import copy
+import math
+from typing import List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from sru.ops import elementwise_recurrence
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _shape(t: Tensor) -> tuple:
+    return tuple(t.shape)
+
+
+def _check_float_tensor(name: str, owner: str, t) -> None:
+    if not isinstance(t, Tensor):
+        raise ValueError(f"{owner} expected {name} to be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise ValueError(f"{owner} expected {name} to be a floating-point tensor, "
+                         f"got dtype {t.dtype}; convert it with .float()")
+
+
+def _check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -> None:
+    if not isinstance(mask_pad, Tensor) or _shape(mask_pad) != expected:
+        got = _shape(mask_pad) if isinstance(mask_pad, Tensor) else type(mask_pad).__name__
+        raise ValueError(f"{owner} expected mask_pad of shape {layout} = {expected} "
+                         f"(nonzero/True = padded step), got {got}")
+
+
+class SRUCell(nn.Module):
+    """One SRU layer (both directions when bidirectional), like ``nn.LSTMCell`` for a sequence.
+
+    Input (L, B, input_size) or a single step (B, input_size); c0 (B, dirs*hidden_size);
+    mask_pad (L, B), nonzero = padded step. Returns h (L, B, dirs*hidden_size) (or
+    (B, dirs*hidden_size) for a single step) and the last c (B, dirs*hidden_size).
+    """
+
+    scale_x: Tensor
+
+    def __init__(self,
+                 input_size: int,
+                 hidden_size: int,
+                 dropout: float = 0.0,
+                 rnn_dropout: float = 0.0,
+                 bidirectional: bool = False,
+                 n_proj: int = 0,
+                 use_tanh: bool = False,
+                 highway_bias: float = 0.0,
+                 has_skip_term: bool = True,
+                 layer_norm: bool = False,
+                 rescale: bool = True,
+                 v1: bool = False,
+                 custom_m: Optional[nn.Module] = None,
+                 amp_recurrence_fp16: bool = False,
+                 normalize_after: bool = False,
+                 weight_c_init: Optional[float] = None,
+                 backend: str = "auto"):
+        super().__init__()
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"SRUCell expected {name} to be a positive int, got {value!r}")
+        for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
+            if not 0.0 <= float(value) < 1.0:
+                raise ValueError(f"SRUCell expected {name} in [0, 1), got {value!r}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size  # per direction
+        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.rnn_dropout = float(rnn_dropout)
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.has_skip_term = has_skip_term
+        self.highway_bias = highway_bias
+        self.v1 = v1
+        self.rescale = rescale
+        self.activation_type = 1 if use_tanh else 0
+        self.activation = "tanh" if use_tanh else "none"
+        self.custom_m: Optional[nn.Module] = custom_m
+        self.amp_recurrence_fp16 = amp_recurrence_fp16
+        self.normalize_after = normalize_after
+        self.weight_c_init = weight_c_init
+        self.backend = backend
+
+        # Like the official package: a projection that would not shrink anything is ignored.
+        self.projection_size = 0
+        if 0 < n_proj < input_size and n_proj < self.output_size:
+            self.projection_size = n_proj
+
+        # k = 4 adds the skip projection u3 when the input cannot be added to h directly.
+        self.num_matrices = 4 if has_skip_term and input_size != self.output_size else 3
+
+        self.weight_proj: Optional[nn.Parameter]
+        self.weight: Optional[nn.Parameter]
+        if custom_m is None:
+            in_features = self.projection_size or input_size
+            self.weight_proj = (nn.Parameter(torch.empty(input_size, self.projection_size))
+                                if self.projection_size else None)
+            self.weight = nn.Parameter(
+                torch.empty(in_features, self.output_size * self.num_matrices))
+        else:
+            self.register_parameter("weight_proj", None)
+            self.register_parameter("weight", None)
+        self.weight_c = nn.Parameter(torch.empty(2 * self.output_size))  # [v_f ; v_r]
+        self.bias = nn.Parameter(torch.empty(2 * self.output_size))      # [b_f ; b_r]
+        # The skip-term scale alpha; a buffer so that checkpoints carry it (official layout).
+        self.register_buffer("scale_x", torch.ones(1, dtype=torch.float32))
+        self._scale_x_value = 1.0  # Python copy of scale_x: no .item() sync in forward
+
+        self.layer_norm: Optional[nn.LayerNorm] = None
+        if layer_norm:
+            self.layer_norm = nn.LayerNorm(self.output_size if normalize_after else input_size)
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """The official initialization recipe (paper section 3.2), step by step."""
+        d = self.output_size
+        self.bias.zero_()
+        self.bias[d:] = self.highway_bias  # b_r: biases the highway gate towards the skip input
+        alpha = math.sqrt(1 + 2 * math.exp(self.highway_bias))
+        self.scale_x.fill_(alpha if self.rescale and self.has_skip_term else 1.0)
+        self._scale_x_value = float(self.scale_x[0])
+
+        if self.custom_m is None:
+            # E[w] = 0, Var[w] = 1 / fan_in, so U keeps the scale of the input.
+            fan_in = self.weight.size(0)
+            self.weight.uniform_(-math.sqrt(3.0 / fan_in), math.sqrt(3.0 / fan_in))
+            if self.weight_proj is not None:
+                bound = math.sqrt(3.0 / self.weight_proj.size(0))
+                self.weight_proj.uniform_(-bound, bound)
+            w = self.weight.view(fan_in, -1, self.hidden_size, self.num_matrices)
+            if self.dropout > 0:  # keep the candidate's variance under the dropout mask
+                w[..., 0].mul_(math.sqrt(1 - self.dropout))
+            if self.rnn_dropout > 0:
+                w.mul_(math.sqrt(1 - self.rnn_dropout))
+            if self.layer_norm is not None:  # normalized inputs are larger: start smaller
+                w.mul_(0.1)
+            if self.rescale and self.has_skip_term and self.num_matrices == 4:
+                w[..., 3].mul_(alpha)
+        elif hasattr(self.custom_m, "reset_parameters"):
+            self.custom_m.reset_parameters()
+
+        if self.layer_norm is not None:
+            self.layer_norm.reset_parameters()
+
+        if self.v1:  # the paper's first version: no c_{t-1} term in the gates
+            self.weight_c.zero_()
+            self.weight_c.requires_grad_(False)
+        else:
+            if self.weight_c_init is None:
+                self.weight_c.uniform_(-math.sqrt(3.0), math.sqrt(3.0)).mul_(math.sqrt(0.5))
+            else:
+                self.weight_c.uniform_(-self.weight_c_init, self.weight_c_init)
+            if self.custom_m is None:  # gate pre-activations sum two terms: halve each variance
+                w[..., 1].mul_(math.sqrt(0.5))
+                w[..., 2].mul_(math.sqrt(0.5))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        # A checkpoint's scale_x wins over the one computed at construction.
+        self._scale_x_value = float(self.scale_x[0])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # Whole modules pickled by the official package (same class path, sru.modules.SRUCell)
+        # lack the attributes added here or in later 2.x versions.
+        for name, default in (("backend", "auto"), ("normalize_after", False),
+                              ("weight_c_init", None), ("amp_recurrence_fp16", False),
+                              ("custom_m", None)):
+            self.__dict__.setdefault(name, default)
+        self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
+
+    def forward(self,
+                input: Tensor,
+                c0: Optional[Tensor] = None,
+                mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        _check_float_tensor("input", "SRUCell", input)
+        if input.dim() not in (2, 3) or input.size(-1) != self.input_size:
+            raise ValueError(f"SRUCell expected input of shape (length, batch, {self.input_size}) "
+                             f"or (batch, {self.input_size}), got {_shape(input)}")
+        if self.weight is not None and input.dtype != self.weight.dtype \
+                and not torch.is_autocast_enabled(input.device.type):
+            raise ValueError(f"SRUCell expected input of dtype {self.weight.dtype} (the "
+                             f"parameters' dtype), got {input.dtype}; convert the input or the "
+                             f"module (e.g. module.to({input.dtype}))")
+        single_step = input.dim() == 2
+        if single_step:
+            input = input.unsqueeze(0)
+            if mask_pad is not None and isinstance(mask_pad, Tensor) and mask_pad.dim() == 1:
+                mask_pad = mask_pad.unsqueeze(0)
+        length, batch = input.size(0), input.size(1)
+        if c0 is not None:  # None means zeros; the recurrence allocates nothing for it
+            _check_float_tensor("c0", "SRUCell", c0)
+            if _shape(c0) != (batch, self.output_size):
+                raise ValueError(f"SRUCell expected c0 of shape (batch, directions*hidden_size) = "
+                                 f"{(batch, self.output_size)}, got {_shape(c0)}")
+        if mask_pad is not None:
+            _check_mask_pad("SRUCell", mask_pad, (length, batch), "(length, batch)")
+
+        residual = input  # the skip term sees the raw input (before layer norm and rnn_dropout)
+        if self.layer_norm is not None and not self.normalize_after:
+            input = self.layer_norm(input)
+        if self.training and self.rnn_dropout > 0:  # one mask per sequence, shared over time
+            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
+        mask_c = None
+        if self.training and self.dropout > 0:
+            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+
+        U, V = self.compute_UV(input, c0, mask_pad)
+        h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
+        if self.layer_norm is not None and self.normalize_after:
+            h = self.layer_norm(h)
+        return (h.squeeze(0) if single_step else h), c
+
+    def compute_U(self, input: Tensor) -> Tensor:
+        """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k)."""
+        x = input.reshape(-1, input.size(-1))  # a view when input is contiguous
+        if self.weight_proj is not None:
+            x = x.mm(self.weight_proj)
+        return x.mm(self.weight).view(input.size(0), input.size(1), -1)
+
+    def compute_UV(self, input: Tensor, c0: Optional[Tensor] = None,
+                   mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """U from the weight (or ``custom_m``), and the gate weights V.
+
+        ``custom_m(input)`` returns U, or (U, V) with per-step gate weights V (L, B, dirs*d*2)
+        laid out (dirs, d, 2). As in the official package, V is added to ``weight_c`` flat,
+        element by element, although ``weight_c`` is laid out (2, dirs, d): checkpoints
+        trained with a custom module depend on exactly this sum.
+        """
+        if self.custom_m is None:
+            return self.compute_U(input), self.weight_c
+        ret = self.custom_m(input)
+        if isinstance(ret, (tuple, list)):
+            if len(ret) not in (1, 2):
+                raise ValueError(f"SRUCell expected custom_m to return U or (U, V), "
+                                 f"got a {type(ret).__name__} of {len(ret)} items")
+            U, V = ret[0], (ret[1] + self.weight_c if len(ret) == 2 else self.weight_c)
+        else:
+            U, V = ret, self.weight_c
+        length, batch = input.size(0), input.size(1)
+        expected_u = (length, batch, self.output_size * self.num_matrices)
+        if U.numel() != math.prod(expected_u) or U.size(-1) != expected_u[-1]:
+            raise ValueError(f"SRUCell expected custom_m's U of shape {expected_u}, "
+                             f"got {_shape(U)}")
+        U = U.reshape(expected_u)
+        if V.dim() > 1:
+            expected_v = (length, batch, self.output_size * 2)
+            if V.numel() != math.prod(expected_v) or V.size(-1) != expected_v[-1]:
+                raise ValueError(f"SRUCell expected custom_m's V of shape {expected_v}, "
+                                 f"got {_shape(V)}")
+            V = V.reshape(expected_v)
+        return U, V
+
+    def apply_recurrence(self, U: Tensor, V: Tensor, residual: Tensor, c0: Optional[Tensor],
+                         mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> List[Tensor]:
+        # Under autocast U arrives in half precision; the recurrence accumulates c over time,
+        # so it runs in float32 unless amp_recurrence_fp16 asks for float16 (official rule).
+        dtype = U.dtype
+        if dtype in _LOW_PRECISION:
+            dtype = torch.float16 if self.amp_recurrence_fp16 and dtype == torch.float16 \
+                else torch.float32
+        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
+        scale = self._scale_x_value if self.rescale else 1.0
+        if not (self.has_skip_term and U.size(-1) == 3 * self.output_size):
+            residual = None  # the skip input is u3 (k = 4) or absent: x is not read
+        autocast_off = torch.autocast(U.device.type, enabled=False) \
+            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
+        with autocast_off:
+            h, c = elementwise_recurrence(
+                cast(U), cast(residual), cast(V), cast(self.bias), cast(c0), self.hidden_size,
+                bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
+                scale_x=scale, activation=self.activation, mask_c=cast(mask_c),
+                mask_pad=mask_pad, backend=self.backend)
+        return [h, c]
+
+    @staticmethod
+    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
+        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.projection_size > 0:
+            s += f", projection_size={self.projection_size}"
+        if self.dropout > 0:
+            s += f", dropout={self.dropout}"
+        if self.rnn_dropout > 0:
+            s += f", rnn_dropout={self.rnn_dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        if self.highway_bias != 0:
+            s += f", highway_bias={self.highway_bias}"
+        if self.activation_type != 0:
+            s += f", activation={self.activation}"
+        if self.v1:
+            s += ", v1=True"
+        s += f", rescale={self.rescale}"
+        if not self.has_skip_term:
+            s += ", has_skip_term=False"
+        if self.normalize_after:
+            s += ", normalize_after=True"
+        if self.backend != "auto":
+            s += f", backend={self.backend!r}"
+        return s
+
+
+class SRU(nn.Module):
+    """A stack of SRU layers, like ``nn.LSTM``.
+
+    Input (L, B, input_size) ((B, L, input_size) with batch_first) or a PackedSequence;
+    c0 (num_layers, B, dirs*hidden_size); mask_pad (L, B) ((B, L) with batch_first), nonzero =
+    padded step. Returns h (L, B, dirs*hidden_size) (same layout/type as the input) and the
+    last c per layer (num_layers, B, dirs*hidden_size), or (num_layers*dirs, B, hidden_size)
+    with nn_rnn_compatible_return.
+    """
+
+    def __init__(self,
+                 input_size: int,
+                 hidden_size: int,
+                 num_layers: int = 2,
+                 dropout: float = 0.0,
+                 rnn_dropout: float = 0.0,
+                 bidirectional: bool = False,
+                 projection_size: int = 0,
+                 use_tanh: bool = False,
+                 layer_norm: bool = False,
+                 highway_bias: float = 0.0,
+                 has_skip_term: bool = True,
+                 rescale: bool = False,
+                 v1: bool = False,
+                 nn_rnn_compatible_return: bool = False,
+                 custom_m: Optional[Union[nn.Module, List[nn.Module]]] = None,
+                 proj_input_to_hidden_first: bool = False,
+                 amp_recurrence_fp16: bool = False,
+                 normalize_after: bool = False,
+                 weight_c_init: Optional[float] = None,
+                 batch_first: bool = False,
+                 backend: str = "auto"):
+        super().__init__()
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError(f"SRU expected num_layers to be a positive int, got {num_layers!r}")
+        if isinstance(custom_m, list) and len(custom_m) != num_layers:
+            raise ValueError(f"SRU expected one custom_m per layer ({num_layers}), "
+                             f"got a list of {len(custom_m)}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.rnn_dropout = rnn_dropout
+        self.projection_size = projection_size
+        self.bidirectional = bidirectional
+        self.num_directions = 2 if bidirectional else 1
+        self.use_layer_norm = layer_norm
+        self.has_skip_term = has_skip_term
+        self.nn_rnn_compatible_return = nn_rnn_compatible_return
+        self.amp_recurrence_fp16 = amp_recurrence_fp16
+        self.batch_first = batch_first
+
+        # Optionally map the input to the hidden width first, so every layer has k = 3.
+        self.input_to_hidden: Optional[nn.Linear] = None
+        first_input_size = input_size
+        if proj_input_to_hidden_first and input_size != self.output_size:
+            self.input_to_hidden = nn.Linear(input_size, self.output_size, bias=False)
+            first_input_size = self.output_size
+
+        self.rnn_lst = nn.ModuleList()
+        for i in range(num_layers):
+            custom_m_i = None
+            if custom_m is not None:
+                custom_m_i = custom_m[i] if isinstance(custom_m, list) else copy.deepcopy(custom_m)
+            self.rnn_lst.append(SRUCell(
+                first_input_size if i == 0 else self.output_size,
+                hidden_size,
+                dropout=dropout if i + 1 != num_layers else 0.0,  # no dropout on the output
+                rnn_dropout=rnn_dropout,
+                bidirectional=bidirectional,
+                n_proj=projection_size,
+                use_tanh=use_tanh,
+                highway_bias=highway_bias,
+                has_skip_term=has_skip_term,
+                layer_norm=layer_norm,
+                rescale=rescale,
+                v1=v1,
+                custom_m=custom_m_i,
+                amp_recurrence_fp16=amp_recurrence_fp16,
+                normalize_after=normalize_after,
+                weight_c_init=weight_c_init,
+                backend=backend,
+            ))
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # See SRUCell.__setstate__: official pickles predate these attributes.
+        for name, default in (("batch_first", False), ("nn_rnn_compatible_return", False),
+                              ("input_to_hidden", None)):
+            if name not in self.__dict__ and name not in self._modules:
+                self.__dict__[name] = default
+
+    @property
+    def backend(self) -> str:
+        return self.rnn_lst[0].backend
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.backend = value
+
+    def reset_parameters(self) -> None:
+        for cell in self.rnn_lst:
+            cell.reset_parameters()
+        if self.input_to_hidden is not None:
+            self.input_to_hidden.reset_parameters()
+
+    def forward(self,
+                input: Union[Tensor, PackedSequence],
+                c0: Optional[Tensor] = None,
+                mask_pad: Optional[Tensor] = None) -> Tuple[Union[Tensor, PackedSequence], Tensor]:
+        packed_lengths = None
+        time_major = not self.batch_first
+        if isinstance(input, PackedSequence):
+            if mask_pad is not None:
+                raise ValueError("SRU expected mask_pad=None with a PackedSequence input "
+                                 "(its lengths already define the padding)")
+            input, packed_lengths = pad_packed_sequence(input)  # (L, B, D), original batch order
+            steps = torch.arange(input.size(0)).unsqueeze(1)
+            mask_pad = (steps >= packed_lengths.unsqueeze(0)).to(input.device)
+            time_major = True
+
+        _check_float_tensor("input", "SRU", input)
+        dims = "length, batch" if time_major else "batch, length"
+        if input.dim() != 3 or input.size(-1) != self.input_size:
+            raise ValueError(f"SRU expected input of shape ({dims}, {self.input_size}), "
+                             f"got {_shape(input)}")
+        if mask_pad is not None:
+            _check_mask_pad("SRU", mask_pad, _shape(input)[:2], f"({dims})")
+        if not time_major:
+            input = input.transpose(0, 1)
+            mask_pad = None if mask_pad is None else mask_pad.transpose(0, 1)
+        batch = input.size(1)
+        if c0 is not None:
+            _check_float_tensor("c0", "SRU", c0)
+            expected = (self.num_layers, batch, self.output_size)
+            if _shape(c0) != expected:
+                raise ValueError(f"SRU expected c0 of shape (num_layers, batch, "
+                                 f"directions*hidden_size) = {expected}, got {_shape(c0)}")
+
+        h = input if self.input_to_hidden is None else self.input_to_hidden(input)
+        c_last = []
+        for i, cell in enumerate(self.rnn_lst):
+            h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
+            c_last.append(c)
+        c_stack = torch.stack(c_last)
+        if self.nn_rnn_compatible_return:  # (layers, B, dirs*d) -> (layers*dirs, B, d)
+            c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
+                       .transpose(1, 2).reshape(-1, batch, self.hidden_size))
+
+        if packed_lengths is not None:
+            return pack_padded_sequence(h, packed_lengths, enforce_sorted=False), c_stack
+        if not time_major:
+            h = h.transpose(0, 1)
+        return h, c_stack
+
+    def extra_repr(self) -> str:
+        return "batch_first=True" if self.batch_first else ""

@@ -1,0 +1,155 @@
+"""Build the fused CPU kernel on first use, cache it, and fall back cleanly when that fails.
+
+The kernel (``sru_recurrence.cpp``) is compiled with ``torch.utils.cpp_extension.load`` the
+first time a CPU recurrence runs (never at import), into a cache directory:
+``$TORCH_EXTENSIONS_DIR`` if set, else ``~/.cache/torch_extensions`` (``$XDG_CACHE_HOME``
+respected). The cache entry's name hashes the source, the compiler flags, torch's version and
+the CPU (the build uses ``-march=native``), so a changed source or a different machine never
+picks up a stale binary.
+
+Locks: ``cpp_extension`` serialises builds with a lock file and waits forever on one left
+behind by a killed build (the official ``sru`` package hangs exactly there). We never share a
+build directory: every process compiles in its own fresh temporary directory and publishes the
+library with an atomic ``os.replace``. A leftover lock or half-built directory is simply
+ignored; two processes building at once both succeed, and the last rename wins.
+
+Failure (no compiler, no OpenMP, no ninja, a compile error): one ``RuntimeWarning`` that says
+what failed and how to fix it, then callers use the PyTorch reference.
+Environment: ``SRU_CPU_EXTENSION=0`` disables the kernel; ``SRU_CPU_NATIVE=0`` builds without
+``-march=native`` (e.g. a cache directory shared by different machines).
+"""
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+SOURCE = Path(__file__).with_name("sru_recurrence.cpp")
+_lock = threading.Lock()
+_library: Optional[ctypes.CDLL] = None
+_error: Optional[str] = None
+
+
+def cache_root() -> Path:
+    """The directory that holds built extensions (shared with torch's own JIT builds)."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if root:
+        return Path(root)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "torch_extensions"
+
+
+def compile_flags() -> list:
+    # -fno-trapping-math lets the selects in the kernel's fast_exp vectorise.
+    flags = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
+    if os.environ.get("SRU_CPU_NATIVE", "1") != "0":
+        flags.append("-march=native")
+    return flags
+
+
+def _cpu_signature() -> str:
+    """What -march=native depends on: the CPU model and its instruction-set flags."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine() + platform.processor()
+    wanted = ("model name", "flags", "Features", "CPU part")  # x86 and ARM spellings
+    seen = {}
+    for line in lines:
+        key = line.split(":", 1)[0].strip()
+        if key in wanted and key not in seen:
+            seen[key] = line
+    return platform.machine() + "\n" + "\n".join(seen[k] for k in sorted(seen))
+
+
+def extension_name() -> str:
+    """``sru_cpu_<hash>``: changes whenever the binary would differ."""
+    key = hashlib.sha256()
+    parts = (SOURCE.read_bytes(), " ".join(compile_flags()).encode(), torch.__version__.encode(),
+             os.environ.get("CXX", "c++").encode(), _cpu_signature().encode())
+    for part in parts:
+        key.update(part)
+        key.update(b"\0")
+    return "sru_cpu_" + key.hexdigest()[:16]
+
+
+def library_path() -> Path:
+    name = extension_name()
+    return cache_root() / name / (name + ".so")
+
+
+def _build(target: Path) -> None:
+    """Compile into a private temporary directory, then atomically publish to ``target``."""
+    from torch.utils import cpp_extension  # imported lazily: it is slow to import
+
+    name = target.stem
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=name + ".build-", dir=target.parent)
+    try:
+        cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=compile_flags(),
+                           extra_ldflags=["-fopenmp"], build_directory=scratch,
+                           is_python_module=False, verbose=False)
+        os.replace(os.path.join(scratch, name + ".so"), target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _open(path: Path) -> ctypes.CDLL:
+    from .kernel import configure_library
+
+    return configure_library(ctypes.CDLL(str(path)))
+
+
+def _load_or_build() -> ctypes.CDLL:
+    target = library_path()
+    if target.exists():
+        try:
+            return _open(target)
+        except (OSError, RuntimeError):
+            pass  # unreadable or from an incompatible build: rebuild it below
+    _build(target)
+    return _open(target)
+
+
+def _short(message: str, tail: int = 3, width: int = 240) -> str:
+    """First line and last lines of a (long) build log: what failed, and why."""
+    lines = [line.strip()[:width] for line in str(message).splitlines() if line.strip()]
+    keep = lines if len(lines) <= tail + 1 else [lines[0], "..."] + lines[-tail:]
+    return "\n    ".join(keep)
+
+
+def load_library() -> Optional[ctypes.CDLL]:
+    """The compiled kernel library, building it if needed; None (after one warning) if it fails."""
+    global _library, _error
+    if _library is not None or _error is not None:
+        return _library
+    with _lock:
+        if _library is not None or _error is not None:
+            return _library
+        if os.environ.get("SRU_CPU_EXTENSION", "1") == "0":
+            _error = "disabled by SRU_CPU_EXTENSION=0"
+            return None
+        try:
+            _library = _load_or_build()
+        except Exception as exc:  # any build failure means: use the reference instead
+            _error = f"{type(exc).__name__}: {_short(exc)}"
+            warnings.warn(
+                "sru: could not build the fused CPU recurrence kernel, so the slower PyTorch "
+                f"reference is used instead.\n  What failed: {_error}\n  Fix: install a C++ "
+                "compiler with OpenMP (e.g. `apt install g++`, or set CXX) and `pip install "
+                "ninja`; if the CPU flags are the problem set SRU_CPU_NATIVE=0; set "
+                f"SRU_CPU_EXTENSION=0 to silence this. Cache directory: {cache_root()}",
+                RuntimeWarning, stacklevel=3)
+    return _library
+
+
+def load_error() -> Optional[str]:
+    """Why the kernel is unavailable (None if it loaded or was never tried)."""
+    return _error

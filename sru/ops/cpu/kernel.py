@@ -1,0 +1,98 @@
+"""Call the compiled kernel: allocate outputs with torch, pass raw pointers through ctypes.
+
+Callers (``sru/ops/autograd.py``) hand over contiguous float32 or float64 CPU tensors of one
+dtype with shapes already checked; this module only fills in the ``SruArgs`` struct that
+mirrors the one in ``sru_recurrence.cpp``. ctypes releases the GIL during the call.
+"""
+import ctypes
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+_POINTERS = ("U", "x", "weight_c", "bias", "c0", "mask_c", "mask_pad", "h", "c_all", "c_last",
+             "grad_h", "grad_c_last", "grad_U", "grad_x", "grad_weight_c", "grad_bias",
+             "grad_partial", "grad_c0", "grad_mask_c")
+_INTEGERS = ("length", "batch", "hidden", "dirs", "k", "per_step_weight", "skip_mode",
+             "use_tanh", "num_threads")
+
+
+class SruArgs(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_void_p) for name in _POINTERS]
+                + [(name, ctypes.c_int64) for name in _INTEGERS]
+                + [("scale_x", ctypes.c_double)])
+
+
+def configure_library(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Declare the C signatures and check that the struct layouts agree."""
+    lib.sru_args_size.restype = ctypes.c_int64
+    if lib.sru_args_size() != ctypes.sizeof(SruArgs):
+        raise RuntimeError(f"SruArgs layout mismatch: C++ {lib.sru_args_size()} bytes, "
+                           f"Python {ctypes.sizeof(SruArgs)} bytes")
+    for name in ("sru_forward_f32", "sru_forward_f64", "sru_backward_f32", "sru_backward_f64"):
+        getattr(lib, name).argtypes = [ctypes.POINTER(SruArgs)]
+        getattr(lib, name).restype = ctypes.c_int
+    return lib
+
+
+def _args(U: Tensor, hidden_size: int, dirs: int, per_step_weight: bool, skip_mode: int,
+          use_tanh: bool, scale_x: float, **tensors: Optional[Tensor]) -> SruArgs:
+    length, batch = U.shape[0], U.shape[1]
+    pointers = {name: (None if t is None else t.data_ptr()) for name, t in tensors.items()}
+    return SruArgs(U=U.data_ptr(), length=length, batch=batch, hidden=hidden_size, dirs=dirs,
+                   k=U.shape[2] // (dirs * hidden_size), per_step_weight=int(per_step_weight),
+                   skip_mode=skip_mode, use_tanh=int(use_tanh),
+                   num_threads=torch.get_num_threads(), scale_x=float(scale_x), **pointers)
+
+
+def _call(lib: ctypes.CDLL, name: str, dtype: torch.dtype, args: SruArgs) -> None:
+    suffix = "f64" if dtype == torch.float64 else "f32"
+    if getattr(lib, f"{name}_{suffix}")(ctypes.byref(args)) != 0:
+        raise RuntimeError(f"sru CPU kernel {name}: unsupported k={args.k} with "
+                           f"skip_mode={args.skip_mode}")
+
+
+def forward(lib: ctypes.CDLL, U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
+            c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
+            hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
+            store_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """Return ``(h, c_last, c_all)``; c_all (every step's c) is empty unless store_c."""
+    length, batch, width = U.shape[0], U.shape[1], dirs * hidden_size
+    h = U.new_empty(length, batch, width)
+    c_last = U.new_empty(batch, width)
+    c_all = U.new_empty((length, batch, width) if store_c else (0,))
+    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x,
+                 x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
+                 h=h, c_all=c_all if store_c else None, c_last=c_last)
+    _call(lib, "sru_forward", U.dtype, args)
+    return h, c_last, c_all
+
+
+def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U: Tensor,
+             x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+             mask_c: Optional[Tensor], mask_pad: Optional[Tensor], c_all: Tensor,
+             hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
+             need_grad_mask_c: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Return grads ``(U, x, weight_c, bias, c0, mask_c)``; grad x is empty unless
+    skip_mode == 1, grad mask_c unless need_grad_mask_c (and mask_c is given).
+
+    ``grad_c_last`` None means zeros (c_last unused), without allocating them.
+    """
+    length, batch, width = U.shape[0], U.shape[1], dirs * hidden_size
+    # The kernel writes every element (padded steps included): no zero-fill needed.
+    grad_U = torch.empty_like(U)
+    grad_x = U.new_empty((length, batch, width) if skip_mode == 1 else (0,))
+    grad_weight_c = torch.empty_like(weight_c)
+    grad_bias = torch.empty_like(bias)
+    grad_c0 = U.new_empty(batch, width)
+    need_grad_mask_c = need_grad_mask_c and mask_c is not None
+    grad_mask_c = U.new_empty((batch, width) if need_grad_mask_c else (0,))
+    partial = U.new_empty(batch, 4, width)  # scratch: per batch row sums, reduced in the kernel
+    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x,
+                 x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
+                 c_all=c_all, grad_h=grad_h, grad_c_last=grad_c_last, grad_U=grad_U,
+                 grad_x=grad_x if skip_mode == 1 else None, grad_weight_c=grad_weight_c,
+                 grad_bias=grad_bias, grad_partial=partial, grad_c0=grad_c0,
+                 grad_mask_c=grad_mask_c if need_grad_mask_c else None)
+    _call(lib, "sru_backward", U.dtype, args)
+    return grad_U, grad_x, grad_weight_c, grad_bias, grad_c0, grad_mask_c

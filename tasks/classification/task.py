@@ -1,0 +1,125 @@
+"""Sentence classification (paper Table 1: MR, SUBJ, CR, MPQA, TREC, SST) with SRU / LSTM / CNN encoders.
+
+One run trains on one split (for cross-validated sets: one fold, ``task.data.fold``); ``scripts/run_cv.py``
+runs every fold and reports mean ± std. Metrics: accuracy and macro-F1 (percent) from summed counts.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.base import LoggingOutput, Task
+from tasks.encoders import build_encoder
+
+from . import cnn  # noqa: F401  (registers encoder "cnn")
+from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
+from .metrics import count_logging_output, reduce_classification
+from .model import SentenceClassifier
+from .text import Vocabulary
+from .vectors import embedding_matrix, load_vectors
+
+SPLITS = ("train", "valid", "test")
+
+
+class ClassificationTask(Task):
+    name = "classification"
+    monitor = "accuracy"
+    monitor_mode = "max"
+    throughput_key = "nsentences"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        self.task_cfg = cfg["task"]
+        self.data = None
+        self.vocab: Vocabulary | None = None
+        self.encoded: Dict[str, EncodedSplit] = {}
+        self.vectors = None
+        self.epoch_seconds: Dict[int, float] = {}
+
+    # ---- data ---------------------------------------------------------------------------------
+    def setup(self) -> None:
+        t0 = time.time()
+        t = self.task_cfg
+        self.data = load_classification_data(t["data"])
+        lowercase, max_len = t["data"].get("lowercase", True), t["data"].get("max_length")
+        tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
+        emb = t["embedding"]
+        extra: List[str] = []
+        if emb.get("path"):
+            # keep vectors for every word of every split: test words with a pretrained vector get it
+            # (a fixed lookup, not training on test), the rest of unseen words map to <unk>
+            wanted = {w for s in SPLITS for sent in tokens[s] for w in sent}
+            self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
+            extra = sorted(w for w in self.vectors if w in wanted)
+        train_vocab = Vocabulary.build(tokens["train"], min_freq=int(t["data"].get("min_freq", 1)))
+        self.vocab = Vocabulary(train_vocab.itos[2:] + [w for w in extra if w not in train_vocab.stoi])
+        self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.data.label_names)
+                        for s in SPLITS}
+        sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in SPLITS)
+        fold = f", test = fold {self.data.fold} of {self.data.n_folds}" if self.data.cross_validated else ""
+        name = t["data"].get("name") or t["data"].get("source")
+        print(f"[classification] {name}: {len(self.data.label_names)} classes, vocab {len(self.vocab):,}; "
+              f"{sizes}{fold} ({time.time() - t0:.1f}s)")
+
+    def splits(self) -> List[str]:
+        return list(SPLITS)
+
+    def _batch_size(self, split: str) -> int:
+        key = "batch_size" if split == "train" else "eval_batch_size"
+        return int(self.task_cfg[key])
+
+    def num_batches(self, split: str) -> int:
+        return math.ceil(len(self.encoded[split]) / self._batch_size(split))
+
+    def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
+        data, bs = self.encoded[split], self._batch_size(split)
+        if split == "train":  # order is a pure function of (seed, epoch): exact resume at batch `start`
+            g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch))
+            order = torch.randperm(len(data), generator=g).tolist()
+        else:
+            order = list(range(len(data)))
+        t0 = time.perf_counter()
+        for i in range(start, self.num_batches(split)):
+            yield collate(data, order[i * bs:(i + 1) * bs], self.vocab.pad_id)
+        if split == "train" and start == 0:
+            # wall time of the whole pass (the trainer runs forward/backward/step between our yields):
+            # the paper's Table 1 reports training time per epoch
+            seconds = time.perf_counter() - t0
+            self.epoch_seconds[int(epoch)] = seconds
+            print(f"[classification] epoch {epoch}: {seconds:.1f} s training "
+                  f"({len(data) / seconds:.0f} examples/s)", flush=True)
+
+    # ---- model --------------------------------------------------------------------------------
+    def build_model(self) -> nn.Module:
+        t, model_cfg = self.task_cfg, self.cfg["model"]
+        emb = t["embedding"]
+        weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
+                                        normalize=bool(emb.get("normalize", False)),
+                                        seed=int(self.cfg.get("seed") or 0))
+        fixed = emb.get("fixed")
+        fixed = bool(emb.get("path")) if fixed is None else bool(fixed)  # paper: fixed pretrained vectors
+        if self.vectors is not None:
+            print(f"[classification] pretrained vectors for {hits:,}/{len(self.vocab):,} words "
+                  f"({'fixed' if fixed else 'fine-tuned'})")
+        encoder = build_encoder(model_cfg, int(emb["dim"]))
+        return SentenceClassifier(weight, encoder, len(self.data.label_names), dropout=float(t["dropout"]),
+                                  pooling=t.get("pooling", "auto"),
+                                  bidirectional=bool(model_cfg.get("bidirectional", False)),
+                                  fix_embedding=fixed)
+
+    # ---- loss and metrics ---------------------------------------------------------------------
+    def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
+        logits = model(batch["tokens"], batch["mask_pad"], batch["lengths"])
+        labels = batch["labels"]
+        loss = F.cross_entropy(logits.float(), labels)
+        out = count_logging_output(logits.detach(), labels, loss.detach().item() * labels.numel(),
+                                   len(self.data.label_names))
+        return loss, out
+
+    def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
+        return reduce_classification(summed, len(self.data.label_names))

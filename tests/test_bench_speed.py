@@ -1,0 +1,81 @@
+"""Smoke test of the layer speed benchmark: it runs end to end on a tiny grid and writes its
+JSON, markdown and figure. No timing assertions – CI machines are too noisy for that."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import bench_registry  # noqa: E402
+import bench_speed  # noqa: E402
+
+
+def test_tiny_grid_writes_json_markdown_and_png(tmp_path):
+    from sru.ops import available_backends
+
+    out = tmp_path / "bench"
+    cmd = [sys.executable, str(REPO / "scripts" / "bench_speed.py"), "--device", "cpu", "--threads", "1",
+           "--shapes", "tiny", "--repeats", "1", "--warmup", "1", "--min-ms", "0", "--profile",
+           "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    report = json.loads((out / "bench.json").read_text())
+    rows = report["results"]
+    errors = {r["candidate"]: r["error"] for r in rows if "error" in r}
+    assert not errors, errors
+    sru_expected = {f"sru-{b}" for b in available_backends() if b != "triton"}
+    assert sru_expected, "sru.ops reports no CPU backend"
+    expected = {"gemm-bound", "conv1d-k3", "lstm"} | sru_expected
+    assert {r["candidate"] for r in rows} == expected
+    for r in rows:
+        for mode in ("forward", "train_step"):
+            assert r[mode]["median_ms"] > 0 and len(r[mode]["samples_ms"]) == 1
+        if r["candidate"] == "gemm-bound":
+            assert r["train_step"]["vs_gemm"] == pytest.approx(1.0)
+    assert report["machine"]["threads"] == 1
+
+    table = (out / "bench.md").read_text()
+    for name in expected:
+        assert f"| {name} |" in table
+    assert (out / "speed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in out.glob("profile_*.txt")) == sorted(
+        f"profile_fp32_8x4x32x2_{name}.txt" for name in sru_expected)
+
+
+@pytest.mark.parametrize("name", ["gemm-bound", "conv1d-k3", "lstm"])
+def test_train_step_fills_grads_of_parameters_and_input(name):
+    """Every candidate's training step back-propagates into its input too (the GEMM bound:
+    grad of x and of W for every layer), so the comparison is like for like."""
+    shape = bench_registry.Shape(4, 2, 8, 2)
+    cand = bench_registry.build_candidates(shape, "cpu", "fp32", backends=[])[name]()
+    cand.train_step()
+    if name == "gemm-bound":
+        assert len(cand.leaves) == 2 * shape.layers  # one x and one W per layer
+    assert all(t.grad is not None and t.grad.shape == t.shape for t in cand.leaves)
+
+
+def test_summary_statistics_are_median_and_quartiles():
+    stats = bench_speed.summarize([0.004, 0.001, 0.002, 0.003, 0.005])  # seconds
+    assert stats["median_ms"] == pytest.approx(3.0)
+    assert (stats["q25_ms"], stats["q75_ms"]) == (pytest.approx(2.0), pytest.approx(4.0))
+
+
+def test_unknown_shape_grid_is_one_clear_error():
+    with pytest.raises(ValueError, match="expected one of"):
+        bench_registry.shapes_for("huge", "cpu")
+
+
+def test_judged_targets_report_met_and_missed():
+    shape = bench_registry.JUDGED_SHAPE
+    row = {"shape": {"label": shape.label}, "dtype": "fp32", "candidate": "sru-cpu",
+           "train_step": {"vs_gemm": 1.10, "speedup_vs_lstm": 2.0},
+           "forward": {"vs_gemm": 1.30, "speedup_vs_lstm": 3.0}}
+    text = bench_speed.judged_targets([row])
+    assert "fwd+bwd / GEMM 1.10x (target <= 1.15x: met)" in text
+    assert "fwd / GEMM 1.30x (target <= 1.1x: NOT met)" in text
+    assert "speedup vs LSTM 2.00x (target >= 2.4x: NOT met)" in text

@@ -1,0 +1,96 @@
+"""Every config composes, every experiment file instantiates, bad choices fail with the valid ones."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+from conftest import CONF, compose
+from tasks import build_task
+from tasks.encoders import build_encoder
+from tasks.trainer import check_trainer_config
+
+GROUPS = ["task", "model", "trainer", "logger", "paths", "debug", "hparams_search"]
+EXPERIMENTS = sorted(str(p.relative_to(CONF / "experiment").with_suffix(""))
+                     for p in (CONF / "experiment").rglob("*.yaml"))
+
+
+def _options(group):
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in _options(g)])
+def test_every_group_option_composes(group, option):
+    cfg = compose([f"{group}={option}"])
+    OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+    check_trainer_config(cfg.trainer)
+
+
+def _instantiate(cfg):
+    """Build the task object and the encoder exactly as training would (no data loading)."""
+    check_trainer_config(cfg.trainer)
+    task = build_task(cfg)
+    width = cfg.task.get("emb_size") or cfg.task.get("embedding_dim") or 16
+    build_encoder(cfg.model, int(width))
+    return task
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_instantiates(experiment):
+    assert Path(CONF / "experiment" / f"{experiment}.yaml").read_text().startswith("# @package _global_")
+    cfg = compose([f"experiment={experiment}"])
+    OmegaConf.to_container(cfg, resolve=True)
+    _instantiate(cfg)
+
+
+@pytest.mark.parametrize("model", ["sru", "lstm"])
+def test_default_task_builds_with_each_model(model):
+    _instantiate(compose([f"model={model}"]))
+
+
+def test_paper_ptb_sru_and_lstm_share_the_recipe():
+    sru, lstm = compose(["experiment=paper/ptb_sru"]), compose(["experiment=paper/ptb_lstm"])
+    assert sru.task == lstm.task and sru.trainer == lstm.trainer
+    assert (sru.model.name, lstm.model.name) == ("sru", "lstm")
+    assert sru.model.hidden_size == lstm.model.hidden_size == 910
+    assert sru.model.num_layers == lstm.model.num_layers == 6
+
+
+@pytest.mark.parametrize("override,choices", [("model=gru", "lstm"), ("task=nope", "lm"),
+                                              ("logger=tensorboard", "wandb")])
+def test_unknown_group_option_lists_valid_choices(override, choices):
+    with pytest.raises(ConfigCompositionException) as err:
+        compose([override])
+    assert "Available options" in str(err.value) and choices in str(err.value)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("trainer.precision=fp8", "expected one of ['fp32', 'bf16', 'fp16']"),
+    ("trainer.optimizer.name=lbfgs", "expected one of ['sgd', 'adam', 'adamw', 'adamax']"),
+    ("trainer.scheduler.name=linear", "expected one of ['constant', 'step'"),
+])
+def test_bad_trainer_value_names_valid_values(override, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        check_trainer_config(compose([override]).trainer)
+
+
+def test_bad_model_key_names_the_config_file():
+    with pytest.raises(ValueError, match="conf/model/lstm.yaml"):
+        build_encoder(compose(["model=lstm", "+model.highway_bias=-3"]).model, 8)
+
+
+def test_seed_zero_is_kept():
+    assert compose(["seed=0"]).seed == 0
+
+
+def test_run_dirs_are_unique_per_process(tmp_path):
+    import train
+    run_dir = train.resolve_run_dir(None, "outputs/runs")
+    assert run_dir.startswith("outputs/runs/") and f"_{os.getpid()}-" in run_dir
+    with pytest.raises(ValueError, match="checkpoints/last.pt"):
+        train.resolve_run_dir(str(tmp_path), "outputs/runs")
+    with pytest.raises(ValueError, match="found none"):
+        train.find_latest_run(str(tmp_path))

@@ -1,0 +1,99 @@
+"""End-to-end language modeling on the tiny fixture, plus the LM data pipeline's contracts."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from conftest import LM_FIXTURE, compose, tiny_lm_overrides
+from tasks.loggers import read_metrics
+from tasks.lm.data import Vocabulary, batchify, num_windows, tokenize, window
+
+
+@pytest.mark.parametrize("model", ["sru", "lstm"])
+def test_tiny_lm_trains_end_to_end(model, run_train, tmp_path):
+    summary = run_train(tiny_lm_overrides(model, steps=24) + ["trainer.plot=true"], tmp_path)
+    train = read_metrics(tmp_path, "train")
+    valid = read_metrics(tmp_path, "valid")
+    losses = [r["loss"] for r in train]
+    assert len(losses) == 24 and all(math.isfinite(x) for x in losses)
+    # Loss falls: the last steps average well below the first ones (grammar fixture is learnable).
+    assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5
+    assert [r["step"] for r in valid] == [4, 8, 12, 16, 20, 24]
+    assert valid[-1]["ppl"] < valid[0]["ppl"]
+    assert summary["best_valid"] == min(r["ppl"] for r in valid)
+    assert math.isclose(summary["test"]["ppl"], math.exp(summary["test"]["loss"]), rel_tol=1e-6)
+    for name in ("checkpoints/last.pt", "checkpoints/best.pt", "metrics_train.csv", "curves.png"):
+        assert (tmp_path / name).is_file(), name
+    assert json.loads((tmp_path / "results.json").read_text())["steps"] == 24
+
+
+def test_perplexity_is_token_weighted():
+    from tasks.lm.task import LanguageModelingTask
+    task = LanguageModelingTask(compose(tiny_lm_overrides()))
+    # Two batches with different token counts: mean of per-batch losses would be (1 + 3) / 2 = 2.
+    summed = {"loss_sum": 1.0 * 10 + 3.0 * 30, "ntokens": 40}
+    metrics = task.reduce_metrics(summed)
+    assert metrics["loss"] == pytest.approx(2.5)
+    assert metrics["ppl"] == pytest.approx(math.exp(2.5))
+    assert metrics["bpc"] == pytest.approx(2.5 / math.log(2))
+
+
+def test_vocabulary_batchify_and_windows():
+    tokens = tokenize(" a b a \n\n c a \n", "word")
+    assert tokens == ["a", "b", "a", "<eos>", "c", "a", "<eos>"]
+    vocab = Vocabulary(tokens, specials=("<unk>", "<eos>"))
+    assert vocab.itos == ["<unk>", "<eos>", "a", "b", "c"]  # specials, then by frequency, ties a-z
+    assert vocab.encode(["zzz"]).tolist() == [vocab.unk]
+    stream = batchify(torch.arange(23), 2)  # (11, 2): two contiguous streams, ragged tail dropped
+    assert stream[:, 0].tolist() == list(range(11)) and stream[:, 1].tolist() == list(range(11, 22))
+    assert num_windows(stream, 4) == 3
+    last = window(stream, 2, 4)  # shorter final window; targets are inputs shifted by one
+    assert last["input"][:, 0].tolist() == [8, 9] and last["target"][:, 0].tolist() == [9, 10]
+
+
+def test_char_level_tokenizes_every_character():
+    assert tokenize("ab \nc", "char") == ["a", "b", " ", "\n", "c"]
+
+
+def test_missing_data_file_names_path_and_fix(tmp_path):
+    from tasks import build_task
+    missing = tmp_path / "nope" / "train.txt"
+    cfg = compose(tiny_lm_overrides() + [f"task.data.train_file={missing}"])
+    task = build_task(cfg)
+    with pytest.raises(FileNotFoundError) as err:
+        task.setup()
+    assert str(missing) in str(err.value) and "task.data.source=ptb" in str(err.value)
+
+
+def test_lm_state_is_carried_and_detached():
+    from tasks import build_task
+    task = build_task(compose(tiny_lm_overrides("lstm")))
+    task.setup()
+    model = task.build_model()
+    batches = task.batches("train")
+    loss, _ = task.compute_loss(model, next(batches), "train")
+    h, c = task.states["train"]
+    assert not h.requires_grad and h.shape == (2, 4, 32)
+    task.compute_loss(model, next(batches), "train")
+    assert not torch.equal(task.states["train"][0], h)   # the state moves on
+    next(task.batches("train", start=0))                  # a new pass starts from zero state
+    assert "train" not in task.states
+
+
+def test_gensim_wikipedia_sample_splits_90_5_5():
+    from tasks.lm.data import load_texts
+    texts = load_texts({"source": "gensim_wiki", "split_fractions": [0.9, 0.05, 0.05]})
+    total = sum(len(t) for t in texts.values())
+    assert total > 5_000_000 and texts["train"].startswith("<mediawiki")
+    assert abs(len(texts["valid"]) / total - 0.05) < 1e-3
+
+
+def test_bad_split_fractions_and_source_are_named():
+    from tasks.lm.data import load_texts, split_by_fractions
+    with pytest.raises(ValueError, match="summing to 1"):
+        split_by_fractions("abc", [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match=r"expected one of \['ptb', 'files'"):
+        load_texts({"source": "wikipedia"})
