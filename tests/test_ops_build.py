@@ -99,6 +99,9 @@ def test_stale_lock_and_concurrent_builds(tmp_path):
     (entry / (name + ".build-killed")).mkdir(parents=True)
     (entry / "lock").write_text("")  # where cpp_extension's own lock would be
     (entry / (name + ".build-killed") / "lock").write_text("")
+    abandoned = entry / (name + ".build-yesterday")  # an old one is cleaned up
+    abandoned.mkdir()
+    os.utime(abandoned, (time.time() - 86400, time.time() - 86400))
 
     start = time.time()
     procs = [python(CHECK, tmp_path) for _ in range(2)]
@@ -106,6 +109,7 @@ def test_stale_lock_and_concurrent_builds(tmp_path):
     for out in outs:
         assert "'cpu'" in out and "sru_warnings 0" in out and "explicit_cpu ok" in out, out
     assert (entry / (name + ".so")).exists()
+    # The recent scratch dir may belong to a live build elsewhere: left alone.
     assert [p.name for p in entry.glob("*.build-*")] == [name + ".build-killed"]
 
     # Once published, the library loads from the cache without a build.

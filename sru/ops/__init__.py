@@ -20,10 +20,14 @@ __all__ = ["BACKENDS", "available_backends", "elementwise_recurrence",
            "elementwise_recurrence_reference"]
 
 
-@torch.compiler.assume_constant_result
 def _cpu_kernel_available() -> bool:
     # Builds on first call; torch.compile evaluates it once at trace time, not in the graph.
     return load_library() is not None
+
+
+# What torch.compiler.assume_constant_result does, without importing torch._dynamo at
+# `import sru` time (that import alone costs seconds).
+_cpu_kernel_available._dynamo_marked_constant = True
 
 
 def _triton_available() -> bool:

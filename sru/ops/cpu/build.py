@@ -25,6 +25,7 @@ import platform
 import shutil
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -85,12 +86,24 @@ def library_path() -> Path:
     return cache_root() / name / (name + ".so")
 
 
+def _remove_abandoned_builds(entry: Path, name: str, age_s: float = 3600.0) -> None:
+    """Delete scratch directories of builds that were killed (older than any live build)."""
+    now = time.time()
+    for scratch in entry.glob(name + ".build-*"):
+        try:
+            if now - scratch.stat().st_mtime > age_s:
+                shutil.rmtree(scratch, ignore_errors=True)
+        except OSError:
+            pass  # another process removed it first
+
+
 def _build(target: Path) -> None:
     """Compile into a private temporary directory, then atomically publish to ``target``."""
     from torch.utils import cpp_extension  # imported lazily: it is slow to import
 
     name = target.stem
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_builds(target.parent, name)
     scratch = tempfile.mkdtemp(prefix=name + ".build-", dir=target.parent)
     try:
         cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=compile_flags(),
