@@ -9,7 +9,8 @@ parameters and the input) for each candidate of ``bench_registry.py``. Candidate
 interleaved round-robin inside one process (the order rotates every repeat) so that noise
 from other processes hits all of them alike; after a warm-up each measurement is the mean of
 enough calls to last ``--min-ms``; we report medians and inter-quartile ranges, the ratio to
-the GEMM bound and the speedup over the LSTM. Writes ``bench.json``, ``bench.md`` and
+the GEMM bound and the speedup over the LSTM (each the median over rounds of the per-round
+ratio, so load that drifts during the run cancels). Writes ``bench.json``, ``bench.md`` and
 ``speed.png`` into ``--out``.
 """
 import argparse
@@ -96,13 +97,20 @@ def make_timer(device: str) -> Callable[[Callable[[], None], int], float]:
 
 
 def summarize(samples_s: List[float]) -> Dict[str, object]:
-    ms = sorted(s * 1e3 for s in samples_s)
+    """Median and quartiles in ms; the samples stay in round order so ratios can be paired."""
+    ms = [s * 1e3 for s in samples_s]
     if len(ms) >= 2:
         q25, _, q75 = statistics.quantiles(ms, n=4, method="inclusive")
     else:
         q25 = q75 = ms[0]
     return {"median_ms": statistics.median(ms), "q25_ms": q25, "q75_ms": q75,
             "samples_ms": [round(v, 4) for v in ms]}
+
+
+def paired_ratio(mine: Dict, other: Dict) -> float:
+    """Median over rounds of mine/other, each round's two samples taken moments apart: load
+    that drifts during the run cancels out (a ratio of the two medians would not)."""
+    return statistics.median(a / b for a, b in zip(mine["samples_ms"], other["samples_ms"]))
 
 
 def time_shape(candidates: Dict[str, registry.Candidate], args, timer) -> Dict[str, Dict]:
@@ -134,17 +142,17 @@ def time_shape(candidates: Dict[str, registry.Candidate], args, timer) -> Dict[s
 
 
 def add_ratios(rows: List[Dict]) -> None:
-    """Per shape/dtype: each candidate's time over the GEMM bound and the LSTM's over it."""
+    """Per shape/dtype: each candidate's time over the GEMM bound's and the LSTM's over its
+    (paired per round, see ``paired_ratio``)."""
     ref = {(r["shape"]["label"], r["dtype"], r["candidate"]): r for r in rows if "error" not in r}
     for r in rows:
         if "error" in r:
             continue
+        gemm = ref.get((r["shape"]["label"], r["dtype"], "gemm-bound"))
+        lstm = ref.get((r["shape"]["label"], r["dtype"], "lstm"))
         for mode in MODES:
-            mine = r[mode]["median_ms"]
-            gemm = ref.get((r["shape"]["label"], r["dtype"], "gemm-bound"))
-            lstm = ref.get((r["shape"]["label"], r["dtype"], "lstm"))
-            r[mode]["vs_gemm"] = mine / gemm[mode]["median_ms"] if gemm else None
-            r[mode]["speedup_vs_lstm"] = lstm[mode]["median_ms"] / mine if lstm else None
+            r[mode]["vs_gemm"] = paired_ratio(r[mode], gemm[mode]) if gemm else None
+            r[mode]["speedup_vs_lstm"] = paired_ratio(lstm[mode], r[mode]) if lstm else None
 
 
 # ---------------------------------------------------------------------------------------- output
@@ -356,7 +364,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
         f"Command: `{info['command']}`  \nMachine: {info.get('gpu', info['cpu_model'])}, "
         f"{info['logical_cpus']} logical CPUs, {info['threads']} threads, torch {info['torch']}, "
         f"{info['date']}  \nmedian of {args.repeats} interleaved rounds [inter-quartile range]; "
-        f"ratios use medians\n\n{table}\n\n{judged_targets(rows)}")
+        f"ratios: median over rounds of the per-round ratio\n\n{table}\n\n{judged_targets(rows)}")
     plot(rows, out / "speed.png", info)
     print("\n" + table + f"\n\nwrote {out / 'bench.json'}, {out / 'bench.md'}, {out / 'speed.png'}")
     return rows

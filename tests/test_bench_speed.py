@@ -79,3 +79,19 @@ def test_judged_targets_report_met_and_missed():
     assert "fwd+bwd / GEMM 1.10x (target <= 1.15x: met)" in text
     assert "fwd / GEMM 1.30x (target <= 1.1x: NOT met)" in text
     assert "speedup vs LSTM 2.00x (target >= 2.4x: NOT met)" in text
+
+
+def test_ratios_are_paired_per_round():
+    """Load drifting between rounds slows both candidates of a round alike; pairing cancels
+    it, where the ratio of the two medians (here 3.3 / 2.0) would not."""
+    def row(name, samples):
+        timing = {"samples_ms": samples, "median_ms": sorted(samples)[1]}
+        return {"shape": {"label": "s"}, "dtype": "fp32", "candidate": name,
+                "forward": dict(timing), "train_step": dict(timing)}
+
+    rows = [row("gemm-bound", [1.0, 3.0, 2.0]), row("lstm", [4.0, 12.0, 8.0]),
+            row("sru-cpu", [1.1, 3.3, 4.0])]
+    bench_speed.add_ratios(rows)
+    sru = rows[2]["train_step"]
+    assert sru["vs_gemm"] == pytest.approx(1.1)
+    assert sru["speedup_vs_lstm"] == pytest.approx(4.0 / 1.1)

@@ -76,3 +76,88 @@ def test_bad_device_and_missing_rendezvous(monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)
     with pytest.raises(ValueError, match="torchrun"):
         D.setup(device="cpu")
+
+
+# ---- train.py under torchrun: DDP equals one process on the same global batch ------------------------
+
+NO_DROPOUT = ["task.emb_dropout=0", "task.out_dropout=0", "model.dropout=0", "model.rnn_dropout=0"]
+
+
+def train_losses(run_dir):
+    from tasks.loggers import read_metrics
+
+    return [r["loss"] for r in read_metrics(run_dir, "train")], [r["ppl"] for r in read_metrics(run_dir, "valid")]
+
+
+def final_weights(run_dir):
+    return torch.load(Path(run_dir) / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)["model"]
+
+
+def assert_same_weights(a, b, tol=1e-5):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.allclose(a[name].float(), b[name].float(), rtol=tol, atol=tol), name
+
+
+def test_lm_ddp_two_processes_match_one_process_and_resume(run_train, tmp_path, monkeypatch):
+    from conftest import tiny_lm_overrides
+
+    for var in D.TORCHRUN_VARS:
+        monkeypatch.delenv(var, raising=False)
+    # global batch 4 = 2 ranks x 2 columns; 8 steps, evaluation every 4
+    overrides = tiny_lm_overrides("sru", steps=8) + NO_DROPOUT
+    run_train(overrides, tmp_path / "single")
+
+    single_losses, single_ppl = train_losses(tmp_path / "single")
+
+    # 4 steps under DDP, stop, resume to 8 (per-rank LM hidden states restored) == the uninterrupted single run
+    first_half = [o for o in overrides if not o.startswith("trainer.max_steps")] + ["trainer.max_steps=4"]
+    before = set(os.listdir(ROOT))
+    torchrun(2, "train.py", *first_half, f"paths.root={tmp_path / 'root'}", "trainer.progress_bar=true")
+    # only rank 0 wrote: ONE run dir (rank 1 did not create its own) holding everything, and no Hydra
+    # files in the working directory
+    run_dirs = [p.parent for p in (tmp_path / "root").rglob(".hydra")]
+    assert len(run_dirs) == 1, run_dirs
+    ddp = run_dirs[0]
+    assert (ddp / "results.json").is_file() and (ddp / "checkpoints" / "last.pt").is_file()
+    assert not {"train.log", ".hydra"} & (set(os.listdir(ROOT)) - before)
+    assert train_losses(ddp)[0] == pytest.approx(single_losses[:4], rel=1e-5)
+
+    out = torchrun(2, "train.py", f"resume={ddp}", "trainer.max_steps=8")
+    assert "max parameter difference between ranks 0" in out.stdout  # replicas identical at the end
+    ddp_losses, ddp_ppl = train_losses(ddp)
+    assert ddp_losses == pytest.approx(single_losses, rel=1e-5)
+    assert ddp_ppl == pytest.approx(single_ppl, rel=1e-5)
+    assert_same_weights(final_weights(ddp), final_weights(tmp_path / "single"))
+
+
+CLASSIFICATION = [
+    "task=classification", "model=sru", "model.hidden_size=16", "model.num_layers=2", "model.dropout=0.0",
+    "model.rnn_dropout=0.0", "task.data.name=null", "task.data.source=files",
+    f"+task.data.files.train={ROOT / 'tests/fixtures/classification/reviews.csv'}",
+    f"+task.data.files.test={ROOT / 'tests/fixtures/classification/reviews.csv'}",
+    # 24 reviews: 4 validation, 20 training = 5 global batches of 4 (2 per rank); eval batch 3 over 2 ranks
+    "task.data.valid_fraction=0.17", "task.embedding.dim=16", "task.batch_size=4", "task.eval_batch_size=3",
+    "task.dropout=0.0",
+    "trainer.optimizer.name=adam", "trainer.optimizer.lr=0.01", "trainer.optimizer.weight_decay=0",
+    "trainer.max_epochs=2", "trainer.log_every_steps=1", "trainer.progress_bar=false", "trainer.plot=false",
+    "trainer.num_threads=1", "logger=csv", "seed=0",
+]
+
+
+def test_classification_ddp_two_processes_match_one_process(run_train, tmp_path, monkeypatch):
+    for var in D.TORCHRUN_VARS:
+        monkeypatch.delenv(var, raising=False)
+    single = run_train(CLASSIFICATION, tmp_path / "single")
+    ddp = tmp_path / "ddp"
+    torchrun(2, "train.py", *CLASSIFICATION, f"hydra.run.dir={ddp}")
+    from tasks.loggers import read_metrics
+
+    s_train, d_train = read_metrics(tmp_path / "single", "train"), read_metrics(ddp, "train")
+    assert [r["loss"] for r in d_train] == pytest.approx([r["loss"] for r in s_train], rel=1e-5)
+    # evaluation shards (uneven: eval batch 3) sum to the same accuracy as one process
+    s_valid, d_valid = read_metrics(tmp_path / "single", "valid"), read_metrics(ddp, "valid")
+    assert [r["accuracy"] for r in d_valid] == pytest.approx([r["accuracy"] for r in s_valid])
+    summary = json.loads((ddp / "results.json").read_text())
+    assert summary["test"]["accuracy"] == pytest.approx(single["test"]["accuracy"])
+    assert_same_weights(final_weights(ddp), final_weights(tmp_path / "single"))

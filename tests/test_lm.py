@@ -97,3 +97,16 @@ def test_bad_split_fractions_and_source_are_named():
         split_by_fractions("abc", [0.5, 0.5, 0.5])
     with pytest.raises(ValueError, match=r"expected one of \['ptb', 'files'"):
         load_texts({"source": "wikipedia"})
+
+
+def test_hugging_face_loader_reads_local_text_builder(monkeypatch, tmp_path):
+    # The hub path, offline: the `datasets` "text" builder on the fixture files.
+    from tasks.lm.data import load_texts, read_text
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
+    files = {"train": str(LM_FIXTURE / "train.txt"), "validation": str(LM_FIXTURE / "valid.txt"),
+             "test": str(LM_FIXTURE / "test.txt")}
+    texts = load_texts({"source": "hf", "hf_name": "text", "hf_config": None, "hf_data_files": files,
+                        "text_field": "text"})
+    for split, name in (("train", "train"), ("valid", "valid"), ("test", "test")):
+        assert tokenize(texts[split], "word") == tokenize(read_text(LM_FIXTURE / f"{name}.txt"), "word")

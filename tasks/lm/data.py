@@ -8,7 +8,7 @@ Sources (``task.data.source``):
   gensim_wiki  the shortened English Wikipedia XML dump shipped in gensim's test data, split like
                ``file``: an offline stand-in for enwik8 (character level)
   hf           a Hugging Face hub data set (``hf_name``, ``hf_config``, ``text_field``); needs network
-               or a populated HF cache
+               or a populated HF cache; or a local builder such as ``hf_name=text`` + ``hf_data_files``
 
 Level ``word``: whitespace tokens, each line ends with ``<eos>``. Level ``char``: every character
 is a token (newlines included), like enwik8 models.
@@ -93,7 +93,9 @@ def _load_hf(data: Mapping) -> Dict[str, str]:
     if not data.get("hf_name"):
         raise ValueError("task.data.source=hf: expected task.data.hf_name (e.g. wikitext), received null")
     import datasets
-    ds = datasets.load_dataset(data["hf_name"], data.get("hf_config"))
+    files = data.get("hf_data_files")  # e.g. hf_name=text with local files: {train: a.txt, validation: b.txt, ...}
+    ds = datasets.load_dataset(data["hf_name"], data.get("hf_config"),
+                               data_files=dict(files) if files else None)
     names = {"train": ["train"], "valid": ["validation", "valid", "dev"], "test": ["test"]}
     texts = {}
     for split, candidates in names.items():

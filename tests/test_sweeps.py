@@ -1,0 +1,85 @@
+"""Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import ROOT, tiny_lm_overrides
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import collect_results  # noqa: E402
+
+# a few steps only: these tests check the sweep machinery, not learning
+FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("trainer.max_steps")] + [
+    "trainer.max_steps=4", "model.hidden_size=16", "model.num_layers=1"]
+
+
+def train(*args, timeout=300):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"train.py {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
+    # 2 optimizers x 2 seeds = 4 jobs (Hydra varies the last key fastest); "bogus" is not an optimizer: jobs 2, 3 crash
+    train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}")
+    ok = [tmp_path / str(n) for n in (0, 1)]
+    failed = [tmp_path / str(n) for n in (2, 3)]
+    for run in ok:  # one run dir per job, with its own config and results
+        assert json.loads((run / "results.json").read_text())["steps"] == 4
+        assert (run / ".hydra" / "overrides.yaml").is_file()
+    for run in failed:
+        assert "bogus" in json.loads((run / "failure.json").read_text())["error"]
+    records = [json.loads(line) for line in (tmp_path / "failures.jsonl").read_text().splitlines()]
+    assert sorted(r["run_dir"] for r in records) == sorted(str(p) for p in failed)
+    assert all("trainer.optimizer.name=bogus" in r["overrides"] for r in records)
+
+    rows = {r["configuration"]: r for r in collect_results.main([str(tmp_path)])}
+    adam, bogus = rows["trainer.optimizer.name=adam"], rows["trainer.optimizer.name=bogus"]
+    assert (adam["runs"], adam["failed"], bogus["runs"], bogus["failed"]) == (2, 0, 2, 2)
+    mean, std = adam["valid/best_ppl"]
+    assert mean > 1 and std >= 0  # mean ± std over the two seeds
+    assert (tmp_path / "results.md").is_file() and (tmp_path / "valid_curves.png").is_file()
+
+
+def test_optuna_sweep_two_trials(tmp_path):
+    # keys given on the command line are fixed by the sweeper, so leave the searched ones out
+    searched = ("trainer.optimizer.lr=", "task.emb_dropout=", "task.out_dropout=")
+    fixed = [o for o in FAST if not o.startswith(searched)]
+    train("hparams_search=lm_optuna", *fixed, "hydra.sweeper.n_trials=2", f"hydra.sweep.dir={tmp_path}")
+    best = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text())
+    values = [json.loads((tmp_path / str(n) / "results.json").read_text())["best_valid"] for n in (0, 1)]
+    assert best["best_value"] == min(values)  # the sweeper minimised the value train.py returned
+    assert set(best["best_params"]) == {"trainer.optimizer.lr", "model.dropout", "model.rnn_dropout",
+                                        "task.emb_dropout", "task.out_dropout"}
+
+
+def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
+    # the hydra/launcher=slurm code path (pickled job, submitit environment) on this machine; 2 tasks = 2 ranks
+    train("-m", *FAST, "hydra/launcher=local", "hydra.launcher.tasks_per_node=2", f"hydra.sweep.dir={tmp_path}")
+    summary = json.loads((tmp_path / "0" / "results.json").read_text())
+    assert summary["steps"] == 4
+    rank0_log = next((tmp_path / ".submitit").glob("*/*_0_log.out")).read_text()
+    assert "DDP: 2 processes, max parameter difference between ranks 0" in rank0_log
+
+
+def test_slurm_launcher_config_has_documented_keys():
+    import train  # noqa: F401  (registers train.py's resolvers)
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=4",
+                                           "hydra.launcher.partition=gpu"], return_hydra_config=True)
+    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
+    assert launcher["_target_"].endswith("SlurmLauncher")
+    assert (launcher["partition"], launcher["nodes"], launcher["array_parallelism"]) == ("gpu", 1, 16)
+    assert cfg.hydra.launcher.tasks_per_node == 4  # one DDP rank per GPU
+    assert launcher["timeout_min"] > 0
