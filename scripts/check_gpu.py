@@ -1,6 +1,6 @@
 """One prepared check for a short GPU session (about 5 minutes on one GPU).
 
-    python scripts/check_gpu.py [--out outputs/check_gpu] [--skip-bench] [--bench-timeout 240]
+    python scripts/check_gpu.py [--out outputs/check_gpu] [--skip-bench] [--bench-timeout 420]
     TRITON_INTERPRET=1 python scripts/check_gpu.py --dry-run-cpu   # smoke-test this script
 
 1. prints the device, torch and triton versions;
@@ -230,7 +230,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="outputs/check_gpu")
     parser.add_argument("--skip-bench", action="store_true", help="do not run bench_speed.py")
-    parser.add_argument("--bench-timeout", type=float, default=240.0, help="seconds")
+    parser.add_argument("--bench-timeout", type=float, default=420.0, help="seconds")
     parser.add_argument("--dry-run-cpu", action="store_true",
                         help="test this script on CPU under TRITON_INTERPRET=1 (small cases)")
     args = parser.parse_args()
@@ -278,7 +278,7 @@ def main():
     bench_status = "skipped"
     if not args.skip_bench:
         cmd = [sys.executable, str(REPO_ROOT / "scripts" / "bench_speed.py"), "--device", "cuda",
-               "--out", str(out / "bench")]
+               "--repeats", "10", "--out", str(out / "bench")]
         print("running:", " ".join(cmd), flush=True)
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.bench_timeout)

@@ -66,15 +66,22 @@ def elementwise_recurrence_reference(
         keep = (mask_pad.reshape(length, batch, 1) == 0).to(U.dtype)
     drop = None if mask_c is None else mask_c.reshape(batch, dirs, d)
 
+    # Per-step views taken once: indexing U[t] inside the loop would make autograd build
+    # (and zero-fill) a full-size gradient of U at every step, quadratic in the length.
+    U_steps = U.unbind(0)
+    x_steps = None if x_skip is None else x_skip.unbind(0)
+    if per_step_weights:
+        v_f, v_r = v_f.unbind(0), v_r.unbind(0)
+
     h = [[None] * length for _ in range(dirs)]
     c_last = []
     for di in range(dirs):
         steps = range(length) if di == 0 else range(length - 1, -1, -1)
         c_prev = c0[:, di]
         for t in steps:
-            vf = v_f[t, :, di] if per_step_weights else v_f[di]
-            vr = v_r[t, :, di] if per_step_weights else v_r[di]
-            u = U[t, :, di]
+            vf = v_f[t][:, di] if per_step_weights else v_f[di]
+            vr = v_r[t][:, di] if per_step_weights else v_r[di]
+            u = U_steps[t][:, di]
             f = torch.sigmoid(u[..., 1] + vf * c_prev + b_f[di])
             r = torch.sigmoid(u[..., 2] + vr * c_prev + b_r[di])
             c = f * c_prev + (1 - f) * u[..., 0]
@@ -82,10 +89,11 @@ def elementwise_recurrence_reference(
                 c = keep[t] * c + (1 - keep[t]) * c_prev
             g = torch.tanh(c) if activation == "tanh" else c
             gated = r if drop is None else r * drop[:, di]
-            if x_skip is None:
+            if x_steps is None:
                 h_t = gated * g
             else:
-                h_t = x_skip[t, :, di] + gated * (g - x_skip[t, :, di])
+                x_t = x_steps[t][:, di]
+                h_t = x_t + gated * (g - x_t)
             if keep is not None:
                 h_t = h_t * keep[t]
             h[di][t] = h_t
