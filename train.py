@@ -5,10 +5,12 @@ checkpoint -> return the monitored validation metric (what Hydra sweepers optimi
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import secrets
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
@@ -19,8 +21,9 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from tasks import build_task
+from tasks import build_task, distributed
 from tasks.checkpoint import load_checkpoint
+from tasks.sweep_failures import report_failures
 from tasks.trainer import check_trainer_config, evaluate_best, fit
 
 # One id per process: run folders started in the same second by different processes never collide.
@@ -83,7 +86,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = ()) -> Dict[s
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
     """
-    run_dir = Path(run_dir)
+    distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
+    run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
     resume = _is_resume(cfg.resume)
     if resume:
         cfg = config_for_resume(cfg, run_dir, overrides)
@@ -107,16 +111,28 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = ()) -> Dict[s
         test = evaluate_best(cfg, task, result, "test")
         summary["test"] = test
         print(f"[train] test {result.monitor} (best checkpoint): {test[result.monitor]:.4f}", flush=True)
-    (run_dir / "results.json").write_text(json.dumps(summary, indent=2))
+    if distributed.is_main():
+        (run_dir / "results.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> Optional[float]:
     hydra_cfg = HydraConfig.get()
-    summary = run(cfg, Path(hydra_cfg.runtime.output_dir), hydra_cfg.overrides.task)
-    return summary["best_valid"]
+    # In a sweep (-m), a crashing job is recorded and returns the worst value instead of ending the sweep.
+    with report_failures(lambda: build_task(cfg).monitor_mode) as outcome:
+        try:
+            distributed.setup(cfg.trainer.device)
+            with contextlib.ExitStack() as stack:
+                if not distributed.is_main():  # ranks > 0 print nothing (their errors still reach stderr)
+                    stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+                summary = run(cfg, Path(hydra_cfg.runtime.output_dir), hydra_cfg.overrides.task)
+        finally:
+            distributed.cleanup()
+    return outcome.value if outcome.failed else summary["best_valid"]
 
 
 if __name__ == "__main__":
+    # torchrun starts N copies of this script: ranks > 0 must not create Hydra run dirs or logs of their own
+    sys.argv += distributed.hydra_overrides_for_rank(argv=sys.argv)
     main()

@@ -1,13 +1,14 @@
 """Collect the runs of a sweep (or of repeated seeds) into one table, and plot their validation curves.
 
-    python scripts/collect_results.py multirun/2026-11-30/12-00-00            # one sweep dir
-    python scripts/collect_results.py outputs/ multirun/ --out results/lm     # any dirs, searched recursively
-    python scripts/collect_results.py multirun/... --metrics valid/ppl test/ppl --ignore seed
+    python scripts/collect_results.py outputs/multirun/2026-11-30/12-00-00_1234-ab12   # one sweep dir
+    python scripts/collect_results.py outputs/runs/ outputs/multirun/ --out results/lm  # searched recursively
+    python scripts/collect_results.py outputs/multirun/... --metrics valid/best_ppl test/ppl --ignore seed
 
-A run dir is any directory holding `metrics.jsonl` (written by the trainer), `results.json` (train.py's summary)
-or `failure.json` (written by train.py when a sweep job crashed). Runs are grouped into configurations by the Hydra overrides
-(`.hydra/overrides.yaml`) that differ between the runs (the sweep's parameters), minus the ignored keys (default:
-`seed`, so repeated seeds form one group); or by `--group-by` config keys. Writes to --out (default: the first directory given):
+A run dir is any directory holding `metrics.jsonl` (written by the trainer), `results.json` (train.py's
+summary) or `failure.json` (written by train.py when a sweep job crashed). Runs are grouped into
+configurations by the Hydra overrides (`.hydra/overrides.yaml`) that differ between the runs (the sweep's
+parameters), minus the ignored keys (default: `seed`, so repeated seeds form one group); or by `--group-by`
+config keys. Writes to --out (default: the first directory given):
   results.md / results.csv   one row per configuration: runs, failed, mean ± std (sample std) per metric
   runs.csv                   one row per run: its dir, configuration, status and final metrics
   valid_curves.png           each run's validation metrics against step, one colour per configuration
@@ -243,7 +244,8 @@ def main(argv=None) -> list[dict]:
 
     runs = find_runs(args.dirs)
     if not runs:
-        raise SystemExit(f"no runs (metrics.jsonl, results.json or failure.json) found under {[str(d) for d in args.dirs]}")
+        raise SystemExit(f"no runs (metrics.jsonl, results.json or failure.json) found under "
+                         f"{[str(d) for d in args.dirs]}")
     metrics = args.metrics or default_metrics(runs)
     out = args.out or args.dirs[0]
     out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.ops import elementwise_recurrence
+from sru.ops import _cpu_kernel_available, elementwise_recurrence
+from sru.ops.fused_layer import linear_recurrence_cpu
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -218,11 +219,35 @@ class SRUCell(nn.Module):
         if self.training and self.dropout > 0:
             mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
 
-        U, V = self.compute_UV(input, c0, mask_pad)
-        h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
+        if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
+            h, c = linear_recurrence_cpu(
+                input, self.weight, self.weight_c, self.bias, c0, self.hidden_size,
+                self.bidirectional, self._scale_x_value if self.rescale else 1.0,
+                self.activation, mask_c, mask_pad)
+        else:
+            U, V = self.compute_UV(input, c0, mask_pad)
+            h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
         return (h.squeeze(0) if single_step else h), c
+
+    def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
+        """Whether the matmul and the recurrence can run as one CPU autograd function
+        (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
+
+        Only when training in eager mode (under torch.compile the custom ops make one graph),
+        with the plain weight (no projection, no custom_m), k = 3 and the skip input being
+        the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
+        """
+        return (input is residual and self.num_matrices == 3 and self.has_skip_term
+                and self.custom_m is None and self.weight_proj is None
+                and self.backend in ("auto", "cpu") and input.device.type == "cpu"
+                and torch.is_grad_enabled() and input.dtype in (torch.float32, torch.float64)
+                and input.dtype == self.weight.dtype == self.weight_c.dtype == self.bias.dtype
+                and (c0 is None or c0.dtype == input.dtype)
+                and not torch.is_autocast_enabled("cpu")
+                and not torch.compiler.is_compiling()
+                and _cpu_kernel_available())
 
     def compute_U(self, input: Tensor) -> Tensor:
         """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k)."""

@@ -228,12 +228,17 @@ def shard_slice(total: int, even: bool = True, rank: int | None = None, world_si
     return slice(start, start + base + (1 if rank < extra else 0))
 
 
-def hydra_overrides_for_rank(rank: int | None = None) -> list[str]:
+def hydra_overrides_for_rank(rank: int | None = None, argv: list[str] | None = None) -> list[str]:
     """Hydra overrides for non-zero ranks so Hydra creates no run dir, .hydra/ or log file of its own.
 
     Ranks > 0 run Hydra in the current directory without writing anything; they get rank 0's run dir
-    via `broadcast_run_dir` once the process group exists.
+    via `broadcast_run_dir` once the process group exists. A sweep (-m) inside torchrun is refused: every
+    rank would run the whole sweep with its own sweep dir (use hydra/launcher=slurm with tasks_per_node).
     """
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and {"-m", "--multirun"} & set(argv or []):
+        raise SystemExit("train.py -m under torchrun is not supported: launch a sweep of DDP jobs with "
+                         "python train.py -m hydra/launcher=slurm hydra.launcher.tasks_per_node=N (or "
+                         "hydra/launcher=local), or run torchrun once per configuration")
     rank = env_rank() if rank is None else rank
     if rank == 0:
         return []

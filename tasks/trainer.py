@@ -26,6 +26,7 @@ from typing import Any, Dict, Mapping, Optional
 import torch
 from torch import nn
 
+from tasks import distributed
 from tasks.base import Task, sum_logging_outputs
 from tasks.checkpoint import copy_atomic, load_checkpoint, rng_state, save_atomic, set_rng_state
 from tasks.loggers import build_loggers
@@ -57,6 +58,18 @@ class FitResult:
     items_per_second: float       # training throughput (tokens/s or examples/s), warm-up steps excluded
     items_per_cpu_second: float   # the same per second of this process's CPU time (robust to other load)
     final_valid: Dict[str, float] = field(default_factory=dict)
+
+
+def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
+    """This process's task state from a checkpoint (DDP checkpoints hold one per rank, e.g. LM hidden states)."""
+    states = ckpt.get("task_per_rank") or [ckpt["task"]]
+    world = distributed.get_world_size()
+    if len(states) == world:
+        return states[distributed.get_rank()]
+    if any(states):
+        raise ValueError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
+                         f"resume with the same number of processes (torchrun --nproc_per_node={len(states)})")
+    return states[0]
 
 
 def pick_device(name: str) -> torch.device:
@@ -111,7 +124,8 @@ def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, pre
             _, logging_output = task.compute_loss(model, task.move_to_device(batch, device), split)
         outputs.append(logging_output)
     model.train(was_training)
-    return task.reduce_metrics(sum_logging_outputs(outputs))
+    # each DDP rank evaluated its shard of the split: add the sums of all ranks, then divide once
+    return task.reduce_metrics(distributed.all_reduce_sum(sum_logging_outputs(outputs)))
 
 
 def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
@@ -122,7 +136,9 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
         run_dir.mkdir(parents=True, exist_ok=True)
     ckpt_dir = run_dir / "checkpoints"
     last_path, best_path = ckpt_dir / "last.pt", ckpt_dir / "best.pt"
-    device = pick_device(tcfg["device"])
+    dist_info = distributed.setup(tcfg["device"])  # one process per device under torchrun; else a no-op
+    device = dist_info.device if dist_info.enabled else pick_device(tcfg["device"])
+    is_main = is_main and distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
     precision = tcfg["precision"]
     check_trainer_config(tcfg)
     autocast(device, precision)  # fp16 without CUDA fails here, before any work
@@ -145,10 +161,12 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
         optimizer.load_state_dict(ckpt["optimizer"])
         scaler.load_state_dict(ckpt["scaler"])
         progress = Progress(**ckpt["progress"])
-        task.load_state_dict(ckpt["task"])
+        task.load_state_dict(task_state_for_this_rank(ckpt))
         set_rng_state(ckpt["rng"])
         print(f"[trainer] resumed {last_path} at step {progress.step} (epoch {progress.epoch}, "
               f"batch {progress.batch_in_epoch})", flush=True)
+
+    model = distributed.wrap_model(model, dist_info)  # DDP when world size > 1 (after loading weights)
 
     # ---- plan ----------------------------------------------------------------------------------
     batches_per_epoch = task.num_batches("train")
@@ -167,20 +185,24 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
                             enabled=is_main)
 
     def save(metrics: Optional[Dict[str, float]], improved: bool) -> None:
+        task_states = distributed.gather_to_main(task.state_dict())  # every rank takes part; rank 0 writes
         if not is_main:
             return
         payload = {
             "model": unwrap(model).state_dict(), "optimizer": optimizer.state_dict(),
             "scaler": scaler.state_dict(), "progress": asdict(progress), "step": progress.step,
-            "rng": rng_state(), "task": task.state_dict(), "config": config_to_save or {},
+            "rng": rng_state(), "task": task_states[0], "config": config_to_save or {},
             "monitor": task.monitor, "metrics": metrics or {},
         }
+        if len(task_states) > 1:
+            payload["task_per_rank"] = task_states
         save_atomic(payload, last_path)
         if improved or not best_path.exists():
             copy_atomic(last_path, best_path)
 
     def validate() -> Dict[str, float]:
-        metrics = evaluate(task, model, "valid", device, precision, tcfg.get("eval_max_batches"))
+        # the bare model: DDP's forward would sync buffers, a collective that eval shards of unequal length break
+        metrics = evaluate(task, unwrap(model), "valid", device, precision, tcfg.get("eval_max_batches"))
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
                            f"without its monitor {task.monitor!r}")
@@ -216,12 +238,14 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
             batches = task.batches("train", epoch=progress.epoch, seed=seed, start=progress.batch_in_epoch)
             for i, batch in enumerate(batches, start=progress.batch_in_epoch):
                 batch = task.move_to_device(batch, device)
-                with autocast(device, precision):
-                    loss, logging_output = task.compute_loss(model, batch, "train")
-                if precision != "fp16" and not torch.isfinite(loss):
-                    raise FloatingPointError(f"non-finite training loss {loss.item()} at step {progress.step}; "
-                                             f"lower trainer.optimizer.lr or set trainer.grad_clip")
-                scaler.scale(loss / accumulate).backward()
+                last_micro = micro + 1 >= accumulate or i + 1 >= batches_per_epoch
+                with distributed.maybe_no_sync(model, sync=last_micro):  # DDP all-reduces on the last only
+                    with autocast(device, precision):
+                        loss, logging_output = task.compute_loss(model, batch, "train")
+                    if precision != "fp16" and not torch.isfinite(loss):
+                        raise FloatingPointError(f"non-finite training loss {loss.item()} at step {progress.step}; "
+                                                 f"lower trainer.optimizer.lr or set trainer.grad_clip")
+                    scaler.scale(loss / accumulate).backward()
                 step_sums.append(logging_output)
                 micro += 1
                 if micro < accumulate and i + 1 < batches_per_epoch:
@@ -242,7 +266,7 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
                 progress.batch_in_epoch = i + 1
 
                 # -- bookkeeping: throughput, progress bar, train metrics --
-                summed = sum_logging_outputs(step_sums)
+                summed = distributed.all_reduce_sum(sum_logging_outputs(step_sums))  # global batch
                 micro, step_sums = 0, []
                 now, now_cpu = time.time(), time.process_time()
                 if progress.step - start_step > 3:  # skip warm-up steps (allocations, kernel builds)
@@ -280,6 +304,8 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
                 elif time.time() - start_time > max_seconds:
                     print(f"[trainer] stopping after trainer.max_minutes={tcfg['max_minutes']}", flush=True)
                     stop = True
+                if max_seconds < math.inf:  # clocks differ between ranks: all follow rank 0's decision
+                    stop = distributed.broadcast_object(stop)
                 if stop:
                     break
             else:  # the epoch ran to its end
@@ -292,12 +318,20 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
                         stop = True
                 continue
             break
-        if progress.last_eval_step != progress.step or not last_path.exists():
+        # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
+        if distributed.broadcast_object(progress.last_eval_step != progress.step or not last_path.exists()):
             last_metrics = validate()  # the run's end always has a validation result and a `last` checkpoint
     finally:
         if bar is not None:
             bar.close()
         loggers.finish()
+    if dist_info.enabled:  # DDP keeps replicas identical; never save a run whose ranks drifted apart
+        diff = distributed.max_replica_difference(unwrap(model))
+        print(f"[trainer] DDP: {dist_info.world_size} processes, max parameter difference between ranks {diff:.3g}")
+        if diff > 1e-6:
+            raise RuntimeError(f"DDP replicas diverged (max parameter difference {diff:.3g}); "
+                               f"a parameter was changed outside DistributedDataParallel")
+        train_cpu = distributed.all_reduce_sum({"cpu": train_cpu})["cpu"]  # items are global: CPU of all ranks
     if is_main and tcfg.get("plot", True):
         plot_curves(run_dir, task.monitor)
     rate = train_items / train_seconds if train_seconds > 0 else float("nan")
@@ -313,7 +347,9 @@ def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
 
 def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of the best checkpoint."""
-    device = pick_device(cfg["trainer"]["device"])
+    dist_info = distributed.setup(cfg["trainer"]["device"])
+    device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
+    distributed.barrier()  # rank 0 has finished writing best.pt
     model = task.build_model().to(device)
     model.load_state_dict(load_checkpoint(result.best_checkpoint, map_location=device)["model"])
     return evaluate(task, model, split, device, cfg["trainer"]["precision"])

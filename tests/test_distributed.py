@@ -55,6 +55,9 @@ def test_single_process_fallbacks(monkeypatch):
         pass
     assert D.hydra_overrides_for_rank(0) == []
     assert "hydra.output_subdir=null" in D.hydra_overrides_for_rank(1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit, match="hydra/launcher=slurm"):
+        D.hydra_overrides_for_rank(0, argv=["train.py", "-m", "seed=1,2"])
 
 
 def test_shard_slice_covers_batch_in_order():

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tasks import distributed
 from tasks.base import LoggingOutput, Task
 from tasks.encoders import build_encoder
 
@@ -74,7 +75,12 @@ class ClassificationTask(Task):
         return int(self.task_cfg[key])
 
     def num_batches(self, split: str) -> int:
-        return math.ceil(len(self.encoded[split]) / self._batch_size(split))
+        n, bs = len(self.encoded[split]), self._batch_size(split)
+        if split != "train":  # DDP: each rank evaluates its contiguous part of the split
+            return math.ceil(len(range(n)[distributed.shard_slice(n, even=False)]) / bs)
+        full, rest = divmod(n, bs)
+        # DDP splits every global batch over the ranks; a last batch smaller than the world size can't be split
+        return full + (1 if rest >= distributed.get_world_size() else 0)
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
         data, bs = self.encoded[split], self._batch_size(split)
@@ -82,10 +88,13 @@ class ClassificationTask(Task):
             g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch))
             order = torch.randperm(len(data), generator=g).tolist()
         else:
-            order = list(range(len(data)))
+            order = list(range(len(data)))[distributed.shard_slice(len(data), even=False)]
         t0 = time.perf_counter()
         for i in range(start, self.num_batches(split)):
-            yield collate(data, order[i * bs:(i + 1) * bs], self.vocab.pad_id)
+            index = order[i * bs:(i + 1) * bs]
+            if split == "train":  # this rank's contiguous part of the global batch
+                index = index[distributed.shard_slice(len(index), even=False)]
+            yield collate(data, index, self.vocab.pad_id)
         if split == "train" and start == 0:
             # wall time of the whole pass (the trainer runs forward/backward/step between our yields):
             # the paper's Table 1 reports training time per epoch

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tasks import distributed
 from tasks.base import LoggingOutput, Task
 from tasks.encoders import detach_state
 from tasks.lm.data import SPLITS, Vocabulary, batchify, load_texts, num_windows, tokenize, window
@@ -48,7 +49,10 @@ class LanguageModelingTask(Task):
         sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
                  "test": self.task_cfg["eval_batch_size"]}
         for s in SPLITS:
-            self.streams[s] = batchify(self.vocab.encode(tokens[s]), sizes[s])
+            stream = batchify(self.vocab.encode(tokens[s]), sizes[s])
+            # DDP: each rank reads a contiguous slice of the batch columns (global batch = all ranks' columns);
+            # training needs equal slices, evaluation only sums.
+            self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
         counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in SPLITS)
         print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")

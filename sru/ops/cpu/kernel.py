@@ -72,16 +72,24 @@ def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U:
              x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
              mask_c: Optional[Tensor], mask_pad: Optional[Tensor], c_all: Tensor,
              hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
-             need_grad_mask_c: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+             need_grad_mask_c: bool, grad_U: Optional[Tensor] = None,
+             grad_x: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor,
+                                                       Tensor]:
     """Return grads ``(U, x, weight_c, bias, c0, mask_c)``; grad x is empty unless
     skip_mode == 1, grad mask_c unless need_grad_mask_c (and mask_c is given).
 
     ``grad_c_last`` None means zeros (c_last unused), without allocating them.
+    ``grad_U`` / ``grad_x``: optional output buffers, which may be ``U`` / ``c_all``
+    themselves: the kernel reads each element of U and of c_all at step t before it writes
+    that element's gradient, and never reads it again, so it can overwrite them in place.
+    That spares two large allocations whose fresh pages the OS would have to fault in.
     """
     length, batch, width = U.shape[0], U.shape[1], dirs * hidden_size
     # The kernel writes every element (padded steps included): no zero-fill needed.
-    grad_U = torch.empty_like(U)
-    grad_x = U.new_empty((length, batch, width) if skip_mode == 1 else (0,))
+    if grad_U is None:
+        grad_U = torch.empty_like(U)
+    if grad_x is None or skip_mode != 1:
+        grad_x = U.new_empty((length, batch, width) if skip_mode == 1 else (0,))
     grad_weight_c = torch.empty_like(weight_c)
     grad_bias = torch.empty_like(bias)
     grad_c0 = U.new_empty(batch, width)

@@ -1,0 +1,88 @@
+"""A whole SRU layer on CPU (U = x W, then the fused recurrence) as one autograd function.
+
+Why: when the skip input is the layer's own input (k = 3), x gets two gradients, one
+through the matmul (grad_U W^T) and one through the skip term. As two separate autograd
+nodes, autograd adds them in an extra pass over an (L, B, D) tensor. Here the kernel
+writes the skip gradient first and the backward matmul accumulates onto it in place
+(``addmm_``, beta = 1, the add happens inside the GEMM's output write), one memory pass
+fewer per layer and per step. The backward also writes grad_U over U and the skip gradient
+over the stored states (both internal to this function), so it allocates no new large
+buffers: fresh pages from the OS cost a page fault and a zero-fill each.
+
+Only for eager CPU training of the plain layer (``sru.modules`` decides when); under
+``torch.compile`` the modules keep using the ``sru::`` custom ops, which compile as one graph.
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from .autograd import SKIP_SCALED_X, _library
+from .cpu import kernel
+
+
+class _LinearRecurrence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
+                c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
+                hidden_size: int, dirs: int, scale_x: float,
+                use_tanh: bool) -> Tuple[Tensor, Tensor]:
+        length, batch = x.shape[0], x.shape[1]
+        U = x.view(length * batch, -1).mm(weight).view(length, batch, -1)
+        h, c_last, c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c,
+                                          mask_pad, hidden_size, dirs, SKIP_SCALED_X, use_tanh,
+                                          scale_x, True)
+        ctx.save_for_backward(x, weight, weight_c, bias, c0, mask_c, mask_pad)
+        # Plain attributes, not saved tensors: backward overwrites them (see there), which
+        # autograd's version check on saved tensors would reject on a second backward.
+        ctx.U, ctx.c_all = U, c_all
+        ctx.options = (hidden_size, dirs, scale_x, use_tanh)
+        ctx.states_overwritten = False  # set once a backward has reused U and c_all's memory
+        ctx.set_materialize_grads(False)  # an unused output's grad stays None, not zeros
+        return h, c_last
+
+    @staticmethod
+    def backward(ctx, grad_h: Optional[Tensor], grad_c_last: Optional[Tensor]):
+        x, weight, weight_c, bias, c0, mask_c, mask_pad = ctx.saved_tensors
+        U, c_all = ctx.U, ctx.c_all
+        hidden_size, dirs, scale_x, use_tanh = ctx.options
+        if grad_h is None:  # only c_last was used
+            grad_h = x.new_zeros(x.shape[0], x.shape[1], dirs * hidden_size)
+        need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
+        if ctx.states_overwritten:  # a second backward (retain_graph=True): recompute them
+            U = x.view(x.shape[0] * x.shape[1], -1).mm(weight).view(x.shape[0], x.shape[1], -1)
+            c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c, mask_pad,
+                                   hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x, True)[2]
+        # U and c_all are ours alone (never returned) and this is their last use: the kernel
+        # writes grad_U over U and the skip gradient over c_all (see kernel.backward).
+        ctx.states_overwritten, ctx.U, ctx.c_all = True, None, None
+        grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel.backward(
+            _library(), grad_h.contiguous(),
+            None if grad_c_last is None else grad_c_last.contiguous(), U, x, weight_c, bias,
+            c0, mask_c, mask_pad, c_all, hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x,
+            need_grad_mask_c, grad_U=U, grad_x=c_all)
+        rows = x.shape[0] * x.shape[1]
+        grad_U2 = grad_U.view(rows, -1)
+        grad_weight = x.view(rows, -1).t().mm(grad_U2) if ctx.needs_input_grad[1] else None
+        if ctx.needs_input_grad[0]:  # the skip gradient plus grad_U W^T, added inside the GEMM
+            grad_x.view(rows, -1).addmm_(grad_U2, weight.t())
+        else:
+            grad_x = None
+        return (grad_x, grad_weight, grad_wc, grad_bias, None if c0 is None else grad_c0,
+                grad_mask_c if need_grad_mask_c else None, None, None, None, None, None)
+
+
+def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
+                          c0: Optional[Tensor], hidden_size: int, bidirectional: bool,
+                          scale_x: float, activation: str, mask_c: Optional[Tensor],
+                          mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """``elementwise_recurrence(x @ weight, x, ...)`` with has_skip_term=True and k = 3,
+    fused as described above. Expects what ``sru.modules`` checks before calling it: CPU
+    tensors of one dtype (float32 or float64), x (L, B, d_in) with d_in == dirs*hidden_size,
+    weight (d_in, 3*dirs*hidden_size), weight_c and bias (2*dirs*hidden_size,)."""
+    pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
+    contiguous = (lambda t: None if t is None else t.contiguous())
+    return _LinearRecurrence.apply(x.contiguous(), weight.contiguous(), weight_c.contiguous(),
+                                   bias.contiguous(), contiguous(c0), contiguous(mask_c), pad,
+                                   hidden_size, 2 if bidirectional else 1, float(scale_x),
+                                   activation == "tanh")
