@@ -239,7 +239,8 @@ class SRUCell(nn.Module):
         with the plain weight (no projection, no custom_m), k = 3 and the skip input being
         the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
         """
-        return (input is residual and self.num_matrices == 3 and self.has_skip_term
+        return (input is residual and type(input) is Tensor  # not a tracing subclass
+                and self.num_matrices == 3 and self.has_skip_term
                 and self.custom_m is None and self.weight_proj is None
                 and self.backend in ("auto", "cpu") and input.device.type == "cpu"
                 and torch.is_grad_enabled() and input.dtype in (torch.float32, torch.float64)
@@ -247,6 +248,7 @@ class SRUCell(nn.Module):
                 and (c0 is None or c0.dtype == input.dtype)
                 and not torch.is_autocast_enabled("cpu")
                 and not torch.compiler.is_compiling()
+                and not torch._C._are_functorch_transforms_active()  # torch.func.grad, vmap
                 and _cpu_kernel_available())
 
     def compute_U(self, input: Tensor) -> Tensor:

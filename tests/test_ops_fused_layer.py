@@ -1,7 +1,9 @@
 """The fused CPU layer (matmul + recurrence as one autograd function) against the reference.
 
 ``SRUCell`` takes this path in eager CPU training of a plain k = 3 layer; its backward adds
-the skip gradient inside the backward GEMM, so here we check every gradient it returns.
+the skip gradient inside the backward GEMM and overwrites U and the stored states with
+gradients, so here we check every gradient it returns, including a second backward through
+the same graph (retain_graph=True), which must recompute what the first one overwrote.
 """
 import pytest
 import torch
