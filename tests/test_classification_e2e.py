@@ -142,3 +142,12 @@ def test_train_batches_are_a_pure_function_of_seed_and_epoch():
     assert tail == full[2:] and len(full) == task.num_batches("train") == 6
     other = [b["labels"].tolist() + b["tokens"][0].tolist() for b in task.batches("train", epoch=2, seed=3)]
     assert other != full
+
+
+def test_interleaved_timing_prints_a_row_per_model(capsys):
+    from tasks.classification import timing
+    timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
+                 "task.data.name=null", "task.data.source=files", f"+task.data.files.train={FIX / 'reviews.csv'}",
+                 "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| sru") or line.startswith("| cnn")]
+    assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
