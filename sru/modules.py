@@ -222,14 +222,18 @@ class SRUCell(nn.Module):
         if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
             h, c = linear_recurrence_cpu(
                 input, self.weight, self.weight_c, self.bias, c0, self.hidden_size,
-                self.bidirectional, self._scale_x_value if self.rescale else 1.0,
-                self.activation, mask_c, mask_pad)
+                self.bidirectional, self._skip_scale, self.activation, mask_c, mask_pad)
         else:
             U, V = self.compute_UV(input, c0, mask_pad)
             h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
         return (h.squeeze(0) if single_step else h), c
+
+    @property
+    def _skip_scale(self) -> float:
+        """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
+        return self._scale_x_value if self.rescale else 1.0
 
     def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
         """Whether the matmul and the recurrence can run as one CPU autograd function
@@ -300,7 +304,6 @@ class SRUCell(nn.Module):
             dtype = torch.float16 if self.amp_recurrence_fp16 and dtype == torch.float16 \
                 else torch.float32
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
-        scale = self._scale_x_value if self.rescale else 1.0
         if not (self.has_skip_term and U.size(-1) == 3 * self.output_size):
             residual = None  # the skip input is u3 (k = 4) or absent: x is not read
         autocast_off = torch.autocast(U.device.type, enabled=False) \
@@ -309,7 +312,7 @@ class SRUCell(nn.Module):
             h, c = elementwise_recurrence(
                 cast(U), cast(residual), cast(V), cast(self.bias), cast(c0), self.hidden_size,
                 bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
-                scale_x=scale, activation=self.activation, mask_c=cast(mask_c),
+                scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
                 mask_pad=mask_pad, backend=self.backend)
         return [h, c]
 
