@@ -25,10 +25,11 @@ import argparse
 import csv
 import json
 import math
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tasks.results import mean_std, read_jsonl
 
 STEP_KEYS = ("step", "epoch", "time", "elapsed", "lr")
 DEFAULT_IGNORE = ("seed",)
@@ -64,14 +65,7 @@ def read_yaml(path: Path):
 def read_metrics(path: Path) -> list[dict[str, float]]:
     """metrics.jsonl -> list of flat {"split/metric": value, "step": n} records (non-numbers dropped)."""
     records = []
-    for line_no, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError:  # a run killed mid-write leaves a partial last line: skip it
-            print(f"warning: {path}:{line_no} is not JSON, skipped")
-            continue
+    for raw in read_jsonl(path):
         split = raw.get("split")
         rec = {}
         for key, value in raw.items():
@@ -142,13 +136,6 @@ def configuration(run: Run, group_by: list[str], varying: set[str]) -> str:
     if group_by:
         return " ".join(f"{k}={run.config.get(k)}" for k in group_by)
     return " ".join(sorted(o for o in run.overrides if override_key(o) in varying)) or "(all runs)"
-
-
-def mean_std(values: list[float]) -> tuple[float, float]:
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return math.nan, math.nan
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def default_metrics(runs: list[Run]) -> list[str]:

@@ -15,31 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-
-def compose(overrides: Sequence[str]):
-    import train  # noqa: F401  (registers train.py's resolvers)
-    from hydra import compose as hydra_compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides))
-
-
-def mean_std(values: List[float]) -> str:
-    if not values:
-        return "n/a"
-    if len(values) == 1:  # one fold: no spread to report
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+from tasks.results import format_mean_std as mean_std
+from tasks.runner import compose, run
 
 
 def summarize(runs: List[Dict], out: Path, argv=None, final: bool = True) -> Dict:
@@ -80,13 +62,12 @@ def parse_args(argv=None):
 
 def main(argv=None) -> Dict:
     args = parse_args(argv)
-    import train
     from tasks.classification.data import load_classification_data
 
     models = args.models.split(",") if args.models else [None]
     if args.models is None and any("{model}" in o for o in args.overrides):
         raise ValueError("overrides contain {model} but --models was not given; pass e.g. --models sru,lstm,cnn")
-    out = Path(args.out or ROOT / "outputs" / "cv" / time.strftime("%Y-%m-%d_%H-%M-%S"))
+    out = Path(args.out or Path("outputs") / "cv" / time.strftime("%Y-%m-%d_%H-%M-%S"))
 
     def overrides_for(model):
         return [o.replace("{model}", model) if model else o for o in args.overrides]
@@ -119,7 +100,7 @@ def main(argv=None) -> Dict:
             run_dir.mkdir(parents=True, exist_ok=True)
             print(f"[cv] {label} fold {fold}: {' '.join(overrides)}", flush=True)
             t0 = time.time()
-            summary = train.run(cfg, run_dir, overrides)
+            summary = run(cfg, run_dir, overrides)
             wall = time.time() - t0
             rate = summary.get("train_items_per_s") or float("nan")
             runs.append({"model": label, "fold": fold, "run_dir": str(run_dir), "n_train": n_train,

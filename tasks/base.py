@@ -1,23 +1,50 @@
 """The contract every task keeps with the generic trainer (after fairseq, without its size).
 
-A task owns everything that is specific to one problem: its data per split, its model (a head over a
-shared encoder from ``tasks/encoders.py``), how a batch turns into a loss, and how summed logging
-outputs turn into metrics. The trainer (``tasks/trainer.py``) owns everything else: optimizer, schedule,
-AMP, clipping, accumulation, evaluation cadence, checkpoints, loggers.
+A task owns everything specific to one problem: its data per split, its model (a head over a shared
+encoder from ``tasks/encoders.py``), how a batch turns into a loss, how summed logging outputs turn into
+metrics, and (decoding tasks) what an evaluation writes. The trainer (``tasks/trainer.py``) owns the rest:
+optimizer, schedule, AMP, clipping, accumulation, evaluation cadence, checkpoints, loggers, DDP.
 
-Why "summable logging outputs": a metric such as perplexity = exp(loss_sum / ntokens) or accuracy =
-correct / nsentences is only right when the *sums* are reduced across batches (and across DDP ranks)
-before dividing. So ``compute_loss`` returns raw sums and ``reduce_metrics`` divides once at the end.
+The hooks, in the order the runner and trainer call them::
+
+    check_config()                          before any data is loaded: reject bad task/model keys
+    setup()                                 load / build every split (and vocabularies)
+    build_model() -> nn.Module
+    num_batches(split, epoch) -> int        this rank's batch count (may change with the epoch's shuffle)
+    batches(split, epoch, seed, start)      this rank's batches, from index ``start`` (exact resume)
+    compute_loss(model, batch, split) -> (loss, logging_output)          training (and default eval)
+    eval_step(model, batch, split) -> (logging_output, records)          evaluation; default: compute_loss
+    reduce_metrics(summed_logging_output) -> metrics
+    end_eval(split, records, metrics, run_dir) -> extra metrics           rank 0, all ranks' records
+
+Why "summable logging outputs": perplexity = exp(loss_sum / ntokens), accuracy = correct / n, EM, BLEU
+statistics, WER edit counts are right only when the *sums* are reduced over batches and DDP ranks before
+dividing. So logging outputs hold raw sums (python numbers) and ``reduce_metrics`` divides once.
+
+Loss normalisation. If a logging output carries ``sample_size`` (tokens, frames, sentences), ``loss`` is
+a SUM over that many items, and the trainer divides the gradient by the global sum of ``sample_size`` over
+all micro-batches and ranks of the optimizer step (fairseq's rule): the update is then the same however a
+global batch is cut into micro-batches or processes, and a batch of 3 short utterances weighs less than
+one of 30 long ones. Without ``sample_size``, ``loss`` is a mean and is averaged over micro-batches and
+ranks (fixed-size batches, where both rules agree).
+
+Records. ``eval_step`` may return per-example records (JSON-able dicts: a SQuAD answer, a translation
+hypothesis, a transcript). The trainer gathers the records of every rank to rank 0, each exactly once,
+and calls ``end_eval`` there with the run directory, where the task writes its predictions file
+(``predictions_valid.json``, ``hyp_test.txt`` ...) and may return metrics that need all records at once.
+A worked example: docs/adding_a_task.md.
 """
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
 LoggingOutput = Dict[str, float]
+Record = Dict[str, Any]
 
 
 class Task:
@@ -28,33 +55,48 @@ class Task:
       monitor         metric name (a key of ``reduce_metrics``' result) used for best checkpoint,
                       early stopping and as train.py's return value (what sweepers optimise)
       monitor_mode    "min" or "max": whether a smaller or larger ``monitor`` is better
-      throughput_key  logging-output key counted for the progress bar's items/s ("ntokens" or
+      throughput_key  logging-output key counted for the progress bar's items/s ("ntokens", "nframes",
                       "nsentences")
+      causal          True when the model must not see the future (LM, a decoder): the runner refuses
+                      a bidirectional encoder before loading data
     """
 
     name: str = "base"
     monitor: str = "loss"
     monitor_mode: str = "min"
     throughput_key: str = "nsentences"
+    causal: bool = False
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg
 
-    # ---- data -------------------------------------------------------------------------------
+    # ---- configuration ------------------------------------------------------------------------
+    def check_config(self) -> None:
+        """Fail fast, before any data is loaded, on task/model keys this task cannot use.
+
+        The default checks the encoder config (``tasks.encoders.check_encoder_config``), including the
+        rule that a causal task refuses ``model.bidirectional=true``. Tasks extend it with their keys.
+        """
+        from tasks.encoders import check_encoder_config
+
+        if "model" in self.cfg:
+            check_encoder_config(self.cfg["model"], causal=self.causal)
+
+    # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         """Load / build every split's dataset (and vocabularies). Called once before ``build_model``."""
         raise NotImplementedError
 
-    def splits(self) -> List[str]:
-        """Names of the available splits, e.g. ["train", "valid", "test"]."""
-        raise NotImplementedError
+    def num_batches(self, split: str, epoch: int = 0) -> int:
+        """Number of batches one pass over ``split`` yields on this rank in ``epoch``.
 
-    def num_batches(self, split: str) -> int:
-        """Number of batches one pass over ``split`` yields (for progress bars and epoch bookkeeping)."""
+        Length-bucketed batching makes this depend on the epoch's shuffle; every DDP rank must get the
+        same number of training batches (``tasks/batching.py`` guarantees it).
+        """
         raise NotImplementedError
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Any]:
-        """Yield the batches of ``split``.
+        """Yield this rank's batches of ``split``.
 
         For "train" the order must be a pure function of (seed, epoch) so that a run resumed at batch
         index ``start`` of ``epoch`` sees exactly the batches the uninterrupted run would have seen.
@@ -63,25 +105,41 @@ class Task:
         """
         raise NotImplementedError
 
-    # ---- model ------------------------------------------------------------------------------
+    # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
         raise NotImplementedError
 
-    # ---- loss and metrics -------------------------------------------------------------------
+    # ---- loss, evaluation and metrics ---------------------------------------------------------
     def compute_loss(self, model: nn.Module, batch: Any, split: str) -> Tuple[Tensor, LoggingOutput]:
         """Return ``(loss, logging_output)``.
 
-        ``loss`` is the scalar to back-propagate (usually a mean over the batch). ``logging_output``
-        holds only SUMMABLE python numbers (e.g. loss_sum, ntokens, nsentences, correct) so that the
-        trainer can add them over batches / ranks and call ``reduce_metrics`` once.
+        ``logging_output`` holds only SUMMABLE python numbers (loss_sum, ntokens, correct ...). With a
+        ``sample_size`` key, ``loss`` is the sum over ``sample_size`` items; without, a mean (see above).
         """
         raise NotImplementedError
+
+    def eval_step(self, model: nn.Module, batch: Any, split: str) -> Tuple[LoggingOutput, List[Record]]:
+        """One evaluation batch: summable counts plus per-example records (decoded outputs).
+
+        The default is ``compute_loss``'s logging output and no records. Decoding tasks override it to
+        run span decoding / beam search / CTC decoding and return e.g. ``[{"id": ..., "hyp": ...}]``.
+        """
+        _, logging_output = self.compute_loss(model, batch, split)
+        return logging_output, []
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         """Turn summed logging outputs into metrics. Must include ``self.monitor`` for eval splits."""
         raise NotImplementedError
 
-    # ---- optional hooks ---------------------------------------------------------------------
+    def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
+                 run_dir: Optional[Path]) -> Dict[str, float]:
+        """Rank 0, after an evaluation of ``split``: ``records`` of all ranks (each exactly once, in
+        rank-then-batch order), the reduced ``metrics``, and the run directory (None when evaluating
+        outside a run). Write predictions files here; return extra metrics to merge (default none)."""
+        del split, records, metrics, run_dir
+        return {}
+
+    # ---- optional hooks -----------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
         """State needed for an exact resume beyond model/optimizer (e.g. the LM's carried hidden state)."""
         return {}

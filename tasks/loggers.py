@@ -115,9 +115,3 @@ def build_loggers(run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any],
     elif name == "wandb":
         loggers.append(WandbLogger(run_dir, cfg, config, run_name))
     return Loggers(loggers)
-
-
-def read_metrics(run_dir: Path, split: Optional[str] = None) -> List[Dict[str, Any]]:
-    path = Path(run_dir) / "metrics.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in records if split is None or r.get("split") == split]

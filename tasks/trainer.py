@@ -3,9 +3,10 @@
     fit(cfg, task, run_dir) -> FitResult
 
 The task supplies data, model, loss and metrics (``tasks/base.py``); this file supplies the rest:
-optimizer + LR schedule, AMP, gradient clipping and accumulation, evaluation every N steps or every
-epoch, early stopping, atomic ``last``/``best`` checkpoints and exact resume, progress bar, loggers
-and a plot of the curves.
+optimizer + LR schedule, AMP, gradient clipping and accumulation, loss normalisation by sample size,
+evaluation every N steps or every epoch, early stopping, atomic ``last``/``best`` checkpoints and exact
+resume, progress bar, loggers and a plot of the curves. ``Trainer.train`` is the loop; each step of it
+is a named method below it, in the order they run.
 
 Exact resume: a checkpoint is written only at optimizer-step boundaries and holds model, optimizer,
 GradScaler, progress (step, epoch, batch index inside the epoch), every RNG state and the task's own
@@ -15,25 +16,25 @@ that never stopped.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 from torch import nn
 
 from tasks import distributed
-from tasks.base import Task, sum_logging_outputs
+from tasks.base import LoggingOutput, Task, sum_logging_outputs
 from tasks.checkpoint import copy_atomic, load_checkpoint, rng_state, save_atomic, set_rng_state
+from tasks.evaluation import PRECISIONS, autocast, evaluate, evaluate_checkpoint, pick_device
 from tasks.loggers import build_loggers
 from tasks.optim import build_optimizer, check_schedule, get_lr
 from tasks.plots import plot_curves
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+__all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
 
 @dataclass
@@ -66,29 +67,10 @@ def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
     world = distributed.get_world_size()
     if len(states) == world:
         return states[distributed.get_rank()]
-    if any(states):
+    if any(s.get("states") if isinstance(s, dict) else s for s in states):
         raise ValueError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
                          f"resume with the same number of processes (torchrun --nproc_per_node={len(states)})")
     return states[0]
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"trainer.device: received {name!r} but CUDA is not available; use trainer.device=cpu or auto")
-    return device
-
-
-def autocast(device: torch.device, precision: str):
-    if precision not in PRECISIONS:
-        raise ValueError(f"trainer.precision: expected one of {list(PRECISIONS)}, received {precision!r}")
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 
 def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
@@ -111,245 +93,261 @@ def unwrap(model: nn.Module) -> nn.Module:
     return getattr(model, "module", model)
 
 
-@torch.no_grad()
-def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, precision: str,
-             max_batches: Optional[int] = None) -> Dict[str, float]:
-    was_training = model.training
-    model.eval()
-    outputs = []
-    for i, batch in enumerate(task.batches(split)):
-        if max_batches is not None and i >= max_batches:
-            break
-        with autocast(device, precision):
-            _, logging_output = task.compute_loss(model, task.move_to_device(batch, device), split)
-        outputs.append(logging_output)
-    model.train(was_training)
-    # each DDP rank evaluated its shard of the split: add the sums of all ranks, then divide once
-    return task.reduce_metrics(distributed.all_reduce_sum(sum_logging_outputs(outputs)))
+def scale_gradients(model: nn.Module, factor: float) -> None:
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad.mul_(factor)
 
 
-def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
-        config_to_save: Optional[Dict[str, Any]] = None, is_main: bool = True) -> FitResult:
-    tcfg = cfg["trainer"]
-    run_dir = Path(run_dir)
-    if is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_dir = run_dir / "checkpoints"
-    last_path, best_path = ckpt_dir / "last.pt", ckpt_dir / "best.pt"
-    dist_info = distributed.setup(tcfg["device"])  # one process per device under torchrun; else a no-op
-    device = dist_info.device if dist_info.enabled else pick_device(tcfg["device"])
-    is_main = is_main and distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
-    precision = tcfg["precision"]
-    check_trainer_config(tcfg)
-    autocast(device, precision)  # fp16 without CUDA fails here, before any work
-    accumulate = int(tcfg.get("accumulate") or 1)
-    seed = cfg.get("seed") if cfg.get("seed") is not None else 0
+class Trainer:
+    def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None):
+        self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
+        self.run_dir = Path(run_dir)
+        self.last_path = self.run_dir / "checkpoints" / "last.pt"
+        self.best_path = self.run_dir / "checkpoints" / "best.pt"
+        self.config_to_save = config_to_save or {}
+        check_trainer_config(self.tcfg)
+        self.dist_info = distributed.setup(self.tcfg["device"])  # one process per device under torchrun
+        self.device = self.dist_info.device if self.dist_info.enabled else pick_device(self.tcfg["device"])
+        self.is_main = distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
+        if self.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.precision = self.tcfg["precision"]
+        autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
+        self.accumulate = int(self.tcfg.get("accumulate") or 1)
+        self.seed = cfg.get("seed") if cfg.get("seed") is not None else 0
+        self.progress = Progress()
+        self.unit = {"ntokens": "tokens", "nframes": "frames"}.get(task.throughput_key, "examples")
+        self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
+        self.last_metrics: Dict[str, float] = {}
 
-    # ---- model, optimizer, AMP scaler --------------------------------------------------------
-    model = task.build_model().to(device)
-    optimizer = build_optimizer(model.parameters(), tcfg["optimizer"])
-    base_lr = tcfg["optimizer"]["lr"]
-    scaler = torch.amp.GradScaler(device.type, enabled=(precision == "fp16"))
-    progress = Progress()
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"[trainer] {type(unwrap(model)).__name__}: {n_params / 1e6:.2f}M parameters on {device}", flush=True)
+    # ---- the loop ---------------------------------------------------------------------------------
+    def train(self, resume: bool) -> FitResult:
+        self.build_model_and_optimizer()
+        if resume:
+            self.restore_checkpoint()
+        self.model = distributed.wrap_model(self.model, self.dist_info)  # DDP after loading weights
+        self.plan()
+        self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
+                                     str(self.cfg.get("run_name", self.task.name)), enabled=self.is_main)
+        self.bar = self.progress_bar()
+        try:
+            self.model.train()
+            stop = self.progress.step >= self.total_steps
+            while not stop and self.progress.epoch < self.max_epochs:
+                stop = self.train_epoch()
+            # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
+            if distributed.broadcast_object(self.progress.last_eval_step != self.progress.step
+                                            or not self.last_path.exists()):
+                self.validate()  # the run's end always has a validation result and a `last` checkpoint
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            self.loggers.finish()
+        return self.finish()
 
-    # ---- resume --------------------------------------------------------------------------------
-    if resume:
-        ckpt = load_checkpoint(last_path, map_location=device)
-        unwrap(model).load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scaler.load_state_dict(ckpt["scaler"])
-        progress = Progress(**ckpt["progress"])
-        task.load_state_dict(task_state_for_this_rank(ckpt))
+    def build_model_and_optimizer(self) -> None:
+        self.model = self.task.build_model().to(self.device)
+        self.optimizer = build_optimizer(self.model.parameters(), self.tcfg["optimizer"])
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=(self.precision == "fp16"))
+        n_params = sum(p.numel() for p in self.model.parameters())
+        print(f"[trainer] {type(self.model).__name__}: {n_params / 1e6:.2f}M parameters on {self.device}", flush=True)
+
+    def restore_checkpoint(self) -> None:
+        ckpt = load_checkpoint(self.last_path, map_location=self.device)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scaler.load_state_dict(ckpt["scaler"])
+        self.progress = Progress(**ckpt["progress"])
+        self.task.load_state_dict(task_state_for_this_rank(ckpt))
         set_rng_state(ckpt["rng"])
-        print(f"[trainer] resumed {last_path} at step {progress.step} (epoch {progress.epoch}, "
-              f"batch {progress.batch_in_epoch})", flush=True)
+        p = self.progress
+        print(f"[trainer] resumed {self.last_path} at step {p.step} (epoch {p.epoch}, batch {p.batch_in_epoch})",
+              flush=True)
 
-    model = distributed.wrap_model(model, dist_info)  # DDP when world size > 1 (after loading weights)
+    def plan(self) -> None:
+        """Total steps for the schedule and the progress bar (epoch 0's batch count when batches vary)."""
+        steps_per_epoch = math.ceil(self.task.num_batches("train", 0) / self.accumulate)
+        max_epochs, max_steps = self.tcfg.get("max_epochs"), self.tcfg.get("max_steps")
+        planned = [n for n in (max_steps, max_epochs and max_epochs * steps_per_epoch) if n]
+        self.total_steps = min(planned) if planned else 0
+        self.max_epochs = max_epochs if max_epochs is not None else math.inf
+        self.max_seconds = self.tcfg["max_minutes"] * 60 if self.tcfg.get("max_minutes") else math.inf
+        self.start_step, self.start_time = self.progress.step, time.time()
+        self.window_sums: LoggingOutput = {}  # train logging outputs since the last train record
+        self.window_start = time.time()
 
-    # ---- plan ----------------------------------------------------------------------------------
-    batches_per_epoch = task.num_batches("train")
-    steps_per_epoch = math.ceil(batches_per_epoch / accumulate)
-    max_epochs = tcfg.get("max_epochs")
-    max_steps = tcfg.get("max_steps")
-    planned = [n for n in (max_steps, max_epochs and max_epochs * steps_per_epoch) if n]
-    total_steps = min(planned) if planned else 0
-    max_epochs = max_epochs if max_epochs is not None else math.inf
-    eval_every = tcfg.get("eval_every_steps")
-    patience = tcfg.get("early_stopping_patience")
-    max_seconds = tcfg["max_minutes"] * 60 if tcfg.get("max_minutes") else math.inf
-    unit = "tokens" if task.throughput_key == "ntokens" else "examples"
+    def progress_bar(self):
+        if not (self.is_main and self.tcfg.get("progress_bar", True)):
+            return None
+        from tqdm import tqdm
+        return tqdm(total=self.total_steps, initial=self.progress.step, desc="train", unit="step",
+                    file=sys.stderr, dynamic_ncols=True, mininterval=1.0)
 
-    loggers = build_loggers(run_dir, cfg["logger"], config_to_save or {}, str(cfg.get("run_name", task.name)),
-                            enabled=is_main)
+    def train_epoch(self) -> bool:
+        """Run (the rest of) the current epoch; return True when training must stop."""
+        p, task = self.progress, self.task
+        n_batches = task.num_batches("train", p.epoch)
+        micro: List[LoggingOutput] = []
+        step_start, step_cpu = time.time(), time.process_time()
+        for i, batch in enumerate(task.batches("train", epoch=p.epoch, seed=self.seed, start=p.batch_in_epoch),
+                                  start=p.batch_in_epoch):
+            last_micro = len(micro) + 1 >= self.accumulate or i + 1 >= n_batches
+            micro.append(self.forward_backward(task.move_to_device(batch, self.device), sync=last_micro))
+            if not last_micro:
+                continue  # accumulate more micro-batches before stepping
+            summed, lr, grad_norm = self.optimizer_step(micro)
+            micro = []
+            p.step += 1
+            p.batch_in_epoch = i + 1
+            now, now_cpu = time.time(), time.process_time()
+            if p.step - self.start_step > 3:  # skip warm-up steps (allocations, kernel builds)
+                self.train_items += summed.get(task.throughput_key, 0.0)
+                self.train_seconds += now - step_start
+                self.train_cpu += now_cpu - step_cpu
+            self.log_train(summed, lr, grad_norm)
+            if self.tcfg.get("eval_every_steps") and p.step % self.tcfg["eval_every_steps"] == 0:
+                self.validate()
+                self.window_start = time.time()  # do not count eval time as training
+            if self.should_stop():
+                return True
+            step_start, step_cpu = time.time(), time.process_time()
+        p.epoch += 1  # the epoch ran to its end
+        p.batch_in_epoch = 0
+        if not self.tcfg.get("eval_every_steps"):
+            self.validate()
+            return self.early_stop()
+        return False
 
-    def save(metrics: Optional[Dict[str, float]], improved: bool) -> None:
-        task_states = distributed.gather_to_main(task.state_dict())  # every rank takes part; rank 0 writes
-        if not is_main:
-            return
-        payload = {
-            "model": unwrap(model).state_dict(), "optimizer": optimizer.state_dict(),
-            "scaler": scaler.state_dict(), "progress": asdict(progress), "step": progress.step,
-            "rng": rng_state(), "task": task_states[0], "config": config_to_save or {},
-            "monitor": task.monitor, "metrics": metrics or {},
-        }
-        if len(task_states) > 1:
-            payload["task_per_rank"] = task_states
-        save_atomic(payload, last_path)
-        if improved or not best_path.exists():
-            copy_atomic(last_path, best_path)
+    def forward_backward(self, batch: Any, sync: bool) -> LoggingOutput:
+        with distributed.maybe_no_sync(self.model, sync=sync):  # DDP all-reduces on the last micro-batch only
+            with autocast(self.device, self.precision):
+                loss, logging_output = self.task.compute_loss(self.model, batch, "train")
+            if self.precision != "fp16" and not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite training loss {loss.item()} at step {self.progress.step}; "
+                                         f"lower trainer.optimizer.lr or set trainer.grad_clip")
+            # sample_size: `loss` is a sum, normalised in optimizer_step; else a mean over this micro-batch
+            self.scaler.scale(loss if "sample_size" in logging_output else loss / self.accumulate).backward()
+        return logging_output
 
-    def validate() -> Dict[str, float]:
+    def optimizer_step(self, micro: List[LoggingOutput]):
+        """Normalise gradients by the global sample size, set the LR, clip, step."""
+        summed = distributed.all_reduce_sum(sum_logging_outputs(micro))  # the global batch's sums
+        if "sample_size" in summed and summed["sample_size"] > 0:
+            # DDP averaged the summed gradients over ranks: x world / global sample size = sum / global size
+            scale_gradients(self.model, self.dist_info.world_size / summed["sample_size"])
+        p = self.progress
+        lr = get_lr(p.step, p.epoch, self.tcfg["optimizer"]["lr"], self.tcfg["scheduler"], self.total_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        grad_norm = None
+        if self.tcfg.get("grad_clip"):
+            self.scaler.unscale_(self.optimizer)
+            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg["grad_clip"]))
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return summed, lr, grad_norm
+
+    def log_train(self, summed: LoggingOutput, lr: float, grad_norm: Optional[float]) -> None:
+        p, task = self.progress, self.task
+        self.window_sums = sum_logging_outputs([self.window_sums, summed])
+        if self.bar is not None:
+            rate = self.train_items / self.train_seconds if self.train_seconds > 0 else float("nan")
+            shown = task.reduce_metrics(summed).get("loss", float("nan"))
+            self.bar.update(1)
+            self.bar.set_postfix(loss=f"{shown:.3f}", lr=f"{lr:.3g}", **{f"{self.unit}/s": f"{rate:.0f}"},
+                                 refresh=False)
+        if p.step % int(self.tcfg.get("log_every_steps") or 1) == 0:
+            elapsed = max(time.time() - self.window_start, 1e-9)
+            record = {"split": "train", "step": p.step, "epoch": p.epoch, "lr": lr,
+                      **task.reduce_metrics(self.window_sums),
+                      f"{self.unit}_per_s": self.window_sums.get(task.throughput_key, 0.0) / elapsed}
+            if grad_norm is not None:
+                record["grad_norm"] = grad_norm
+            self.loggers.log(record)
+            self.window_sums, self.window_start = {}, time.time()
+
+    def validate(self) -> Dict[str, float]:
+        p, task = self.progress, self.task
         # the bare model: DDP's forward would sync buffers, a collective that eval shards of unequal length break
-        metrics = evaluate(task, unwrap(model), "valid", device, precision, tcfg.get("eval_max_batches"))
+        metrics = evaluate(task, unwrap(self.model), "valid", self.device, self.precision,
+                           self.tcfg.get("eval_max_batches"), run_dir=self.run_dir)
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
                            f"without its monitor {task.monitor!r}")
-        value = metrics[task.monitor]
-        improved = task.better(value, progress.best_metric)
+        improved = task.better(metrics[task.monitor], p.best_metric)
         if improved:
-            progress.best_metric, progress.best_step, progress.bad_evals = value, progress.step, 0
+            p.best_metric, p.best_step, p.bad_evals = metrics[task.monitor], p.step, 0
         else:
-            progress.bad_evals += 1
-        progress.last_eval_step = progress.step
-        loggers.log({"split": "valid", "step": progress.step, "epoch": progress.epoch, **metrics,
-                     f"best_{task.monitor}": progress.best_metric})
-        save(metrics, improved)
+            p.bad_evals += 1
+        p.last_eval_step = p.step
+        self.loggers.log({"split": "valid", "step": p.step, "epoch": p.epoch, **metrics,
+                          f"best_{task.monitor}": p.best_metric})
+        self.save(metrics, improved)
+        self.last_metrics = metrics
         return metrics
 
-    # ---- train ---------------------------------------------------------------------------------
-    bar = None
-    if is_main and tcfg.get("progress_bar", True):
-        from tqdm import tqdm
-        bar = tqdm(total=total_steps, initial=progress.step, desc="train", unit="step",
-                   file=sys.stderr, dynamic_ncols=True, mininterval=1.0)
-    window_sums: Dict[str, float] = {}
-    window_start = time.time()
-    train_items, train_seconds, train_cpu = 0.0, 0.0, 0.0   # throughput, excluding warm-up steps
-    start_step, start_time = progress.step, time.time()
-    last_metrics: Dict[str, float] = {}
-    stop = progress.step >= total_steps
-    try:
-        model.train()
-        while not stop and progress.epoch < max_epochs:
-            micro, step_sums = 0, []
-            step_start, step_cpu = time.time(), time.process_time()
-            batches = task.batches("train", epoch=progress.epoch, seed=seed, start=progress.batch_in_epoch)
-            for i, batch in enumerate(batches, start=progress.batch_in_epoch):
-                batch = task.move_to_device(batch, device)
-                last_micro = micro + 1 >= accumulate or i + 1 >= batches_per_epoch
-                with distributed.maybe_no_sync(model, sync=last_micro):  # DDP all-reduces on the last only
-                    with autocast(device, precision):
-                        loss, logging_output = task.compute_loss(model, batch, "train")
-                    if precision != "fp16" and not torch.isfinite(loss):
-                        raise FloatingPointError(f"non-finite training loss {loss.item()} at step {progress.step}; "
-                                                 f"lower trainer.optimizer.lr or set trainer.grad_clip")
-                    scaler.scale(loss / accumulate).backward()
-                step_sums.append(logging_output)
-                micro += 1
-                if micro < accumulate and i + 1 < batches_per_epoch:
-                    continue  # accumulate more micro-batches before stepping
+    def save(self, metrics: Optional[Dict[str, float]], improved: bool) -> None:
+        task_states = distributed.gather_to_main(self.task.state_dict())  # every rank takes part; rank 0 writes
+        if not self.is_main:
+            return
+        payload = {
+            "model": unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(), "progress": asdict(self.progress), "step": self.progress.step,
+            "rng": rng_state(), "task": task_states[0], "config": self.config_to_save,
+            "monitor": self.task.monitor, "metrics": metrics or {},
+        }
+        if len(task_states) > 1:
+            payload["task_per_rank"] = task_states
+        save_atomic(payload, self.last_path)
+        if improved or not self.best_path.exists():
+            copy_atomic(self.last_path, self.best_path)
 
-                # -- optimizer step (LR from the schedule, clip, step) --
-                lr = get_lr(progress.step, progress.epoch, base_lr, tcfg["scheduler"], total_steps)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                grad_norm = None
-                if tcfg.get("grad_clip"):
-                    scaler.unscale_(optimizer)
-                    grad_norm = float(nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"]))
-                scaler.step(optimizer)
-                scaler.update()
-                optimizer.zero_grad(set_to_none=True)
-                progress.step += 1
-                progress.batch_in_epoch = i + 1
+    def early_stop(self) -> bool:
+        patience = self.tcfg.get("early_stopping_patience")
+        if patience is not None and self.progress.bad_evals > patience:
+            print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
+            return True
+        return False
 
-                # -- bookkeeping: throughput, progress bar, train metrics --
-                summed = distributed.all_reduce_sum(sum_logging_outputs(step_sums))  # global batch
-                micro, step_sums = 0, []
-                now, now_cpu = time.time(), time.process_time()
-                if progress.step - start_step > 3:  # skip warm-up steps (allocations, kernel builds)
-                    train_items += summed.get(task.throughput_key, 0.0)
-                    train_seconds += now - step_start
-                    train_cpu += now_cpu - step_cpu
-                step_start, step_cpu = now, now_cpu
-                window_sums = sum_logging_outputs([window_sums, summed])
-                rate = train_items / train_seconds if train_seconds > 0 else float("nan")
-                if bar is not None:
-                    bar.update(1)
-                    shown = task.reduce_metrics(summed).get("loss", loss.item())
-                    bar.set_postfix(loss=f"{shown:.3f}", lr=f"{lr:.3g}", **{f"{unit}/s": f"{rate:.0f}"},
-                                    refresh=False)
-                if progress.step % int(tcfg.get("log_every_steps") or 1) == 0:
-                    elapsed = max(now - window_start, 1e-9)
-                    record = {"split": "train", "step": progress.step, "epoch": progress.epoch, "lr": lr,
-                              **task.reduce_metrics(window_sums),
-                              f"{unit}_per_s": window_sums.get(task.throughput_key, 0.0) / elapsed}
-                    if grad_norm is not None:
-                        record["grad_norm"] = grad_norm
-                    loggers.log(record)
-                    window_sums, window_start = {}, time.time()
+    def should_stop(self) -> bool:
+        stop = self.progress.step >= self.total_steps or self.early_stop()
+        if not stop and time.time() - self.start_time > self.max_seconds:
+            print(f"[trainer] stopping after trainer.max_minutes={self.tcfg['max_minutes']}", flush=True)
+            stop = True
+        if self.max_seconds < math.inf:  # clocks differ between ranks: all follow rank 0's decision
+            stop = distributed.broadcast_object(stop)
+        return stop
 
-                # -- evaluation, checkpoint, stopping --
-                if eval_every and progress.step % eval_every == 0:
-                    last_metrics = validate()
-                    step_start = window_start = time.time()  # do not count eval time as training
-                    step_cpu = time.process_time()
-                if progress.step >= total_steps:
-                    stop = True
-                elif patience is not None and progress.bad_evals > patience:
-                    print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
-                    stop = True
-                elif time.time() - start_time > max_seconds:
-                    print(f"[trainer] stopping after trainer.max_minutes={tcfg['max_minutes']}", flush=True)
-                    stop = True
-                if max_seconds < math.inf:  # clocks differ between ranks: all follow rank 0's decision
-                    stop = distributed.broadcast_object(stop)
-                if stop:
-                    break
-            else:  # the epoch ran to its end
-                progress.epoch += 1
-                progress.batch_in_epoch = 0
-                if not eval_every:
-                    last_metrics = validate()
-                    if patience is not None and progress.bad_evals > patience:
-                        print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
-                        stop = True
-                continue
-            break
-        # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
-        if distributed.broadcast_object(progress.last_eval_step != progress.step or not last_path.exists()):
-            last_metrics = validate()  # the run's end always has a validation result and a `last` checkpoint
-    finally:
-        if bar is not None:
-            bar.close()
-        loggers.finish()
-    if dist_info.enabled:  # DDP keeps replicas identical; never save a run whose ranks drifted apart
-        diff = distributed.max_replica_difference(unwrap(model))
-        print(f"[trainer] DDP: {dist_info.world_size} processes, max parameter difference between ranks {diff:.3g}")
-        if diff > 1e-6:
-            raise RuntimeError(f"DDP replicas diverged (max parameter difference {diff:.3g}); "
-                               f"a parameter was changed outside DistributedDataParallel")
-        train_cpu = distributed.all_reduce_sum({"cpu": train_cpu})["cpu"]  # items are global: CPU of all ranks
-    if is_main and tcfg.get("plot", True):
-        plot_curves(run_dir, task.monitor)
-    rate = train_items / train_seconds if train_seconds > 0 else float("nan")
-    cpu_rate = train_items / train_cpu if train_cpu > 0 else float("nan")
-    best = float("nan") if progress.best_metric is None else progress.best_metric
-    print(f"[trainer] done: {progress.step} steps, best valid {task.monitor} {best:.4f} "
-          f"(step {progress.best_step}), train throughput {rate:,.0f} {unit}/s "
-          f"({cpu_rate:,.0f} {unit} per CPU-second)", flush=True)
-    return FitResult(best_metric=progress.best_metric, monitor=task.monitor, steps=progress.step,
-                     run_dir=run_dir, best_checkpoint=best_path, last_checkpoint=last_path,
-                     items_per_second=rate, items_per_cpu_second=cpu_rate, final_valid=last_metrics)
+    def finish(self) -> FitResult:
+        if self.dist_info.enabled:  # DDP keeps replicas identical; never save a run whose ranks drifted apart
+            diff = distributed.max_replica_difference(unwrap(self.model))
+            print(f"[trainer] DDP: {self.dist_info.world_size} processes, max parameter difference between "
+                  f"ranks {diff:.3g}")
+            if diff > 1e-6:
+                raise RuntimeError(f"DDP replicas diverged (max parameter difference {diff:.3g}); "
+                                   f"a parameter was changed outside DistributedDataParallel")
+            self.train_cpu = distributed.all_reduce_sum({"cpu": self.train_cpu})["cpu"]  # CPU of all ranks
+        if self.is_main and self.tcfg.get("plot", True):
+            plot_curves(self.run_dir, self.task.monitor)
+        p = self.progress
+        rate = self.train_items / self.train_seconds if self.train_seconds > 0 else float("nan")
+        cpu_rate = self.train_items / self.train_cpu if self.train_cpu > 0 else float("nan")
+        best = float("nan") if p.best_metric is None else p.best_metric
+        print(f"[trainer] done: {p.step} steps, best valid {self.task.monitor} {best:.4f} (step {p.best_step}), "
+              f"train throughput {rate:,.0f} {self.unit}/s ({cpu_rate:,.0f} {self.unit} per CPU-second)", flush=True)
+        return FitResult(best_metric=p.best_metric, monitor=self.task.monitor, steps=p.step, run_dir=self.run_dir,
+                         best_checkpoint=self.best_path, last_checkpoint=self.last_path, items_per_second=rate,
+                         items_per_cpu_second=cpu_rate, final_valid=self.last_metrics)
+
+
+def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
+        config_to_save: Optional[Dict[str, Any]] = None) -> FitResult:
+    """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``)."""
+    return Trainer(cfg, task, run_dir, config_to_save).train(resume)
 
 
 def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:
-    """Evaluate ``split`` with the weights of the best checkpoint."""
-    dist_info = distributed.setup(cfg["trainer"]["device"])
-    device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
-    distributed.barrier()  # rank 0 has finished writing best.pt
-    model = task.build_model().to(device)
-    model.load_state_dict(load_checkpoint(result.best_checkpoint, map_location=device)["model"])
-    return evaluate(task, model, split, device, cfg["trainer"]["precision"])
+    """Evaluate ``split`` with the weights of the best checkpoint (predictions files go to the run dir)."""
+    return evaluate_checkpoint(cfg, task, result.best_checkpoint, split, run_dir=result.run_dir)

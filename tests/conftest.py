@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import List, Sequence
 
@@ -11,19 +10,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 LM_FIXTURE = ROOT / "tests" / "fixtures" / "lm"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 os.environ.setdefault("WANDB_MODE", "disabled")  # tests never talk to wandb servers
 
 
 def compose(overrides: Sequence[str] = ()):
     """The config ``python train.py <overrides>`` would run with (the hydra node excluded)."""
-    import train  # noqa: F401  (registers the run_dir / run_id resolvers)
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from tasks.runner import compose as runner_compose
 
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides))
+    return runner_compose(overrides, CONF)
 
 
 def tiny_lm_overrides(model: str = "sru", steps: int = 12) -> List[str]:
@@ -47,11 +41,21 @@ def tiny_lm_overrides(model: str = "sru", steps: int = 12) -> List[str]:
 @pytest.fixture
 def run_train():
     """run_train(overrides, run_dir) -> summary dict, exactly as train.py's main would run it."""
-    import train
+    from tasks.runner import run
 
     def _run(overrides: Sequence[str], run_dir: Path):
         cfg = compose(overrides)
         Path(run_dir).mkdir(parents=True, exist_ok=True)
-        return train.run(cfg, Path(run_dir), overrides)
+        return run(cfg, Path(run_dir), overrides)
 
     return _run
+
+
+def load_script(name: str):
+    """Import ``scripts/<name>.py`` as a module (scripts are not a package; only tests reach into them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -14,7 +14,8 @@ import torch
 from tasks.classification.data import collate, encode, load_classification_data, tokenize_rows
 from tasks.classification.sources import read_table
 from tasks.classification.splits import cross_validation_split, stratified_folds
-from tasks.classification.text import Vocabulary, tokenize
+from tasks.classification.text import tokenize
+from tasks.text import Vocabulary
 from tasks.classification.vectors import embedding_matrix, load_vectors
 
 FIX = Path(__file__).parent / "fixtures" / "classification"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ROOT, compose
+from conftest import ROOT, compose, load_script
 from tasks.classification.metrics import count_logging_output, reduce_classification
 from tasks.classification.model import pool
-from tasks.loggers import read_metrics
+from tasks.results import read_metrics
 
 FIX = ROOT / "tests" / "fixtures" / "classification"
 MODEL_OVERRIDES = {
@@ -145,7 +145,7 @@ def test_train_batches_are_a_pure_function_of_seed_and_epoch():
 
 
 def test_interleaved_timing_prints_a_row_per_model(capsys):
-    from tasks.classification import timing
+    timing = load_script("time_classification")
     timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
                  "task.data.name=null", "task.data.source=files", f"+task.data.files.train={FIX / 'reviews.csv'}",
                  "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16"])

@@ -87,10 +87,10 @@ def test_seed_zero_is_kept():
 
 
 def test_run_dirs_are_unique_per_process(tmp_path):
-    import train
-    run_dir = train.resolve_run_dir(None, "outputs/runs")
+    from tasks import runner
+    run_dir = runner.resolve_run_dir(None, "outputs/runs")
     assert run_dir.startswith("outputs/runs/") and f"_{os.getpid()}-" in run_dir
     with pytest.raises(ValueError, match="checkpoints/last.pt"):
-        train.resolve_run_dir(str(tmp_path), "outputs/runs")
+        runner.resolve_run_dir(str(tmp_path), "outputs/runs")
     with pytest.raises(ValueError, match="found none"):
-        train.find_latest_run(str(tmp_path))
+        runner.find_latest_run(str(tmp_path))

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from conftest import LM_FIXTURE, compose, tiny_lm_overrides
-from tasks.loggers import read_metrics
-from tasks.lm.data import Vocabulary, batchify, num_windows, tokenize, window
+from tasks.results import read_metrics
+from tasks.lm.data import batchify, num_windows, tokenize, window
+from tasks.text import Vocabulary
 
 
 @pytest.mark.parametrize("model", ["sru", "lstm"])
@@ -44,9 +45,9 @@ def test_perplexity_is_token_weighted():
 def test_vocabulary_batchify_and_windows():
     tokens = tokenize(" a b a \n\n c a \n", "word")
     assert tokens == ["a", "b", "a", "<eos>", "c", "a", "<eos>"]
-    vocab = Vocabulary(tokens, specials=("<unk>", "<eos>"))
+    vocab = Vocabulary.build([tokens], specials=("<unk>", "<eos>"))
     assert vocab.itos == ["<unk>", "<eos>", "a", "b", "c"]  # specials, then by frequency, ties a-z
-    assert vocab.encode(["zzz"]).tolist() == [vocab.unk]
+    assert vocab.encode(["zzz"]) == [vocab.unk_id] == [0]
     stream = batchify(torch.arange(23), 2)  # (11, 2): two contiguous streams, ragged tail dropped
     assert stream[:, 0].tolist() == list(range(11)) and stream[:, 1].tolist() == list(range(11, 22))
     assert num_windows(stream, 4) == 3

@@ -11,7 +11,7 @@ import torch
 
 from conftest import ROOT, tiny_lm_overrides
 from tasks.checkpoint import load_checkpoint, save_atomic
-from tasks.loggers import read_metrics
+from tasks.results import read_metrics
 
 
 def _train_losses(run_dir):

@@ -71,7 +71,7 @@ def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
 
 
 def test_slurm_launcher_config_has_documented_keys():
-    import train  # noqa: F401  (registers train.py's resolvers)
+    import tasks.runner  # noqa: F401  (registers the config resolvers)
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from conftest import compose
 from tasks.base import Task
-from tasks.loggers import read_metrics
+from tasks.results import read_metrics
 from tasks.optim import get_lr
 from tasks.trainer import fit
 
@@ -33,10 +33,7 @@ class RegressionTask(Task):
     def setup(self):
         pass
 
-    def splits(self):
-        return list(self.data)
-
-    def num_batches(self, split):
+    def num_batches(self, split, epoch=0):
         return math.ceil(len(self.data[split][0]) / self.batch_size)
 
     def batches(self, split, epoch=0, seed=0, start=0):

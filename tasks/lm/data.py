@@ -20,7 +20,6 @@ import gzip
 import importlib.util
 import math
 import os
-from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -118,28 +117,6 @@ def tokenize(text: str, level: str) -> List[str]:
                 tokens.append(EOS)
         return tokens
     raise ValueError(f"task.data.level: expected one of {list(LEVELS)}, received {level!r}")
-
-
-class Vocabulary:
-    """Token <-> id map built from the training split: most frequent first, ties alphabetical."""
-
-    def __init__(self, tokens: Sequence[str], max_size: Optional[int] = None, specials=(UNK,)):
-        counts = Counter(tokens)
-        for s in specials:
-            counts.pop(s, None)
-        ordered = sorted(counts, key=lambda t: (-counts[t], t))
-        if max_size is not None:
-            ordered = ordered[: max(0, max_size - len(specials))]
-        self.itos: List[str] = list(specials) + ordered
-        self.stoi: Dict[str, int] = {t: i for i, t in enumerate(self.itos)}
-        self.unk = self.stoi[UNK]
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def encode(self, tokens: Sequence[str]) -> Tensor:
-        get, unk = self.stoi.get, self.unk
-        return torch.tensor([get(t, unk) for t in tokens], dtype=torch.long)
 
 
 def batchify(ids: Tensor, batch_size: int) -> Tensor:

@@ -19,7 +19,7 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, emb_size)
         self.emb_dropout = nn.Dropout(emb_dropout)
-        self.encoder = build_encoder(encoder_cfg, emb_size)
+        self.encoder = build_encoder(encoder_cfg, emb_size, causal=True)
         width = self.encoder.output_size
         self.out_dropout = nn.Dropout(out_dropout)
         # Tying needs the decoder input to have the embedding width.

@@ -17,13 +17,15 @@ from torch import Tensor, nn
 from tasks import distributed
 from tasks.base import LoggingOutput, Task
 from tasks.encoders import detach_state
-from tasks.lm.data import SPLITS, Vocabulary, batchify, load_texts, num_windows, tokenize, window
+from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, tokenize, window
+from tasks.text import Vocabulary
 from tasks.lm.model import LanguageModel
 
 
 class LanguageModelingTask(Task):
     name = "lm"
     throughput_key = "ntokens"
+    causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -41,15 +43,15 @@ class LanguageModelingTask(Task):
         data = self.task_cfg["data"]
         texts = load_texts(data)
         tokens = {s: tokenize(texts[s], self.level) for s in SPLITS}
-        specials = ("<unk>",) if self.level == "char" else ("<unk>", "<eos>")
-        self.vocab = Vocabulary(tokens["train"], data.get("max_vocab"), specials=specials)
+        specials = (UNK,) if self.level == "char" else (UNK, EOS)
+        self.vocab = Vocabulary.build([tokens["train"]], specials=specials, max_size=data.get("max_vocab"))
         max_train = data.get("max_train_tokens")
         if max_train:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
             tokens["train"] = tokens["train"][: int(max_train)]
         sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
                  "test": self.task_cfg["eval_batch_size"]}
         for s in SPLITS:
-            stream = batchify(self.vocab.encode(tokens[s]), sizes[s])
+            stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s])
             # DDP: each rank reads a contiguous slice of the batch columns (global batch = all ranks' columns);
             # training needs equal slices, evaluation only sums.
             self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
@@ -57,10 +59,7 @@ class LanguageModelingTask(Task):
         print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
 
-    def splits(self) -> List[str]:
-        return list(SPLITS)
-
-    def num_batches(self, split: str) -> int:
+    def num_batches(self, split: str, epoch: int = 0) -> int:
         return num_windows(self.streams[split], self.task_cfg["bptt"])
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
@@ -85,15 +84,17 @@ class LanguageModelingTask(Task):
         target = batch["target"]
         loss_sum = F.cross_entropy(logits.float().view(-1, logits.size(-1)), target.reshape(-1), reduction="sum")
         ntokens = target.numel()
-        return loss_sum / ntokens, {"loss_sum": loss_sum.item(), "ntokens": ntokens,
-                                    "nsentences": target.size(1)}
+        # sample_size: the trainer divides the summed loss's gradient by the global number of target tokens
+        return loss_sum, {"loss_sum": loss_sum.item(), "ntokens": ntokens, "nsentences": target.size(1),
+                          "sample_size": ntokens}
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         loss = summed["loss_sum"] / max(summed["ntokens"], 1)  # nats per token, token-weighted
         return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bpc": loss / math.log(2)}
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"states": {s: v for s, v in self.states.items() if s == "train"}}
+        return {"states": {s: v for s, v in self.states.items() if s == "train"}, "vocab": self.vocab.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.vocab.check_same(state.get("vocab", {}))
         self.states = dict(state.get("states", {}))

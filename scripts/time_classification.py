@@ -1,9 +1,9 @@
 """Interleaved training-step timing of classification models on identical MR batches.
 
-    python -m tasks.classification.timing --models sru,lstm,cnn --steps 30 \
+    python scripts/time_classification.py --models sru,lstm,cnn --steps 30 \
         experiment=paper/classification_mr_{model} task.data.min_freq=2
 
-Every model is built through train.py's composition and fed the same training batches; one step
+Every model is built from the config train.py would compose and fed the same training batches; one step
 (forward, backward, optimizer step) of each model runs in turn (round-robin), so load from other
 processes on a shared machine hits all models alike. Prints the median ms per step and the implied
 training seconds per epoch (median step x batches per epoch), and the ratio to the first model.
@@ -13,20 +13,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
-
-
-def compose(overrides):
-    """The config ``python train.py <overrides>`` would run with."""
-    import train  # noqa: F401  (registers train.py's resolvers)
-    from hydra import compose as hydra_compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides))
+from tasks.runner import compose
 
 
 def main(argv=None):

@@ -1,7 +1,8 @@
 """Kim (2014) CNN sentence encoder, the paper's convolutional baseline: for each width (3, 4, 5) 100
 filters, ReLU; the classifier then takes the max over time (pooling="max").
 
-Registered as encoder "cnn" so ``model=cnn`` plugs into ``tasks.encoders.build_encoder`` like sru/lstm.
+Registered as encoder "cnn" (``tasks/encoders.py`` imports this module), so ``model=cnn`` plugs into
+``build_encoder`` like sru/lstm for any task. Windows end at t, so the features are causal.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class CNNEncoder(nn.Module):
     """
 
     preferred_pooling = "max"
+    bidirectional = False
+    num_layers = 1
 
     def __init__(self, input_size: int, widths: Sequence[int] = (3, 4, 5), filters: int = 100,
                  activation: str = "relu"):
@@ -40,7 +43,7 @@ class CNNEncoder(nn.Module):
         self.activation = activation
         self.convs = nn.ModuleList(nn.Conv1d(input_size, int(filters), w) for w in self.widths)
 
-    def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None):
+    def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None, return_all_layers: bool = False):
         if x.dim() != 3 or x.size(-1) != self.input_size:
             raise ValueError(f"CNN encoder: expected input of shape (L, B, {self.input_size}), "
                              f"received {tuple(x.shape)}")
@@ -49,4 +52,12 @@ class CNNEncoder(nn.Module):
         h = x.permute(1, 2, 0)  # (B, D, L) for conv1d
         act = F.relu if self.activation == "relu" else torch.tanh
         feats = [act(conv(F.pad(h, (w - 1, 0)))) for w, conv in zip(self.widths, self.convs)]
-        return torch.cat(feats, dim=1).permute(2, 0, 1), None  # (L, B, out)
+        out = torch.cat(feats, dim=1).permute(2, 0, 1)  # (L, B, out)
+        return ([out] if return_all_layers else out), None
+
+    def step(self, x_t: Tensor, state=None):
+        raise ValueError("model=cnn has no recurrent state to carry: it cannot decode one step at a time; "
+                         "use model=sru or model=lstm")
+
+    def reorder_state(self, state, index):
+        return None

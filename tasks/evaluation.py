@@ -1,0 +1,84 @@
+"""Evaluation shared by every task: summed counts across batches and ranks, records gathered to rank 0.
+
+    metrics = evaluate(task, model, "valid", device, precision, run_dir=run_dir)
+
+Each rank runs ``task.eval_step`` on its own batches; the summable logging outputs are all-reduced
+(exact global sums), then divided once by ``task.reduce_metrics``. The per-example records of every rank
+are gathered to rank 0, where ``task.end_eval`` writes predictions files into ``run_dir`` and may add
+metrics that need all records; rank 0 then shares the final metrics with every rank, so all ranks take
+the same decisions (best checkpoint, early stopping).
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional
+
+import torch
+from torch import nn
+
+from tasks import distributed
+from tasks.base import Task, sum_logging_outputs
+from tasks.checkpoint import load_checkpoint
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def autocast(device: torch.device, precision: str):
+    if precision not in PRECISIONS:
+        raise ValueError(f"trainer.precision: expected one of {list(PRECISIONS)}, received {precision!r}")
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    if precision == "fp16" and device.type != "cuda":
+        raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
+    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"trainer.device: received {name!r} but CUDA is not available; use trainer.device=cpu or auto")
+    return device
+
+
+def gather_records(records: List[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:
+    """Every rank's records on rank 0, in rank order, each exactly once (None on other ranks)."""
+    per_rank = distributed.gather_to_main(records)
+    if per_rank is None:
+        return None
+    return [r for rank_records in per_rank for r in rank_records]
+
+
+@torch.no_grad()
+def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, precision: str,
+             max_batches: Optional[int] = None, run_dir: Optional[Path] = None) -> Dict[str, float]:
+    was_training = model.training
+    model.eval()
+    outputs, records = [], []
+    for i, batch in enumerate(task.batches(split)):
+        if max_batches is not None and i >= max_batches:
+            break
+        with autocast(device, precision):
+            logging_output, batch_records = task.eval_step(model, task.move_to_device(batch, device), split)
+        outputs.append(logging_output)
+        records.extend(batch_records)
+    model.train(was_training)
+    # each DDP rank evaluated its shard of the split: add the sums of all ranks, then divide once
+    metrics = task.reduce_metrics(distributed.all_reduce_sum(sum_logging_outputs(outputs)))
+    everyone = gather_records(records)
+    if distributed.is_main():
+        metrics.update(task.end_eval(split, everyone or [], metrics, run_dir) or {})
+    return distributed.broadcast_object(metrics)
+
+
+def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, split: str = "test",
+                        run_dir: Optional[Path] = None) -> Dict[str, float]:
+    """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test)."""
+    dist_info = distributed.setup(cfg["trainer"]["device"])
+    device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
+    distributed.barrier()  # rank 0 has finished writing the checkpoint
+    model = task.build_model().to(device)
+    model.load_state_dict(load_checkpoint(checkpoint, map_location=device)["model"])
+    return evaluate(task, model, split, device, cfg["trainer"]["precision"], run_dir=run_dir)

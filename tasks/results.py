@@ -1,0 +1,54 @@
+"""Reading what runs wrote: ``metrics.jsonl`` records and mean ± std summaries (one place for both).
+
+Used by the trainer's plots, ``scripts/collect_results.py``, ``scripts/run_cv.py`` and the tests.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+
+def read_jsonl(path: Path) -> List[Dict[str, Any]]:
+    """JSON objects of a .jsonl file; a partial last line (a run killed mid-write) is skipped, not fatal."""
+    path = Path(path)
+    lines = path.read_text().splitlines()
+    records = []
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if line_no != len(lines):  # only the last line may be cut short by a crash
+                raise ValueError(f"{path}:{line_no} is not JSON (a damaged metrics file); "
+                                 f"delete or fix that line") from None
+            print(f"warning: {path}:{line_no} is a partial last line (run killed mid-write), skipped")
+    return records
+
+
+def read_metrics(run_dir: Path, split: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The records of ``<run_dir>/metrics.jsonl`` (only those of ``split`` when given)."""
+    records = read_jsonl(Path(run_dir) / "metrics.jsonl")
+    return [r for r in records if split is None or r.get("split") == split]
+
+
+def mean_std(values: Iterable[float]) -> Tuple[float, float]:
+    """(mean, sample std) of the finite values; std 0.0 for one value, (nan, nan) for none."""
+    kept = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not kept:
+        return math.nan, math.nan
+    return statistics.fmean(kept), statistics.stdev(kept) if len(kept) > 1 else 0.0
+
+
+def format_mean_std(values: Iterable[float], digits: int = 2) -> str:
+    """"m ± s" (one value: "m"; none: "n/a") for tables."""
+    values = list(values)
+    mean, std = mean_std(values)
+    if math.isnan(mean):
+        return "n/a"
+    if len(values) == 1:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
