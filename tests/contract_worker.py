@@ -1,0 +1,39 @@
+"""torchrun entry for tests/test_contract.py: train the toy task with the real trainer, write the weights.
+
+    python -m torch.distributed.run --nproc_per_node=2 tests/contract_worker.py OUT_DIR ACCUMULATE BATCH_SIZE
+"""
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from tasks import distributed
+from tasks.runner import compose
+from tasks.trainer import evaluate_best, fit
+from toy_task import ToyTask
+
+OVERRIDES = ["model=sru", "model.hidden_size=8", "model.num_layers=2", "model.dropout=0", "model.rnn_dropout=0",
+             "logger=none", "trainer.progress_bar=false", "trainer.plot=false", "trainer.log_every_steps=1",
+             "trainer.optimizer.name=sgd", "trainer.optimizer.lr=0.5", "trainer.optimizer.weight_decay=0",
+             "trainer.grad_clip=null", "trainer.max_epochs=null", "trainer.max_steps=5",
+             "trainer.eval_every_steps=null", "trainer.device=cpu", "seed=3"]
+
+
+def train_toy(out_dir: Path, accumulate: int, batch_size: int) -> dict:
+    cfg = compose(OVERRIDES + [f"trainer.accumulate={accumulate}"])
+    task = ToyTask(cfg, batch_size=batch_size)
+    result = fit(cfg, task, out_dir)
+    test = evaluate_best(cfg, task, result, "test")
+    model = torch.load(result.last_checkpoint, weights_only=True)["model"] if distributed.is_main() else None
+    return {"valid": result.final_valid, "test": test,
+            "weights": None if model is None else {k: v.flatten().tolist() for k, v in model.items()}}
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    distributed.setup("cpu")
+    summary = train_toy(out, int(sys.argv[2]), int(sys.argv[3]))
+    if distributed.is_main():
+        (out / "summary.json").write_text(json.dumps(summary))
+    distributed.cleanup()

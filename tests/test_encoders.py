@@ -1,0 +1,93 @@
+"""The encoder interface every task relies on: build_encoder rules, all-layer outputs, one-step decoding,
+state reordering for beam search, and the LSTM's per-layer modules loading older checkpoints."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from conftest import ROOT, compose
+from tasks.encoders import ENCODERS, build_encoder, check_encoder_config
+
+SRU_CFG = {"name": "sru", "hidden_size": 6, "num_layers": 3, "dropout": 0.0, "rnn_dropout": 0.0}
+LSTM_CFG = {"name": "lstm", "hidden_size": 6, "num_layers": 3, "dropout": 0.0}
+
+
+def test_every_encoder_is_found_whatever_the_task():
+    assert {"sru", "lstm", "cnn"} <= set(ENCODERS)
+    cnn = build_encoder(compose(["task=lm", "model=cnn"]).model, 8)  # nothing of the classification task imported
+    out, state = cnn(torch.randn(5, 2, 8))
+    assert out.shape == (5, 2, cnn.output_size) and state is None and not cnn.bidirectional
+
+
+def test_causal_tasks_refuse_bidirectional_encoders_and_bad_values_name_the_key():
+    with pytest.raises(ValueError, match="model.bidirectional=true"):
+        build_encoder({**SRU_CFG, "bidirectional": True}, 4, causal=True)
+    assert build_encoder({**SRU_CFG, "bidirectional": True}, 4).bidirectional
+    for key, value in (("hidden_size", -5), ("num_layers", 0), ("dropout", 1.5), ("hidden_size", "abc")):
+        with pytest.raises(ValueError, match=f"model.{key}: expected"):
+            check_encoder_config({**SRU_CFG, key: value})
+    with pytest.raises(ValueError, match="unknown model config keys \\['highway_bias'\\]"):
+        check_encoder_config({**LSTM_CFG, "highway_bias": -3})
+
+
+def test_bidirectional_language_model_fails_before_loading_data():
+    proc = subprocess.run([sys.executable, "train.py", "task=lm", "model.bidirectional=true",
+                           "task.data.source=files", "task.data.train_file=/nonexistent/train.txt"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "model.bidirectional=true" in proc.stderr + proc.stdout
+    assert "not found" not in proc.stderr  # the data (a missing file here) was never touched
+
+
+@pytest.mark.parametrize("cfg", [SRU_CFG, LSTM_CFG], ids=["sru", "lstm"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_all_layer_outputs_end_with_the_normal_output(cfg, bidirectional):
+    torch.manual_seed(0)
+    enc = build_encoder({**cfg, "bidirectional": bidirectional}, 4).eval()
+    x = torch.randn(7, 3, 4)
+    mask = torch.zeros(7, 3, dtype=torch.bool)
+    mask[5:, 1] = True  # sequence 1 has 5 real steps
+    out, state = enc(x, mask_pad=mask)
+    outs, state_all = enc(x, mask_pad=mask, return_all_layers=True)
+    assert len(outs) == 3 and all(o.shape == out.shape for o in outs)
+    torch.testing.assert_close(outs[-1], out)
+    torch.testing.assert_close(state_all, state)
+    assert outs[-1][5:, 1].abs().max() == 0  # padded steps produce no output
+
+
+@pytest.mark.parametrize("cfg", [SRU_CFG, LSTM_CFG], ids=["sru", "lstm"])
+def test_one_step_at_a_time_equals_the_full_sequence_and_reordering_picks_beams(cfg):
+    torch.manual_seed(0)
+    enc = build_encoder(cfg, 4).eval()
+    x = torch.randn(6, 3, 4)
+    full, final = enc(x)
+    state, steps = None, []
+    for t in range(6):
+        h, state = enc.step(x[t], state)
+        steps.append(h)
+    torch.testing.assert_close(torch.stack(steps), full, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(state, final, rtol=1e-5, atol=1e-6)
+    index = torch.tensor([2, 2, 0])
+    picked = enc.reorder_state(state, index)
+    h_next, _ = enc.step(x[0][index], picked)
+    h_ref, _ = enc(torch.cat([x, x[:1]])[:, index])
+    torch.testing.assert_close(h_next, h_ref[-1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="bidirectional"):
+        build_encoder({**cfg, "bidirectional": True}, 4).step(x[0])
+
+
+def test_lstm_loads_checkpoints_of_the_single_module_layout():
+    torch.manual_seed(0)
+    old = nn.LSTM(4, 6, num_layers=2, bidirectional=True)
+    enc = build_encoder({**LSTM_CFG, "num_layers": 2, "bidirectional": True}, 4).eval()
+    enc.load_state_dict({f"rnn.{k}": v for k, v in old.state_dict().items()})
+    x = torch.randn(5, 2, 4)
+    ref, (h, c) = old(x)
+    out, (h2, c2) = enc(x)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(h2, h)
+    torch.testing.assert_close(c2, c)
