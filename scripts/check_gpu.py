@@ -7,7 +7,8 @@
 2. runs the Triton recurrence against the float64 reference ON THE GPU across the options
    (fp32/bf16/fp16, uni/bi, k=3/4, mixed-length padding, dropout mask, tanh, no skip term,
    per-step weights, awkward sizes), forward and backward with random upstream gradients,
-   plus bitwise determinism, a side stream, torch.compile (inductor) through the custom op;
+   using the test suite's harness (``sru.ops.testing``) and also its own small cases compiled
+   (``sru.ops.testing.CASES``, float64 and float32); plus bitwise determinism, a side stream, torch.compile (inductor) through the custom op;
 3. measures the recurrence kernels' achieved memory bandwidth (bytes moved / time) at
    B=128, d=1024, L=256 (uni and bi, fp32 and bf16);
 4. runs ``scripts/bench_speed.py --device cuda --out OUT/bench``.
@@ -15,7 +16,8 @@
 Everything goes to ``--out``: correctness.json, bandwidth.json, summary.md, bench/ and the
 console log of the benchmark. Exit status 1 if any correctness check fails. ``--dry-run-cpu``
 runs the small cases and a tiny bandwidth shape on CPU in Triton's interpreter (numbers
-meaningless) so the script itself can be tested without a GPU.
+meaningless) so the script itself can be tested without a GPU. It imports the installed
+``sru`` package (``pip install -e .``; or run with ``PYTHONPATH=.`` from the checkout).
 """
 import argparse
 import json
@@ -25,108 +27,75 @@ import time
 import traceback
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))  # benchmark the checkout's own sru, installed or not
+import torch
 
-import torch  # noqa: E402
+from sru.ops import testing
+from sru.ops import triton as sru_triton
+from sru.ops.triton import elementwise_recurrence_triton
 
-from sru.ops import triton as sru_triton  # noqa: E402
-from sru.ops.reference import elementwise_recurrence_reference  # noqa: E402
-from sru.ops.triton import elementwise_recurrence_triton  # noqa: E402
+REPO_ROOT = Path(__file__).resolve().parents[1]  # for scripts/bench_speed.py
 
-# (name, sizes and options). Tolerances: relative to the largest reference magnitude.
+# (name, make_inputs keywords, call options) at GPU scale; sru.ops.testing.CASES (the test
+# suite's cases, small) run as well. Tolerances: relative to the largest reference magnitude.
 CASES = [
     ("uni_k3", dict(L=32, B=8, d=64), {}),
     ("bi_k3_c0", dict(L=32, B=8, d=64, bidirectional=True, c0=True), {}),
     ("uni_k4", dict(L=16, B=4, d=48, k=4, c0=True), {}),
-    ("bi_k4_pad_dropout_tanh", dict(L=40, B=6, d=96, bidirectional=True, k=4, mask_pad=True,
+    ("bi_k4_pad_dropout_tanh", dict(L=40, B=6, d=96, bidirectional=True, k=4, lengths="random",
                                     mask_c=True), dict(activation="tanh")),
     ("no_skip", dict(L=16, B=4, d=32), dict(has_skip_term=False)),
-    ("per_step_weights_bi_pad", dict(L=24, B=5, d=40, bidirectional=True, per_step_w=True,
-                                     mask_pad=True), {}),
-    ("scale_x_bi_pad", dict(L=20, B=7, d=33, bidirectional=True, mask_pad=True, mask_c=True),
-     dict(scale_x=1.7)),
+    ("per_step_weights_bi_pad", dict(L=24, B=5, d=40, bidirectional=True, per_step=True,
+                                     lengths="random"), {}),
+    ("scale_x_bi_pad", dict(L=20, B=7, d=33, bidirectional=True, lengths="random",
+                            mask_c=True), dict(scale_x=1.7)),
     ("tiny_L1_B1_d1", dict(L=1, B=1, d=1, bidirectional=True), {}),
-    ("awkward_L63_d500", dict(L=63, B=5, d=500, bidirectional=True, mask_pad=True), {}),
+    ("awkward_L63_d500", dict(L=63, B=5, d=500, bidirectional=True, lengths="random"), {}),
     ("paper_l128_d512", dict(L=128, B=32, d=512, c0=True), {}),
 ]
 DEVICE = "cuda"
-TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 5e-3}
+TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-4, torch.bfloat16: 3e-2,
+             torch.float16: 5e-3}
 
 
-def make_inputs(L, B, d, bidirectional=False, k=3, c0=False, mask_c=False, mask_pad=False,
-                per_step_w=False, dtype=torch.float32, seed=0):
-    device = DEVICE
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    dd = (2 if bidirectional else 1) * d
-
-    def leaf(*shape, scale=1.0, dt=torch.float32):
-        t = torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-        return t.to(device, dt).requires_grad_()
-
-    inputs = dict(U=leaf(L, B, dd * k, dt=dtype), x=leaf(L, B, dd, dt=dtype),
-                  weight_c=leaf(L, B, 2 * dd, scale=0.5) if per_step_w else leaf(2 * dd, scale=0.5),
-                  bias=leaf(2 * dd, scale=0.5), c0=leaf(B, dd) if c0 else None,
-                  hidden_size=d, bidirectional=bidirectional)
-    if mask_c:
-        inputs["mask_c"] = ((torch.rand(B, dd, generator=g) > 0.2).double() / 0.8).to(device)
-    if mask_pad:
-        lengths = torch.randint(1, L + 1, (B,), generator=g)
-        lengths[0] = L
-        inputs["mask_pad"] = (torch.arange(L)[:, None] >= lengths[None, :]).to(device)
-    return inputs
-
-
-def forward_backward(fn, inputs, grad_h, grad_c, **options):
-    h, c = fn(**inputs, **options)
-    names = [n for n, t in inputs.items() if torch.is_tensor(t) and t.requires_grad]
-    grads = torch.autograd.grad((h * grad_h).sum() + (c * grad_c).sum(),
-                                [inputs[n] for n in names], allow_unused=True)
-    return dict(h=h, c_last=c, **{f"grad_{n}": gr for n, gr in zip(names, grads)})
-
-
-def rel_err(a, b):
-    if a is None or b is None:
-        return 0.0 if (a is None or not a.any()) and b is None else float("inf")
-    a, b = a.double(), b.double()
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-6)).item()
+def make_inputs(dtype=torch.float32, **sizes):
+    """The test suite's builder on DEVICE; parameters stay float32 (as under autocast)."""
+    param_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+    return testing.make_inputs(dtype=dtype, param_dtype=param_dtype, device=DEVICE, **sizes)
 
 
 def check_case(name, sizes, options, dtype):
+    """Triton (through sru.ops.elementwise_recurrence) vs the float64 reference, on DEVICE."""
     inputs = make_inputs(dtype=dtype, **sizes)
-    ref_inputs = {n: (t.detach().double().requires_grad_(t.requires_grad)
-                      if torch.is_tensor(t) and t.is_floating_point() else t)
-                  for n, t in inputs.items()}
-    g = torch.Generator(device="cpu").manual_seed(1)
-    dd = inputs["x"].shape[2]
-    grad_h = torch.randn(sizes["L"], sizes["B"], dd, generator=g, dtype=torch.float64).to(DEVICE)
-    grad_c = torch.randn(sizes["B"], dd, generator=g, dtype=torch.float64).to(DEVICE)
-    got = forward_backward(elementwise_recurrence_triton, inputs, grad_h.to(dtype),
-                           grad_c.to(dtype), **options)
-    want = forward_backward(elementwise_recurrence_reference, ref_inputs, grad_h, grad_c,
-                            **options)
-    errors = {key: rel_err(got[key], want[key]) for key in want}
-    finite = all(torch.isfinite(v).all().item() for v in got.values() if v is not None)
+    errors = testing.compare_with_reference(testing.backend_fn("triton"), inputs, **options)
     worst = max(errors.values())
-    return dict(case=name, dtype=str(dtype).replace("torch.", ""), ok=finite and
-                worst < TOLERANCE[dtype], worst_rel_err=worst, errors=errors)
+    return dict(case=name, dtype=str(dtype).replace("torch.", ""), ok=worst < TOLERANCE[dtype],
+                worst_rel_err=worst, errors=errors)
+
+
+def check_test_case(name, dtype):
+    """One of the test suite's cases (sru.ops.testing.CASES) at its own tolerance."""
+    inputs, options = testing.case_inputs(name, dtype=dtype, device=DEVICE)
+    errors = testing.compare_with_reference(testing.backend_fn("triton"), inputs, **options)
+    worst = max(errors.values())
+    return dict(case=f"tests:{name}", dtype=str(dtype).replace("torch.", ""),
+                ok=worst < testing.TOLERANCE[dtype], worst_rel_err=worst, errors=errors)
 
 
 def check_extras():
     """Determinism, a non-default stream, and torch.compile through the custom op."""
     results = []
-    inputs = make_inputs(L=64, B=16, d=256, bidirectional=True, mask_pad=True)
+    inputs = make_inputs(L=64, B=16, d=256, bidirectional=True, lengths="random")
     grad_h = torch.randn(64, 16, 512, device="cuda")
     grad_c = torch.randn(16, 512, device="cuda")
-    first = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
-    second = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+    first = testing.forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+    second = testing.forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
     results.append(dict(case="bitwise_deterministic",
                         ok=all(torch.equal(first[k], second[k]) for k in first)))
 
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        on_side = forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
+        on_side = testing.forward_backward(elementwise_recurrence_triton, inputs, grad_h, grad_c)
     torch.cuda.current_stream().wait_stream(stream)
     results.append(dict(case="side_stream", ok=all(torch.equal(first[k], on_side[k])
                                                    for k in first)))
@@ -144,7 +113,7 @@ def check_extras():
         eager = torch.autograd.grad(layer(x_in, W, wc, b), [x_in, W, wc, b])
         compiled_fn = torch.compile(layer, fullgraph=True)
         compiled = torch.autograd.grad(compiled_fn(x_in, W, wc, b), [x_in, W, wc, b])
-        worst = max(rel_err(c, e) for c, e in zip(compiled, eager))
+        worst = max(testing.rel_err(c, e) for c, e in zip(compiled, eager))
         results.append(dict(case="torch_compile_inductor", ok=worst < 1e-4, worst_rel_err=worst))
     except Exception:  # report, keep checking the rest
         results.append(dict(case="torch_compile_inductor", ok=False, error=traceback.format_exc()))
@@ -251,18 +220,26 @@ def main():
 
     started = time.time()
     results = []
-    cases = [c for c in CASES if DEVICE == "cuda" or c[1]["L"] * c[1]["B"] * c[1]["d"] <= 4000]
-    for name, sizes, options in cases:
+    jobs = []  # (case, dtype, check) for every correctness check that runs here
+    for name, sizes, options in CASES:
+        if DEVICE == "cpu" and sizes["L"] * sizes["B"] * sizes["d"] > 4000:
+            continue  # the interpreter is slow; the dry run only exercises this script
         dtypes = (torch.float32, torch.bfloat16, torch.float16) if DEVICE == "cuda" else (
             torch.float32,)
-        for dtype in dtypes:
-            try:
-                row = check_case(name, sizes, options, dtype)
-            except Exception:
-                row = dict(case=name, dtype=str(dtype), ok=False, error=traceback.format_exc())
-            results.append(row)
-            print(f"  {'ok  ' if row['ok'] else 'FAIL'} {name} {row['dtype']} "
-                  f"{row.get('worst_rel_err', row.get('error'))}", flush=True)
+        jobs += [(name, dtype, lambda n=name, s=sizes, o=options, dt=dtype: check_case(n, s, o, dt))
+                 for dtype in dtypes]
+    # The test suite's own cases, compiled (CI only interprets them); one in the dry run.
+    shared = list(testing.CASES) if DEVICE == "cuda" else ["padded-bi-k4-dropout-tanh"]
+    jobs += [(f"tests:{name}", dtype, lambda n=name, dt=dtype: check_test_case(n, dt))
+             for name in shared for dtype in (torch.float64, torch.float32)]
+    for name, dtype, check in jobs:
+        try:
+            row = check()
+        except Exception:
+            row = dict(case=name, dtype=str(dtype), ok=False, error=traceback.format_exc())
+        results.append(row)
+        print(f"  {'ok  ' if row['ok'] else 'FAIL'} {name} {row['dtype']} "
+              f"{row.get('worst_rel_err', row.get('error'))}", flush=True)
     for row in check_extras() if DEVICE == "cuda" else []:
         results.append(row)
         print(f"  {'ok  ' if row['ok'] else 'FAIL'} {row['case']}", flush=True)

@@ -1,10 +1,13 @@
-"""The Triton SRU recurrence against the reference loop (sru/ops/reference.py).
+"""Triton-backend specifics: a tensor scale_x, inference without the c history, autocast and
+amp_recurrence_fp16, the custom ops' registration (opcheck, torch.compile), compiling both
+kernels for sm_90, its input errors, and working without triton or a GPU.
 
-On a CUDA machine the kernels run compiled on the GPU. Without one they run on CPU tensors in
-Triton's interpreter (TRITON_INTERPRET=1, set below for this module only), which checks the
-kernels' logic: indexing, masks, both directions, padding, gradients. Without triton the
-module is skipped. Shapes stay small because the interpreter is slow.
+Fused-vs-reference correctness (every option, awkward sizes, gradcheck, bf16/fp16, padding,
+determinism) is in tests/test_ops_backends.py, shared with the CPU kernel. On a CUDA machine
+the kernels run compiled on the GPU; without one, on CPU tensors in Triton's interpreter
+(TRITON_INTERPRET=1, set below for this module only). Without triton the module is skipped.
 """
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +17,7 @@ import torch
 
 pytest.importorskip("triton", reason="triton is not installed: the Triton backend is untested")
 
+from sru.ops import testing  # noqa: E402
 from sru.ops.reference import elementwise_recurrence_reference  # noqa: E402
 from sru.ops.triton import elementwise_recurrence_triton  # noqa: E402
 
@@ -23,127 +27,14 @@ DEVICE = "cuda" if ON_CUDA else "cpu"
 
 @pytest.fixture(autouse=True, scope="module")
 def triton_mode():
-    """Interpret the kernels on CPU when there is no GPU; restore the environment afterwards.
-
-    The kernels are jitted on first call (not at import), so setting the variable here works
-    even when torch, triton or sru.ops.triton were imported earlier by other test files."""
-    old = os.environ.get("TRITON_INTERPRET")
-    if not ON_CUDA:
-        os.environ["TRITON_INTERPRET"] = "1"
-    yield
-    if old is None:
-        os.environ.pop("TRITON_INTERPRET", None)
-    else:
-        os.environ["TRITON_INTERPRET"] = old
+    """Interpret the kernels on CPU when there is no GPU; restore the environment afterwards."""
+    with testing.triton_interpreter():
+        yield
 
 
-def make_inputs(L=5, B=3, d=4, bidirectional=False, k=3, dtype=torch.float64, c0=True,
-                mask_c=False, mask_pad=False, per_step_w=False, seed=0):
-    """Random leaf tensors for one layer; mask_pad gives mixed lengths (one sequence full)."""
-    g = torch.Generator().manual_seed(seed)
-    dirs = 2 if bidirectional else 1
-    dd = dirs * d
-
-    def leaf(*shape, scale=1.0):
-        t = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(DEVICE, dtype)
-        return t.requires_grad_()
-
-    inputs = dict(
-        U=leaf(L, B, dd * k),
-        x=leaf(L, B, dd),
-        weight_c=leaf(L, B, dd * 2, scale=0.5) if per_step_w else leaf(2 * dd, scale=0.5),
-        bias=leaf(2 * dd, scale=0.5),
-        c0=leaf(B, dd) if c0 else None,
-        hidden_size=d,
-        bidirectional=bidirectional,
-    )
-    if mask_c:  # a time-shared dropout mask, already scaled
-        keep = torch.rand(B, dd, generator=g) > 0.3
-        inputs["mask_c"] = (keep.double() / 0.7).to(DEVICE, dtype)
-    if mask_pad:
-        lengths = torch.randint(1, L + 1, (B,), generator=g)
-        lengths[0] = L
-        inputs["mask_pad"] = (torch.arange(L)[:, None] >= lengths[None, :]).to(DEVICE)
-    return inputs
-
-
-def run(fn, inputs, grad_h, grad_c, **options):
-    """Forward + backward with the given upstream grads; returns outputs and input grads."""
-    h, c = fn(**inputs, **options)
-    names = [n for n, t in inputs.items() if torch.is_tensor(t) and t.requires_grad]
-    leaves = [inputs[n] for n in names]
-    grads = torch.autograd.grad((h * grad_h).sum() + (c * grad_c).sum(), leaves,
-                                allow_unused=True)
-    return h, c, dict(zip(names, grads))
-
-
-def as_float64(inputs):
-    """Detached float64 copies (requires_grad kept), so the oracle runs at full precision."""
-    out = {}
-    for name, t in inputs.items():
-        if torch.is_tensor(t) and t.is_floating_point():
-            out[name] = t.detach().double().requires_grad_(t.requires_grad)
-        else:
-            out[name] = t
-    return out
-
-
-def rel_err(a, b):
-    a, b = a.double(), b.double()
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-6)).item()
-
-
-def compare(inputs, tol, **options):
-    """Triton vs float64 reference: outputs and all gradients, random upstream grads."""
-    ref_inputs = as_float64(inputs)
-    h_ref, c_ref = elementwise_recurrence_reference(**ref_inputs, **options)
-    g = torch.Generator().manual_seed(1)
-    grad_h = torch.randn(h_ref.shape, generator=g, dtype=torch.float64).to(DEVICE)
-    grad_c = torch.randn(c_ref.shape, generator=g, dtype=torch.float64).to(DEVICE)
-    h, c, grads = run(elementwise_recurrence_triton, inputs, grad_h.to(inputs["U"].dtype),
-                      grad_c.to(inputs["U"].dtype), **options)
-    _, _, ref_grads = run(elementwise_recurrence_reference, ref_inputs, grad_h, grad_c, **options)
-
-    assert h.dtype == inputs["U"].dtype and c.dtype == inputs["U"].dtype
-    assert torch.isfinite(h).all() and torch.isfinite(c).all()
-    assert rel_err(h, h_ref) < tol, ("h", rel_err(h, h_ref))
-    assert rel_err(c, c_ref) < tol, ("c_last", rel_err(c, c_ref))
-    for name, ref_grad in ref_grads.items():
-        grad = grads[name]
-        if ref_grad is None:  # an input the recurrence does not read (x when k=4)
-            assert grad is None or not grad.any(), name
-            continue
-        assert grad is not None, f"no gradient for {name}"
-        assert grad.dtype == inputs[name].dtype, name
-        assert torch.isfinite(grad).all(), name
-        assert rel_err(grad, ref_grad) < tol, (name, rel_err(grad, ref_grad))
-    return h, c, grads
-
-
-CASES = {
-    "uni_k3_no_c0": (dict(c0=False), {}),
-    "bi_k3": (dict(bidirectional=True), {}),
-    "uni_k4": (dict(k=4), {}),
-    "bi_k4_pad_dropout_tanh": (dict(bidirectional=True, k=4, mask_pad=True, mask_c=True),
-                               dict(activation="tanh")),
-    "no_skip_k3": (dict(), dict(has_skip_term=False)),
-    "no_skip_k4": (dict(k=4, bidirectional=True), dict(has_skip_term=False)),
-    "per_step_weights_bi_pad": (dict(per_step_w=True, bidirectional=True, mask_pad=True), {}),
-    "scale_x_bi_pad_dropout": (dict(bidirectional=True, mask_pad=True, mask_c=True),
-                               dict(scale_x=1.7)),
-    "L1_B1_d1": (dict(L=1, B=1, d=1, bidirectional=True), dict(scale_x=0.5)),
-    # 2*3*21 = 126 columns: four programs of 32 columns, the last one partly empty.
-    "awkward_d21_L17": (dict(L=17, B=3, d=21, bidirectional=True, mask_pad=True, mask_c=True),
-                        dict(activation="tanh")),
-}
-
-
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_matches_reference(case, dtype):
-    make, options = CASES[case]
-    compare(make_inputs(dtype=dtype, **make), tol=1e-5 if dtype == torch.float32 else 1e-12,
-            **options)
+def make_inputs(d=4, c0=True, **options):
+    """The shared builder (sru/ops/testing.py) on this module's device, with c0 by default."""
+    return testing.make_inputs(d=d, c0=c0, device=DEVICE, **options)
 
 
 def test_scale_x_tensor_is_read_on_device():
@@ -156,7 +47,7 @@ def test_scale_x_tensor_is_read_on_device():
 
 def test_inference_skips_the_history():
     """Without autograd the forward writes no c history, and h, c_last are unchanged."""
-    inputs = make_inputs(bidirectional=True, mask_pad=True, dtype=torch.float32)
+    inputs = make_inputs(bidirectional=True, lengths="random", dtype=torch.float32)
     h_train, c_train = elementwise_recurrence_triton(**inputs)
     with torch.no_grad():
         h, c = elementwise_recurrence_triton(**inputs)
@@ -167,29 +58,6 @@ def test_inference_skips_the_history():
     _, _, history = ops_triton._recurrence_forward(*args, None, None, None, 1.0, 4, 1, False,
                                                    False)
     assert history.numel() == 0
-
-
-def test_padded_steps_are_inert():
-    """On padding h is exactly 0, c carries over, and no gradient reaches U there."""
-    inputs = make_inputs(L=6, B=3, d=3, bidirectional=True, mask_pad=True, dtype=torch.float32)
-    pad = inputs["mask_pad"]
-    h, c, grads = run(elementwise_recurrence_triton, inputs, torch.ones(6, 3, 6, device=DEVICE),
-                      torch.ones(3, 6, device=DEVICE))
-    assert pad.any()
-    assert (h[pad] == 0).all()
-    assert (grads["U"][pad] == 0).all()
-    assert (grads["x"][pad] == 0).all()
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_low_precision_inputs(dtype):
-    """U in half precision (as from a matmul under autocast), parameters in fp32."""
-    inputs = make_inputs(L=6, B=3, d=5, bidirectional=True, mask_pad=True, mask_c=True,
-                         dtype=torch.float32)
-    inputs["U"] = inputs["U"].detach().to(dtype).requires_grad_()
-    inputs["x"] = inputs["x"].detach().to(dtype).requires_grad_()
-    # bf16 has 8 mantissa bits: outputs/grads are rounded once at the end (state is fp32).
-    compare(inputs, tol=2e-2 if dtype == torch.bfloat16 else 4e-3)
 
 
 def test_under_autocast():
@@ -214,40 +82,16 @@ def test_amp_recurrence_fp16():
     grads still come back in their own fp32 dtype)."""
     inputs = make_inputs(L=5, B=2, d=4, bidirectional=True, mask_c=True, dtype=torch.float32)
     inputs["U"] = inputs["U"].detach().half().requires_grad_()
-    h, c, grads = run(elementwise_recurrence_triton, inputs,
-                      torch.ones(5, 2, 8, device=DEVICE, dtype=torch.float16),
-                      torch.ones(2, 8, device=DEVICE, dtype=torch.float16),
-                      amp_recurrence_fp16=True)
-    assert h.dtype == torch.float16 and grads["weight_c"].dtype == torch.float32
+    got = testing.forward_backward(elementwise_recurrence_triton, inputs,
+                                   torch.ones(5, 2, 8, dtype=torch.float64),
+                                   torch.ones(2, 8, dtype=torch.float64), amp_recurrence_fp16=True)
+    h = got["h"]
+    assert h.dtype == torch.float16 and got["grad_weight_c"].dtype == torch.float32
     # The oracle sees the same fp16-rounded inputs.
     rounded = {n: (t.detach().half().double() if torch.is_tensor(t) and t.is_floating_point()
                    else t) for n, t in inputs.items()}
     h_ref, _ = elementwise_recurrence_reference(**rounded)
-    assert rel_err(h, h_ref) < 2e-3
-
-
-def test_gradcheck_float64():
-    """Finite differences, including the dropout mask's gradient and per-step weights."""
-    inputs = make_inputs(L=3, B=2, d=2, bidirectional=True, mask_pad=True, mask_c=True,
-                         per_step_w=True)
-    inputs["mask_c"].requires_grad_()
-    names = ["U", "x", "weight_c", "bias", "c0", "mask_c"]
-
-    def fn(*tensors):
-        kwargs = dict(inputs, **dict(zip(names, tensors)))
-        return elementwise_recurrence_triton(**kwargs, activation="tanh", scale_x=1.2)
-
-    assert torch.autograd.gradcheck(fn, [inputs[n] for n in names], fast_mode=True)
-
-
-def test_backward_is_deterministic():
-    inputs = make_inputs(L=7, B=4, d=9, bidirectional=True, mask_pad=True, dtype=torch.float32)
-    grad_h = torch.randn(7, 4, 18, device=DEVICE)
-    grad_c = torch.randn(4, 18, device=DEVICE)
-    _, _, first = run(elementwise_recurrence_triton, inputs, grad_h, grad_c)
-    _, _, second = run(elementwise_recurrence_triton, inputs, grad_h, grad_c)
-    for name in first:
-        assert torch.equal(first[name], second[name]), name
+    assert testing.rel_err(h, h_ref) < 2e-3
 
 
 def test_custom_op_registration():
@@ -255,7 +99,7 @@ def test_custom_op_registration():
     torch.compile can trace through the op."""
     from sru.ops import triton as ops_triton
 
-    inputs = make_inputs(L=3, B=2, d=3, bidirectional=True, mask_pad=True, mask_c=True,
+    inputs = make_inputs(L=3, B=2, d=3, bidirectional=True, lengths="random", mask_c=True,
                          dtype=torch.float32)
     mask_pad = inputs["mask_pad"].to(torch.uint8)
     args = (inputs["U"], inputs["x"], inputs["weight_c"], inputs["bias"], inputs["c0"],
@@ -363,9 +207,15 @@ def test_imports_without_triton():
 def test_check_gpu_script_dry_run(tmp_path):
     """The prepared GPU script runs end to end (small cases, interpreter) and reports."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The script imports the installed sru; point it at this checkout's.
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run([sys.executable, os.path.join(root, "scripts", "check_gpu.py"),
                           "--dry-run-cpu", "--out", str(tmp_path)], capture_output=True,
-                         text=True, env=dict(os.environ, TRITON_INTERPRET="1"), timeout=300)
+                         text=True, env=dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=path),
+                         timeout=300)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "correctness: ALL OK" in (tmp_path / "summary.md").read_text()
-    assert (tmp_path / "bandwidth.json").exists() and (tmp_path / "correctness.json").exists()
+    assert (tmp_path / "bandwidth.json").exists()
+    # Its own GPU-scale cases and the test suite's (sru.ops.testing.CASES) both ran.
+    cases = {r["case"] for r in json.loads((tmp_path / "correctness.json").read_text())["results"]}
+    assert "uni_k3" in cases and "tests:padded-bi-k4-dropout-tanh" in cases, cases
