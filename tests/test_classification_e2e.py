@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -149,5 +150,14 @@ def test_interleaved_timing_prints_a_row_per_model(capsys):
     timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
                  "task.data.name=null", "task.data.source=files", f"+task.data.files.train={FIX / 'reviews.csv'}",
                  "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| sru") or line.startswith("| cnn")]
-    assert len(rows) == 2 and rows[0].endswith("| 1.00x |")
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| sru") or line.startswith("| cnn")]
+    assert [row.split("|")[1].strip() for row in rows] == ["sru", "cnn"], out
+    n_batches = int(re.search(r"s/epoch \((\d+) steps\)", out).group(1))
+    (ms_sru, epoch_sru, _), (ms_cnn, epoch_cnn, ratio_cnn) = (
+        [float(cell.strip().rstrip("x")) for cell in row.split("|")[2:5]] for row in rows)
+    assert n_batches > 0 and ms_sru > 0 and ms_cnn > 0, out
+    # the columns agree: s/epoch = ms/step x batches per epoch, ratio = ms/step over the first's
+    assert epoch_sru == pytest.approx(ms_sru * n_batches / 1e3, abs=0.06), out
+    assert epoch_cnn == pytest.approx(ms_cnn * n_batches / 1e3, abs=0.06), out
+    assert ratio_cnn == pytest.approx(ms_cnn / ms_sru, rel=0.05, abs=0.01), out

@@ -33,7 +33,12 @@ def _instantiate(cfg):
     """Build the task object and the encoder exactly as training would (no data loading)."""
     check_trainer_config(cfg.trainer)
     task = build_task(cfg)
-    width = cfg.task.get("emb_size") or cfg.task.get("embedding_dim") or 16
+    # The width each task feeds its encoder: classification's word vectors; the LM's embedding,
+    # which defaults to the encoder's hidden size (tasks/lm/task.py).
+    if cfg.task.name == "classification":
+        width = cfg.task.embedding.dim
+    else:
+        width = cfg.task.get("emb_size") or cfg.model.hidden_size
     build_encoder(cfg.model, int(width))
     return task
 
@@ -82,8 +87,21 @@ def test_bad_model_key_names_the_config_file():
         build_encoder(compose(["model=lstm", "+model.highway_bias=-3"]).model, 8)
 
 
-def test_seed_zero_is_kept():
-    assert compose(["seed=0"]).seed == 0
+def test_seed_zero_seeds_the_run(run_train, tmp_path):
+    """seed=0 is a seed (`is not None`, not truthiness): whatever the global RNG held before,
+    two runs with seed=0 start from the same weights, so their first losses are identical."""
+    import torch
+    from conftest import tiny_lm_overrides
+    from tasks.loggers import read_metrics
+
+    overrides = tiny_lm_overrides(steps=2)
+    assert "seed=0" in overrides
+    losses = []
+    for before in (1, 2):
+        torch.manual_seed(before)  # a different global RNG state before each run
+        run_train(overrides, tmp_path / str(before))
+        losses.append([row["loss"] for row in read_metrics(tmp_path / str(before), "train")])
+    assert len(losses[0]) == 2 and losses[0] == losses[1], losses
 
 
 def test_run_dirs_are_unique_per_process(tmp_path):

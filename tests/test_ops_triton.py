@@ -218,4 +218,4 @@ def test_check_gpu_script_dry_run(tmp_path):
     assert (tmp_path / "bandwidth.json").exists()
     # Its own GPU-scale cases and the test suite's (sru.ops.testing.CASES) both ran.
     cases = {r["case"] for r in json.loads((tmp_path / "correctness.json").read_text())["results"]}
-    assert "uni_k3" in cases and "tests:padded-bi-k4-dropout-tanh" in cases, cases
+    assert "no_skip" in cases and "tests:padded-bi-k4-dropout-tanh" in cases, cases
