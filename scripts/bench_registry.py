@@ -100,7 +100,8 @@ def sru_projection_widths(shape: Shape) -> List[Tuple[int, int]]:
     """Per layer (d_in, columns of W) of the benchmarked SRU: unidirectional, skip term on.
 
     Input width equals hidden width d in every benchmark shape, so each layer has k = 3
-    (u0, u1, u2; the skip is the scaled input) and W is (d, 3d) – see DESIGN.md.
+    (u0, u1, u2; the skip is the scaled input) and W is (d, 3d) – see
+    docs/spec.md#parameters-and-layout.
     """
     return [(shape.width, 3 * shape.width)] * shape.layers
 

@@ -1,10 +1,11 @@
 """The SRU elementwise recurrence as a plain PyTorch loop over time.
 
-This is the readable specification of the recurrence (see ``DESIGN.md``) and the test
-oracle for every fused backend. Autograd differentiates it, so it needs no backward of
-its own; it works in any floating dtype, float64 included (for gradcheck).
+This is the readable specification of the recurrence (docs/spec.md#forward-recurrence)
+and the test oracle for every fused backend. Autograd differentiates it, so it needs no
+backward of its own; it works in any floating dtype, float64 included (for gradcheck).
 
-Layouts (``dirs`` = 2 when bidirectional, else 1; ``d`` = hidden size per direction):
+Layouts (``dirs`` = 2 when bidirectional, else 1; ``d`` = hidden size per direction; the
+kernels' memory layout: docs/spec.md#memory-layout):
 
     U         (L, B, dirs*d*k)       viewed (L, B, dirs, d, k), k innermost: u0, u1, u2[, u3]
     x         (L, B, dirs*d)         skip input, used only when has_skip_term and k == 3

@@ -8,7 +8,7 @@ Same arguments, layouts and semantics as ``elementwise_recurrence_reference`` in
   means backward) decides whether it walks time forwards or backwards; the loop over time is
   sequential and the state ``c`` stays in registers.
 * Forward stores every ``c_t`` (L, B, dirs*d) in fp32 (fp64 for fp64 inputs) so the backward
-  can recompute the gates in reverse time instead of storing them (DESIGN.md equations).
+  can recompute the gates in reverse time instead of storing them (docs/spec.md#backward).
 * Gradients of the shared ``weight_c``/``bias`` are accumulated per column in registers over
   time and written as per-(batch, column) partial sums (B, 2*dirs*d), then reduced with
   ``torch.sum``: deterministic, no atomics. Per-step ``weight_c`` (L, B, dirs*d*2) gets its
