@@ -2,8 +2,8 @@
 //
 // Plain C++ + OpenMP with a C ABI (no torch headers), so the lazy build takes seconds, not a
 // minute; Python (sru/ops/cpu/kernel.py) allocates every tensor and passes raw pointers in
-// one SruArgs struct. Equations and layouts: docs/spec.md (#forward-recurrence, #backward,
-// #memory-layout) and sru/ops/reference.py.
+// one SruArgs struct. Equations: docs/spec.md#forward-recurrence and docs/spec.md#backward;
+// layouts: docs/spec.md#memory-layout; the executable reference: sru/ops/reference.py.
 //
 // Work split: one task = (batch row b, direction, a chunk of hidden units). Tasks are
 // independent across all time steps, so threads never synchronise inside the time loop; the
