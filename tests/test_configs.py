@@ -37,8 +37,10 @@ def _instantiate(cfg):
     # which defaults to the encoder's hidden size (tasks/lm/task.py).
     if cfg.task.name == "classification":
         width = cfg.task.embedding.dim
-    else:
+    elif cfg.task.name == "lm":
         width = cfg.task.get("emb_size") or cfg.model.hidden_size
+    else:
+        raise AssertionError(f"_instantiate: add the encoder input width of task {cfg.task.name!r}")
     build_encoder(cfg.model, int(width))
     return task
 
@@ -92,7 +94,7 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
     two runs with seed=0 start from the same weights, so their first losses are identical."""
     import torch
     from conftest import tiny_lm_overrides
-    from tasks.loggers import read_metrics
+    from tasks.results import read_metrics
 
     overrides = tiny_lm_overrides(steps=2)
     assert "seed=0" in overrides
