@@ -8,7 +8,8 @@
    (fp32/bf16/fp16, uni/bi, k=3/4, mixed-length padding, dropout mask, tanh, no skip term,
    per-step weights, awkward sizes), forward and backward with random upstream gradients,
    using the test suite's harness (``sru.ops.testing``) and also its own small cases compiled
-   (``sru.ops.testing.CASES``, float64 and float32); plus bitwise determinism, a side stream, torch.compile (inductor) through the custom op;
+   (``sru.ops.testing.CASES``, float64 and float32); plus bitwise determinism, a side
+   stream, torch.compile (inductor) through the custom op;
 3. measures the recurrence kernels' achieved memory bandwidth (bytes moved / time) at
    B=128, d=1024, L=256 (uni and bi, fp32 and bf16);
 4. runs ``scripts/bench_speed.py --device cuda --out OUT/bench``.
