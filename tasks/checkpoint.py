@@ -1,19 +1,53 @@
 """Atomic, self-describing checkpoints.
 
 Writes go to ``<name>.tmp`` and are moved into place with ``os.replace`` (atomic on POSIX), so a crash
-or a full disk during a save never destroys the previous good checkpoint. Everything saved is plain
-(tensors, numbers, strings, dicts, lists) so loading works with ``torch.load(weights_only=True)``.
+or a full disk during a save never destroys the previous good checkpoint; a failed write removes its
+temporary file and raises one ``CheckpointWriteError`` naming the directory ("no space left ...").
+Everything saved is plain (tensors, numbers, strings, dicts, lists) so loading works with
+``torch.load(weights_only=True)``.
 """
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
 import numpy as np
 import torch
+
+from tasks.errors import CheckpointWriteError, ResumeError
+
+
+def _is_disk_full(err: BaseException) -> bool:
+    """ENOSPC anywhere in the chain, or torch's zip writer's way of saying it ("unexpected pos")."""
+    while err is not None:
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "unexpected pos" in str(err) or "No space left" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _write_failed(err: BaseException, path: Path) -> CheckpointWriteError:
+    directory = path.parent
+    try:
+        free = f"{shutil.disk_usage(directory).free / 2**20:,.0f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    if _is_disk_full(err):
+        what = f"no space left on the device of {directory} ({free})"
+        fix = "free space there (or move paths.root to a larger disk)"
+    else:
+        what = f"{type(err).__name__}: {err}"
+        fix = "fix the cause"
+    return CheckpointWriteError(
+        f"could not write checkpoint {path.name} in {directory}: {what}; the temporary file was removed and "
+        f"the previous checkpoints there are intact. To continue: {fix}, then python train.py "
+        f"resume={directory.parent}")
 
 
 def save_atomic(obj: Dict[str, Any], path: Path) -> None:
@@ -26,15 +60,45 @@ def save_atomic(obj: Dict[str, Any], path: Path) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except Exception as err:  # a partial file must never be left filling the disk
+        raise _write_failed(err, path) from err
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
 def copy_atomic(src: Path, dst: Path) -> None:
-    tmp = Path(dst).with_name(Path(dst).name + ".tmp")
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    dst = Path(dst)
+    tmp = dst.with_name(dst.name + ".tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    except Exception as err:
+        raise _write_failed(err, dst) from err
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def check_same_shapes(saved: Mapping[str, Any], model: torch.nn.Module, path: Path) -> None:
+    """Refuse a checkpoint whose parameters do not fit ``model`` (another size, another architecture)."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(saved))
+    unexpected = sorted(set(saved) - set(expected))
+    differing = [f"{k} {tuple(saved[k].shape)} vs {tuple(v.shape)}" for k, v in expected.items()
+                 if k in saved and hasattr(saved[k], "shape") and tuple(saved[k].shape) != tuple(v.shape)]
+    if not (missing or unexpected or differing):
+        return
+    parts = []
+    if differing:
+        parts.append(f"shapes differ (checkpoint vs config): {', '.join(differing[:6])}")
+    if missing:
+        parts.append(f"missing in the checkpoint: {missing[:6]}")
+    if unexpected:
+        parts.append(f"not in the config's model: {unexpected[:6]}")
+    raise ResumeError(f"checkpoint {path} does not match the model of the run's config: {'; '.join(parts)}. "
+                      f"The checkpoint belongs to another run (restore this run's own last.pt) or the config "
+                      f"changed (start a new run with resume=null)")
 
 
 def load_checkpoint(path: Path, map_location: Any = "cpu") -> Dict[str, Any]:

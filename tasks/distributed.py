@@ -140,6 +140,19 @@ def all_reduce_sum(values: dict[str, float]) -> dict[str, float]:
     return dict(zip(keys, packed.tolist()))
 
 
+def all_reduce_max(value: int) -> int:
+    """The largest ``value`` over all ranks: one tiny collective, cheap enough to run every step.
+
+    The trainer reduces its stop flag (the signal number, 0 for none) with it after each optimizer step,
+    so when SIGTERM reaches the ranks at slightly different times they all stop at the same step.
+    """
+    if get_world_size() == 1:
+        return int(value)
+    packed = torch.tensor([int(value)], dtype=torch.int64, device=_reduce_device())
+    dist.all_reduce(packed, op=dist.ReduceOp.MAX)
+    return int(packed.item())
+
+
 def broadcast_object(obj=None, src: int = 0):
     """Return rank `src`'s `obj` on every rank (e.g. the run dir chosen by rank 0)."""
     if get_world_size() == 1:

@@ -14,6 +14,54 @@ from typing import Any, Dict, List, Mapping, Optional
 LOGGERS = ("csv", "wandb", "none")
 
 
+def drop_records_after(run_dir: Path, step: int) -> int:
+    """Remove records with ``step`` > ``step`` from metrics.jsonl and metrics_<split>.csv; return how many.
+
+    A run resumed from the checkpoint of step k repeats the steps after k: without this, the records
+    logged between that checkpoint and a crash would appear twice. Files are rewritten atomically.
+    """
+    dropped = 0
+    run_dir = Path(run_dir)
+    jsonl = run_dir / "metrics.jsonl"
+    if jsonl.is_file():
+        lines = jsonl.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not line.strip() or _step_of_json(line) <= step]
+        dropped += len(lines) - len(kept)
+        _rewrite(jsonl, "".join(kept))
+    for path in sorted(run_dir.glob("metrics_*.csv")):
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        if not rows or "step" not in rows[0]:
+            continue
+        col = rows[0].index("step")
+        kept_rows = [rows[0]] + [r for r in rows[1:] if len(r) <= col or _as_step(r[col]) <= step]
+        dropped += len(rows) - len(kept_rows)
+        with open(path.with_name(path.name + ".tmp"), "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows(kept_rows)
+        os.replace(path.with_name(path.name + ".tmp"), path)
+    return dropped
+
+
+def _as_step(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return -1.0  # not a record of a step: keep it
+
+
+def _step_of_json(line: str) -> float:
+    try:
+        return _as_step(json.loads(line).get("step"))
+    except ValueError:
+        return float("inf")  # a line torn by a crash mid-write: drop it
+
+
+def _rewrite(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 class JsonlLogger:
     def __init__(self, run_dir: Path):
         self.path = Path(run_dir) / "metrics.jsonl"

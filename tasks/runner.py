@@ -11,10 +11,12 @@ regular ``pip install .`` puts under ``<prefix>/share/sru-experiments/conf``, or
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
 import secrets
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,7 +28,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from tasks import build_task, distributed
 from tasks.checkpoint import load_checkpoint
-from tasks.trainer import check_trainer_config, evaluate_best, fit
+from tasks.config_checks import check_run_config
+from tasks.errors import EXIT_INTERRUPTED, ConfigError, ResumeError, RunError, TrainingInterrupted
+from tasks.interrupts import StopSignals, in_submitit_job
+from tasks.run_lock import LOCK_NAME, RunLock, read_lock
+from tasks.trainer import evaluate_best, fit
 
 # One id per process: run folders started in the same second by different processes never collide.
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
@@ -50,22 +56,57 @@ def _is_resume(resume: Any) -> bool:
     return resume not in (None, False, "null", "false", "")
 
 
-def find_latest_run(runs_dir: str) -> str:
-    candidates = sorted(Path(runs_dir).glob("*/*/checkpoints/last.pt"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise ValueError(f"resume=true: expected a run with checkpoints/last.pt under {Path(runs_dir).resolve()}, "
-                         f"found none. Pass resume=<run dir> or start a new run without resume.")
-    return str(candidates[-1].parent.parent)
+def _run_name_of(run_dir: Path) -> Optional[str]:
+    """The run_name (default task-model, e.g. lm-sru) a run directory's .hydra/config.yaml resolves to."""
+    try:
+        return str(OmegaConf.select(OmegaConf.load(run_dir / ".hydra" / "config.yaml"), "run_name"))
+    except Exception:  # noqa: BLE001 - unreadable or foreign: not a candidate
+        return None
 
 
-def resolve_run_dir(resume: Any, runs_dir: str) -> str:
+def _start_key(run_dir: Path):
+    # run dirs are <date>/<HH-MM-SS>_<pid>-<random>: the names give the start time to the second
+    made = run_dir / ".hydra" / "config.yaml"
+    return run_dir.parent.name, run_dir.name[:8], (made if made.exists() else run_dir).stat().st_mtime
+
+
+@functools.lru_cache(maxsize=None)  # Hydra resolves hydra.run.dir several times: decide (and print) once
+def find_latest_run(runs_dir: str, run_name: Optional[str] = None) -> str:
+    """The newest run under ``runs_dir`` with ``run_name``; refuse it when it has no checkpoint yet."""
+    root = Path(runs_dir)
+    runs = [d for d in root.glob("*/*") if (d / ".hydra" / "config.yaml").is_file()
+            or (d / "checkpoints" / "last.pt").is_file()]
+    if run_name is not None:
+        runs = [d for d in runs if _run_name_of(d) == run_name]
+    runs.sort(key=_start_key)
+    named = f"{run_name} " if run_name else ""
+    if not runs:
+        raise ResumeError(f"resume=true: expected a {named}run with checkpoints/last.pt under {root.resolve()}, "
+                          f"found none. Pass resume=<run dir> or start a new run without resume.")
+    newest = runs[-1]
+    if not (newest / "checkpoints" / "last.pt").is_file():
+        owner = read_lock(newest / LOCK_NAME)
+        state = (f"it is still running (pid {owner.get('pid')} on {owner.get('host')})" if owner else
+                 "it stopped before its first checkpoint")
+        older = [d for d in runs[:-1] if (d / "checkpoints" / "last.pt").is_file()]
+        other = (f"; the newest one that has a checkpoint is {older[-1]}: pass resume={older[-1]} to continue it"
+                 if older else "")
+        raise ResumeError(f"resume=true: the newest {named}run {newest} has no checkpoints/last.pt yet ({state}); "
+                          f"not jumping to an older run{other}, or start a new run without resume")
+    print(f"[train] resume=true: continuing {newest}, the newest of {len(runs)} {named}run(s) under {root} "
+          f"(newest by start time; only runs with run_name={run_name} count)", flush=True)
+    return str(newest)
+
+
+def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
     if not _is_resume(resume):
         return f"{runs_dir}/{RUN_STAMP}_{RUN_ID}"
     if resume is True or str(resume).lower() == "true":
-        return find_latest_run(runs_dir)
+        run_name = OmegaConf.select(_root_, "run_name") if _root_ is not None else None
+        return find_latest_run(runs_dir, None if run_name is None else str(run_name))
     if not (Path(str(resume)) / "checkpoints" / "last.pt").is_file():
-        raise ValueError(f"resume={resume}: expected a run directory containing checkpoints/last.pt, "
-                         f"found none at {Path(str(resume)).resolve()}")
+        raise ResumeError(f"resume={resume}: expected a run directory containing checkpoints/last.pt, "
+                          f"found none at {Path(str(resume)).resolve()}")
     return str(resume)
 
 
@@ -90,9 +131,38 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
+def _differences(a: Any, b: Any, prefix: str) -> list:
+    """Keys whose values differ between two plain config trees, as 'key (checkpoint X, run Y)'."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            out += _differences(a.get(key, "<missing>"), b.get(key, "<missing>"), f"{prefix}.{key}")
+        return out
+    return [] if a == b else [f"{prefix} (checkpoint {a!r}, run {b!r})"]
+
+
+def check_checkpoint_matches_run(saved: Dict[str, Any], run_dir: Path) -> None:
+    """The checkpoint's model/task config must be the run's own (.hydra/config.yaml), key for key."""
+    hydra_config = run_dir / ".hydra" / "config.yaml"
+    if not hydra_config.is_file():
+        return  # a run started by a script (no Hydra): the checkpoint's config is the only record
+    try:
+        own = OmegaConf.to_container(OmegaConf.load(hydra_config), resolve=True)
+    except Exception:  # noqa: BLE001 - an unresolvable record cannot be compared; the shape check remains
+        return
+    diffs = [d for group in ("model", "task") if group in own
+             for d in _differences(saved.get(group), own[group], group)]
+    if diffs:
+        raise ResumeError(f"checkpoint {run_dir / 'checkpoints' / 'last.pt'} does not belong to this run: its "
+                          f"config differs from {hydra_config} at {'; '.join(diffs[:8])}. Put this run's own "
+                          f"last.pt back (or best.pt), or start a new run with resume=null")
+
+
 def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> DictConfig:
     """The saved run's config, with trainer.* / logger.* overrides from this command line applied."""
-    saved = OmegaConf.create(load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"])
+    saved_dict = load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]
+    check_checkpoint_matches_run(saved_dict, run_dir)
+    saved = OmegaConf.create(saved_dict)
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")
         if key.split(".")[0] in ("trainer", "logger"):
@@ -104,19 +174,44 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) 
     return saved
 
 
-def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = ()) -> Dict[str, Any]:
+def check_before_work(cfg: DictConfig):
+    """Every config check that needs no data: trainer/seed/task keys, then the task's own (model keys)."""
+    try:
+        check_run_config(cfg)
+        task = build_task(cfg)
+        task.check_config()
+    except ConfigError:
+        raise
+    except ValueError as err:  # the task's and encoders' checks: same one-line treatment
+        raise ConfigError(str(err)) from None
+    return task
+
+
+def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
+        stop_signals: Optional[StopSignals] = None) -> Dict[str, Any]:
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
     """
-    distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
-    run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
+    check_before_work(cfg)  # the command line's values, before any process group, lock or data
+    with contextlib.ExitStack() as stack:
+        if stop_signals is None:
+            stop_signals = stack.enter_context(StopSignals())
+        distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
+        run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
+        with RunLock(run_dir, enabled=distributed.is_main()):  # one process owns a run dir at a time
+            try:
+                return _run_locked(cfg, run_dir, overrides, stop_signals)
+            except TrainingInterrupted as stop:
+                stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
+                raise
+
+
+def _run_locked(cfg: DictConfig, run_dir: Path, overrides: Sequence[str], stop_signals: StopSignals):
     resume = _is_resume(cfg.resume)
     if resume:
         cfg = config_for_resume(cfg, run_dir, overrides)
-    check_trainer_config(cfg.trainer)
-    task = build_task(cfg)
-    task.check_config()  # task and model keys, before any data is loaded
+    task = check_before_work(cfg)  # again: a resumed run uses the saved config
     if cfg.seed is not None:  # 0 is a seed too
         seed_everything(int(cfg.seed))
     if cfg.trainer.num_threads:
@@ -125,7 +220,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = ()) -> Dict[s
     print(f"[train] run dir: {run_dir}", flush=True)
 
     task.setup()
-    result = fit(cfg, task, run_dir, resume=resume, config_to_save=config)
+    result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals)
 
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
@@ -140,22 +235,52 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = ()) -> Dict[s
     return summary
 
 
+def resume_requeued_job(cfg: DictConfig, run_dir: Path) -> None:
+    """A submitit job requeued after preemption reruns with its original overrides (resume=null) in its
+    original run dir: continue from the last.pt its previous attempt saved there. Sweep run dirs are new
+    per sweep, so a last.pt there can only come from an earlier attempt of this very job."""
+    if in_submitit_job() and not _is_resume(cfg.resume) and (run_dir / "checkpoints" / "last.pt").is_file():
+        print(f"[train] requeued job: resuming {run_dir} from its checkpoints/last.pt", flush=True)
+        cfg.resume = str(run_dir)
+
+
 def hydra_main(cfg: DictConfig) -> Optional[float]:
-    """The body of the Hydra entry point: run one job; in a sweep, record a crash and return the worst value."""
+    """The body of the Hydra entry point: run one job; in a sweep, record a crash and return the worst value.
+
+    Exit statuses: 0 done; 1 an error (a RunError is printed as one line, without traceback);
+    75 (EXIT_INTERRUPTED) stopped by SIGTERM/SIGINT with last.pt saved; 128+N a second signal N.
+    """
     from hydra.core.hydra_config import HydraConfig
 
     from tasks.sweep_failures import report_failures
 
     hydra_cfg = HydraConfig.get()
-    with report_failures(lambda: build_task(cfg).monitor_mode) as outcome:
-        try:
-            distributed.setup(cfg.trainer.device)
-            with contextlib.ExitStack() as stack:
-                if not distributed.is_main():  # ranks > 0 print nothing (their errors still reach stderr)
-                    stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
-                summary = run(cfg, Path(hydra_cfg.runtime.output_dir), hydra_cfg.overrides.task)
-        finally:
-            distributed.cleanup()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    try:
+        with StopSignals() as stop_signals, report_failures(lambda: build_task(cfg).monitor_mode) as outcome:
+            try:
+                resume_requeued_job(cfg, run_dir)
+                check_before_work(cfg)  # before the process group: a bad value must not wait for peers
+                distributed.setup(cfg.trainer.device)
+                with contextlib.ExitStack() as stack:
+                    if not distributed.is_main():  # ranks > 0 print nothing (their errors still reach stderr)
+                        stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+                    summary = run(cfg, run_dir, hydra_cfg.overrides.task, stop_signals)
+            finally:
+                distributed.cleanup()
+    except RunError as err:  # (in a sweep, report_failures has recorded it instead)
+        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    except TrainingInterrupted as stop:
+        if distributed.env_rank() == 0:
+            print(f"[train] {stop}", file=sys.stderr, flush=True)
+        previous = getattr(stop, "previous_handler", None)
+        if stop.checkpoint is not None and in_submitit_job() and callable(previous) and stop.signum != signal.SIGINT:
+            previous(stop.signum, None)  # submitit: pickle the job for requeue, requeue it, exit
+        raise SystemExit(EXIT_INTERRUPTED if stop.checkpoint is not None else 128 + stop.signum) from None
+    except KeyboardInterrupt:  # Ctrl-C before our handlers were installed (imports, composing)
+        print("[train] interrupted (SIGINT) before training started: nothing to save", file=sys.stderr, flush=True)
+        raise SystemExit(128 + 2) from None
     return outcome.value if outcome.failed else summary["best_valid"]
 
 

@@ -16,6 +16,7 @@ that never stopped.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -28,10 +29,14 @@ from torch import nn
 
 from tasks import distributed
 from tasks.base import LoggingOutput, Task, sum_logging_outputs
-from tasks.checkpoint import copy_atomic, load_checkpoint, rng_state, save_atomic, set_rng_state
-from tasks.evaluation import PRECISIONS, autocast, evaluate, evaluate_checkpoint, pick_device
-from tasks.loggers import build_loggers
-from tasks.optim import build_optimizer, check_schedule, get_lr
+from tasks.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic, set_rng_state
+from tasks.config_checks import check_trainer
+from tasks.divergence import DivergenceGuard
+from tasks.errors import TrainingInterrupted
+from tasks.evaluation import autocast, evaluate, evaluate_checkpoint, pick_device
+from tasks.interrupts import StopSignals
+from tasks.loggers import build_loggers, drop_records_after
+from tasks.optim import build_optimizer, get_lr
 from tasks.plots import plot_curves
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
@@ -46,6 +51,8 @@ class Progress:
     best_step: int = -1
     bad_evals: int = 0            # evaluations since the last improvement (early stopping)
     last_eval_step: int = -1
+    loss_ema: Optional[float] = None   # explosion detector (tasks/divergence.py): running train loss level
+    exploding_steps: int = 0
 
 
 @dataclass
@@ -74,18 +81,8 @@ def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
 
 
 def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
-    """Fail fast, before data loading, on values the loop would only reject later."""
-    from tasks.optim import OPTIMIZERS
-    if tcfg["precision"] not in PRECISIONS:
-        raise ValueError(f"trainer.precision: expected one of {list(PRECISIONS)}, received {tcfg['precision']!r}")
-    if tcfg["optimizer"]["name"] not in OPTIMIZERS:
-        raise ValueError(f"trainer.optimizer.name: expected one of {list(OPTIMIZERS)}, "
-                         f"received {tcfg['optimizer']['name']!r}")
-    check_schedule(tcfg["scheduler"])
-    if int(tcfg.get("accumulate") or 1) < 1:
-        raise ValueError(f"trainer.accumulate: expected an integer >= 1, received {tcfg.get('accumulate')}")
-    if tcfg.get("max_epochs") is None and tcfg.get("max_steps") is None:
-        raise ValueError("trainer: expected trainer.max_epochs or trainer.max_steps to be set, received both null")
+    """Fail fast, before data loading, on trainer values the loop would only reject later."""
+    check_trainer(tcfg)
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -100,7 +97,8 @@ def scale_gradients(model: nn.Module, factor: float) -> None:
 
 
 class Trainer:
-    def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None):
+    def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None,
+                 stop_signals: Optional[StopSignals] = None):
         self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
         self.run_dir = Path(run_dir)
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
@@ -120,6 +118,9 @@ class Trainer:
         self.unit = {"ntokens": "tokens", "nframes": "frames"}.get(task.throughput_key, "examples")
         self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
         self.last_metrics: Dict[str, float] = {}
+        self.stop_signals = stop_signals or StopSignals()  # SIGTERM/SIGINT: save last.pt at a step boundary
+        self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.tcfg.get("explosion"))
+        self.restored_window: LoggingOutput = {}
 
     # ---- the loop ---------------------------------------------------------------------------------
     def train(self, resume: bool) -> FitResult:
@@ -131,19 +132,25 @@ class Trainer:
         self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
                                      str(self.cfg.get("run_name", self.task.name)), enabled=self.is_main)
         self.bar = self.progress_bar()
-        try:
-            self.model.train()
-            stop = self.progress.step >= self.total_steps
-            while not stop and self.progress.epoch < self.max_epochs:
-                stop = self.train_epoch()
-            # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
-            if distributed.broadcast_object(self.progress.last_eval_step != self.progress.step
-                                            or not self.last_path.exists()):
-                self.validate()  # the run's end always has a validation result and a `last` checkpoint
-        finally:
-            if self.bar is not None:
-                self.bar.close()
-            self.loggers.finish()
+        with contextlib.ExitStack() as stack:
+            if not self.stop_signals.installed:  # fit() called directly (the runner installs them earlier)
+                stack.enter_context(self.stop_signals)
+            try:
+                with self.stop_signals.deferred():
+                    self.model.train()
+                    stop = self.progress.step >= self.total_steps
+                    while not stop and self.progress.epoch < self.max_epochs:
+                        stop = self.train_epoch()
+                        self.honour_stop_request()
+                    # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
+                    if distributed.broadcast_object(self.progress.last_eval_step != self.progress.step
+                                                    or not self.last_path.exists()):
+                        self.validate()  # the run's end always has a validation result and a `last` checkpoint
+                    self.honour_stop_request()
+            finally:
+                if self.bar is not None:
+                    self.bar.close()
+                self.loggers.finish()
         return self.finish()
 
     def build_model_and_optimizer(self) -> None:
@@ -155,13 +162,21 @@ class Trainer:
 
     def restore_checkpoint(self) -> None:
         ckpt = load_checkpoint(self.last_path, map_location=self.device)
+        check_same_shapes(ckpt["model"], self.model, self.last_path)  # another size: fail, naming the keys
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = Progress(**ckpt["progress"])
         self.task.load_state_dict(task_state_for_this_rank(ckpt))
         set_rng_state(ckpt["rng"])
+        self.restored_window = dict(ckpt.get("train_window") or {})  # a stop between two train records
         p = self.progress
+        self.guard.saved(p.step, p.best_step, self.task.monitor, p.best_metric)
+        if self.is_main:  # records after the checkpoint's step are repeated by this run: drop the old ones
+            dropped = drop_records_after(self.run_dir, p.step)
+            if dropped:
+                print(f"[trainer] dropped {dropped} metric records after step {p.step} (logged after the "
+                      f"checkpoint by the interrupted process)", flush=True)
         print(f"[trainer] resumed {self.last_path} at step {p.step} (epoch {p.epoch}, batch {p.batch_in_epoch})",
               flush=True)
 
@@ -174,7 +189,7 @@ class Trainer:
         self.max_epochs = max_epochs if max_epochs is not None else math.inf
         self.max_seconds = self.tcfg["max_minutes"] * 60 if self.tcfg.get("max_minutes") else math.inf
         self.start_step, self.start_time = self.progress.step, time.time()
-        self.window_sums: LoggingOutput = {}  # train logging outputs since the last train record
+        self.window_sums: LoggingOutput = self.restored_window  # train logging outputs since the last record
         self.window_start = time.time()
 
     def progress_bar(self):
@@ -199,6 +214,7 @@ class Trainer:
             summed, lr, grad_norm = self.optimizer_step(micro)
             micro = []
             p.step += 1
+            self.guard.check_train_level(p, task.reduce_metrics(summed).get("loss", float("nan")))
             p.batch_in_epoch = i + 1
             now, now_cpu = time.time(), time.process_time()
             if p.step - self.start_step > 3:  # skip warm-up steps (allocations, kernel builds)
@@ -211,6 +227,7 @@ class Trainer:
                 self.window_start = time.time()  # do not count eval time as training
             if self.should_stop():
                 return True
+            self.honour_stop_request()
             step_start, step_cpu = time.time(), time.process_time()
         p.epoch += 1  # the epoch ran to its end
         p.batch_in_epoch = 0
@@ -223,9 +240,8 @@ class Trainer:
         with distributed.maybe_no_sync(self.model, sync=sync):  # DDP all-reduces on the last micro-batch only
             with autocast(self.device, self.precision):
                 loss, logging_output = self.task.compute_loss(self.model, batch, "train")
-            if self.precision != "fp16" and not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite training loss {loss.item()} at step {self.progress.step}; "
-                                         f"lower trainer.optimizer.lr or set trainer.grad_clip")
+            if self.precision != "fp16":  # fp16: the GradScaler skips steps with inf/NaN by design
+                self.guard.check_loss(self.progress.step + 1, float(loss.detach()))
             # sample_size: `loss` is a sum, normalised in optimizer_step; else a mean over this micro-batch
             self.scaler.scale(loss if "sample_size" in logging_output else loss / self.accumulate).backward()
         return logging_output
@@ -244,6 +260,10 @@ class Trainer:
         if self.tcfg.get("grad_clip"):
             self.scaler.unscale_(self.optimizer)
             grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg["grad_clip"]))
+        elif self.precision != "fp16":  # the norm only: a non-finite gradient must not reach the weights
+            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), math.inf))
+        if self.precision != "fp16":
+            self.guard.check_grad_norm(p.step + 1, grad_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
@@ -276,6 +296,7 @@ class Trainer:
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
                            f"without its monitor {task.monitor!r}")
+        self.guard.check_valid(p.step, metrics, task.monitor)  # a NaN model never reaches last.pt/best.pt
         improved = task.better(metrics[task.monitor], p.best_metric)
         if improved:
             p.best_metric, p.best_step, p.bad_evals = metrics[task.monitor], p.step, 0
@@ -296,13 +317,29 @@ class Trainer:
             "model": unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(), "progress": asdict(self.progress), "step": self.progress.step,
             "rng": rng_state(), "task": task_states[0], "config": self.config_to_save,
-            "monitor": self.task.monitor, "metrics": metrics or {},
+            "monitor": self.task.monitor, "metrics": metrics or {}, "train_window": dict(self.window_sums),
         }
         if len(task_states) > 1:
             payload["task_per_rank"] = task_states
         save_atomic(payload, self.last_path)
-        if improved or not self.best_path.exists():
+        # a stop by signal (metrics None) never writes best.pt: that checkpoint was not evaluated
+        if improved or (metrics is not None and not self.best_path.exists()):
             copy_atomic(self.last_path, self.best_path)
+        p = self.progress
+        self.guard.saved(p.step, p.best_step, self.task.monitor, p.best_metric)
+
+    def honour_stop_request(self) -> None:
+        """After an optimizer step: on SIGTERM/SIGINT (on any rank) save last.pt and stop."""
+        signum = self.stop_signals.signum or 0
+        if self.dist_info.enabled:  # every rank stops at the same step: the first one any rank saw
+            signum = distributed.all_reduce_max(signum)
+        if not signum:
+            return
+        p = self.progress
+        if p.last_eval_step != p.step or not self.last_path.exists():  # else validate() just saved it
+            self.save(None, improved=False)
+        distributed.barrier()
+        raise TrainingInterrupted(int(signum), p.step, self.last_path, self.run_dir)
 
     def early_stop(self) -> bool:
         patience = self.tcfg.get("early_stopping_patience")
@@ -343,9 +380,9 @@ class Trainer:
 
 
 def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
-        config_to_save: Optional[Dict[str, Any]] = None) -> FitResult:
+        config_to_save: Optional[Dict[str, Any]] = None, stop_signals: Optional[StopSignals] = None) -> FitResult:
     """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``)."""
-    return Trainer(cfg, task, run_dir, config_to_save).train(resume)
+    return Trainer(cfg, task, run_dir, config_to_save, stop_signals).train(resume)
 
 
 def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:

@@ -119,12 +119,28 @@ def tokenize(text: str, level: str) -> List[str]:
     raise ValueError(f"task.data.level: expected one of {list(LEVELS)}, received {level!r}")
 
 
-def batchify(ids: Tensor, batch_size: int) -> Tensor:
+def split_origin(data: Mapping, split: str) -> str:
+    """Where a split's text comes from, for error messages: the config key and the file."""
+    source = data.get("source")
+    if source == "files":
+        return f"task.data.{split}_file={data.get(f'{split}_file')}"
+    if source == "file":
+        return f"task.data.file={data.get('file')} (split by task.data.split_fractions)"
+    return f"task.data.source={source}"
+
+
+def batchify(ids: Tensor, batch_size: int, split: str = "train", origin: str = "",
+             size_key: str = "task.batch_size") -> Tensor:
     """(N,) -> (T, B): B contiguous streams side by side; the ragged tail is dropped."""
     steps = ids.numel() // batch_size
     if steps < 2:
-        raise ValueError(f"LM split has {ids.numel()} tokens: too few for batch size {batch_size} "
-                         f"(need at least {2 * batch_size}). Use a smaller task.batch_size.")
+        from tasks.errors import DataError
+
+        where = f" from {origin}" if origin else ""
+        problem = ("is empty: check that file" if ids.numel() == 0 else
+                   f"is too short for {size_key}={batch_size} (need at least {2 * batch_size} tokens): "
+                   f"use a longer file or a smaller {size_key}")
+        raise DataError(f"LM split '{split}'{where} has {ids.numel()} tokens and {problem}")
     return ids[: steps * batch_size].view(batch_size, steps).t().contiguous()
 
 

@@ -17,9 +17,12 @@ from torch import Tensor, nn
 from tasks import distributed
 from tasks.base import LoggingOutput, Task
 from tasks.encoders import detach_state
-from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, tokenize, window
+from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.text import Vocabulary
 from tasks.lm.model import LanguageModel
+
+
+MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
 
 class LanguageModelingTask(Task):
@@ -38,6 +41,19 @@ class LanguageModelingTask(Task):
         self.states: Dict[str, Any] = {}
         self.vocab: Vocabulary | None = None
 
+    def check_config(self) -> None:
+        super().check_config()  # model keys
+        from tasks.config_checks import check_choice, check_number
+        from tasks.lm.data import LEVELS, SOURCES
+
+        t, data = self.task_cfg, self.task_cfg["data"]
+        check_number("task.bptt", t.get("bptt"), 1, integer=True)
+        check_number("task.emb_size", t.get("emb_size"), 1, integer=True, allow_none=True)
+        check_choice("task.data.source", data.get("source"), SOURCES)
+        check_choice("task.data.level", data.get("level"), LEVELS)
+        check_number("task.data.max_vocab", data.get("max_vocab"), 2, integer=True, allow_none=True)
+        check_number("task.data.max_train_tokens", data.get("max_train_tokens"), 1, integer=True, allow_none=True)
+
     def setup(self) -> None:
         t0 = time.time()
         data = self.task_cfg["data"]
@@ -51,7 +67,8 @@ class LanguageModelingTask(Task):
         sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
                  "test": self.task_cfg["eval_batch_size"]}
         for s in SPLITS:
-            stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s])
+            size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
+            stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(data, s), size_key)
             # DDP: each rank reads a contiguous slice of the batch columns (global batch = all ranks' columns);
             # training needs equal slices, evaluation only sums.
             self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
@@ -90,7 +107,10 @@ class LanguageModelingTask(Task):
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         loss = summed["loss_sum"] / max(summed["ntokens"], 1)  # nats per token, token-weighted
-        return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bpc": loss / math.log(2)}
+        # not capped: a diverged model shows ppl inf (its raw loss is the "loss" key beside it), which the
+        # trainer's divergence check refuses to save, instead of a normal-looking exp(50)
+        ppl = math.exp(loss) if loss < MAX_EXP_ARG else math.inf
+        return {"loss": loss, "ppl": ppl, "bpc": loss / math.log(2)}
 
     def state_dict(self) -> Dict[str, Any]:
         return {"states": {s: v for s, v in self.states.items() if s == "train"}, "vocab": self.vocab.state_dict()}

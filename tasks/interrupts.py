@@ -1,0 +1,93 @@
+"""SIGTERM / SIGINT (and submitit's SIGUSR2) turned into a clean stop at an optimizer-step boundary.
+
+    with StopSignals() as stop:           # the runner, around the whole run
+        ...                               # setup: a signal raises TrainingInterrupted at once (nothing to save)
+        with stop.deferred():             # the training loop
+            ...; if stop.requested(): save last.pt; raise TrainingInterrupted(...)
+
+Why: SLURM preemption sends SIGTERM (then SIGKILL after a grace period) and Ctrl-C sends SIGINT; both
+used to kill the run and lose every step since the last evaluation. While deferred, the first signal
+only sets a flag that the trainer reads after each optimizer step (under DDP every rank all-reduces
+it, so all ranks stop at the same step); a second signal exits at once with status 128+signal.
+
+Inside a submitit job (hydra/launcher=slurm|local) SIGUSR2 is submitit's "you are about to be
+preempted / time out" signal: it is handled the same way, and after the checkpoint is written the
+runner hands the signal to submitit's own handler, which requeues the job (its checkpointing
+protocol); the requeued job resumes from last.pt (tasks/runner.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from typing import Any, Dict, Optional
+
+from tasks.errors import TrainingInterrupted
+
+
+def in_submitit_job() -> bool:
+    return os.environ.get("SUBMITIT_EXECUTOR") is not None
+
+
+def handled_signals():
+    sigs = [signal.SIGTERM, signal.SIGINT]
+    if in_submitit_job() and hasattr(signal, "SIGUSR2"):
+        sigs.append(signal.SIGUSR2)
+    return sigs
+
+
+class StopSignals:
+    """Owns the process's SIGTERM/SIGINT(/SIGUSR2) handlers between ``__enter__`` and ``__exit__``."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self.previous: Dict[int, Any] = {}
+        self._deferred = False
+        self.installed = False
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
+            for s in handled_signals():
+                self.previous[s] = signal.signal(s, self.handle)
+            self.installed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.installed:
+            for s, handler in self.previous.items():  # kept: chain_to_previous may still need them
+                signal.signal(s, handler)
+        self.installed = False
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """Inside: a signal is a request that the trainer honours after the current optimizer step."""
+        self._deferred = True
+        try:
+            if self.signum is not None:  # arrived just before the loop started
+                raise TrainingInterrupted(self.signum)
+            yield self
+        finally:
+            self._deferred = False
+
+    def handle(self, signum: int, frame: Any = None) -> None:
+        del frame
+        name = signal.Signals(signum).name
+        if self.signum is not None:
+            print(f"[trainer] second signal ({name}): exiting now without saving", file=sys.stderr, flush=True)
+            os._exit(128 + signum)
+        self.signum = signum
+        if not self._deferred:
+            raise TrainingInterrupted(signum)
+        print(f"[trainer] {name}: stopping after the current optimizer step and saving last.pt "
+              f"(send it again to exit at once)", file=sys.stderr, flush=True)
+
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def chain_to_previous(self, signum: int) -> None:
+        """Hand ``signum`` to the handler that was installed before ours (submitit's requeue handler)."""
+        previous = self.previous.get(signum)
+        if callable(previous):
+            previous(signum, None)
