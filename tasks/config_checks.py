@@ -79,7 +79,7 @@ def check_trainer(t: Mapping[str, Any]) -> None:
     check_number("trainer.grad_clip", t.get("grad_clip"), 0, allow_none=True)
     opt = t.get("optimizer") or {}
     check_choice("trainer.optimizer.name", opt.get("name"), OPTIMIZERS)
-    check_number("trainer.optimizer.lr", opt.get("lr"), 0, low_open=True)
+    check_number("trainer.optimizer.lr", opt.get("lr"), 0)
     check_number("trainer.optimizer.weight_decay", opt.get("weight_decay", 0.0), 0)
     check_number("trainer.optimizer.momentum", opt.get("momentum", 0.0), 0, 1, high_open=True)
     check_number("trainer.optimizer.eps", opt.get("eps", 1e-8), 0, low_open=True)

@@ -76,7 +76,7 @@ class DivergenceGuard:
         if exploding:
             progress.exploding_steps += 1
             if progress.exploding_steps >= self.patience:
-                raise self.error(f"training loss {loss:.4g} above {self.factor} x its running level {ema:.4g} "
+                raise self.error(f"training loss {loss:.4g} above {self.factor:g} x its running level {ema:.4g} "
                                  f"for {progress.exploding_steps} steps (trainer.explosion)", progress.step)
             return
         progress.exploding_steps = 0
