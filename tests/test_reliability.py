@@ -63,16 +63,16 @@ def test_sigterm_mid_epoch_saves_last_and_resume_equals_uninterrupted_run(tmp_pa
     n = 300
     base = tiny_lm_overrides("sru", steps=n) + ["trainer.eval_every_steps=25"]
     proc = _start(tmp_path, base)
-    run_dir = _wait_for(lambda: (d := _run_dir(tmp_path)) and _last_train_step(d) >= 13 and d, proc, "step 13")
+    run_dir = _wait_for(lambda: (d := _run_dir(tmp_path)) and _last_train_step(d) >= 27 and d, proc, "step 27")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
     ckpt = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     stopped = ckpt["step"]
-    assert 13 <= stopped < n
+    assert 27 <= stopped < n
     assert stopped == _last_train_step(run_dir)  # every step since the last evaluation is in last.pt
     best = load_checkpoint(run_dir / "checkpoints" / "best.pt")
-    assert best["step"] == ckpt["progress"]["best_step"] <= stopped  # best.pt only from an evaluation
+    assert best["step"] == ckpt["progress"]["best_step"] and best["step"] % 25 == 0  # only from an evaluation
     line = f"stopped by SIGTERM at step {stopped}: checkpoint {run_dir / 'checkpoints' / 'last.pt'}"
     assert line in err and f"resume with: python train.py resume={run_dir}" in err
     assert "Traceback" not in err
