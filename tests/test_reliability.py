@@ -134,3 +134,27 @@ def test_bad_config_value_is_one_line_before_any_work(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == \
         "[train] error: trainer.max_steps: expected an integer >= 1 or null, received 'abc'"
     assert "Traceback" not in proc.stderr and "[lm]" not in proc.stdout  # no data was loaded
+
+
+def test_submitit_job_preempted_with_sigusr2_is_requeued_and_resumes(tmp_path):
+    # hydra/launcher=local is submitit's local executor: the job process gets submitit's SIGUSR2 handler and
+    # its controller restarts a job that asks for a requeue, as SLURM would
+    n = 300
+    sweep = tmp_path / "sweep"
+    args = ["-m", *tiny_lm_overrides("sru", steps=n), "trainer.eval_every_steps=25", "hydra/launcher=local",
+            f"hydra.sweep.dir={sweep}"]
+    proc = _start(tmp_path, args)
+    run_dir = sweep / "0"
+    _wait_for(lambda: (run_dir / "checkpoints" / "last.pt").exists() and (run_dir / "run.lock").exists(),
+              proc, "the job's first checkpoint")
+    job_pid = json.loads((run_dir / "run.lock").read_text())["pid"]  # the job process, not the launcher
+    os.kill(job_pid, signal.SIGUSR2)
+    out, err = proc.communicate(timeout=TIMEOUT_S)
+    assert proc.returncode == 0, err[-3000:]
+    logs = "".join(p.read_text() for p in (sweep / ".submitit").glob("*/*_0_log.*"))
+    assert "stopped by SIGUSR2 at step" in logs and "requeued job: resuming" in logs, logs[-3000:]
+    assert json.loads((run_dir / "results.json").read_text())["steps"] == n
+    for split in ("train", "valid"):
+        steps = [r["step"] for r in read_metrics(run_dir, split)]
+        assert steps == sorted(set(steps)) and steps[-1] == n, split
+    assert [r["step"] for r in read_metrics(run_dir, "train")] == list(range(1, n + 1))  # none lost
