@@ -12,7 +12,8 @@ Exact resume: a checkpoint is written only at optimizer-step boundaries and hold
 GradScaler, progress (step, epoch, batch index inside the epoch), every RNG state and the task's own
 state (e.g. the LM's carried hidden state). The LR is a pure function of (step, epoch). Evaluation
 draws no random numbers, so a run that stops at step k and resumes is indistinguishable from one
-that never stopped.
+that never stopped. Failures (docs/failures.md): SIGTERM/SIGINT save last.pt after the current step
+(tasks/interrupts.py); non-finite or exploding values stop the run before any save (tasks/divergence.py).
 """
 from __future__ import annotations
 
