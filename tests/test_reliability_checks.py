@@ -51,6 +51,14 @@ def test_nan_before_any_checkpoint_says_so(run_train, tmp_path):
     assert not (tmp_path / "checkpoints" / "last.pt").exists()
 
 
+def test_adam_huge_lr_with_clipping_no_longer_ends_successfully(run_train, tmp_path):
+    # the row: Adam lr=1e6 with the default clipping (5.0) reached a loss of 1.6e32 and exit 0
+    bad = tiny_lm_overrides("sru", steps=12) + ["trainer.optimizer.lr=1e6", "trainer.grad_clip=5.0"]
+    with pytest.raises(NonFiniteError, match="no checkpoint was written yet"):
+        run_train(bad, tmp_path)
+    assert not (tmp_path / "checkpoints").exists()
+
+
 def test_exploding_loss_is_caught_before_inf_when_enabled(run_train, tmp_path):
     # Adam lr=1e6 with clipping: losses stay finite (1e32) and the run used to end "successfully"
     # Adam lr=1 with clipping: train losses 4, 217, 1044, ... all finite (measured)
@@ -228,3 +236,31 @@ def test_run_lock_refuses_live_owner_and_takes_over_stale_one(tmp_path, capsys):
     with RunLock(tmp_path):
         pass
 
+
+
+def test_sigterm_in_process_finishes_wandb_and_writes_last_but_not_best(run_train, tmp_path, monkeypatch):
+    import signal
+
+    import wandb
+
+    from tasks.errors import TrainingInterrupted
+    from tasks.trainer import Trainer
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    original = Trainer.log_train
+
+    def log_then_signal(self, *args):  # a real SIGTERM to this process, delivered during step 3
+        original(self, *args)
+        if self.progress.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(Trainer, "log_train", log_then_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(TrainingInterrupted) as stop:
+        run_train(tiny_lm_overrides("sru", steps=12) + ["logger=wandb"], tmp_path)
+    assert (stop.value.step, stop.value.checkpoint) == (3, tmp_path / "checkpoints" / "last.pt")
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["step"] == 3
+    assert not (tmp_path / "checkpoints" / "best.pt").exists()  # no evaluation yet (every 4 steps)
+    assert wandb.run is None  # the logger was finished
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handlers are removed again
