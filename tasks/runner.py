@@ -111,7 +111,16 @@ def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
 
 
 OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
-OmegaConf.register_new_resolver("run_dir", resolve_run_dir, replace=True)
+def _run_dir_resolver(resume: Any, runs_dir: str, _root_: Any = None) -> str:
+    """``${run_dir:...}`` for Hydra: a ResumeError becomes one line and exit 1, not a resolver traceback."""
+    try:
+        return resolve_run_dir(resume, runs_dir, _root_)
+    except ResumeError as err:
+        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None  # a BaseException: OmegaConf and Hydra let it through unwrapped
+
+
+OmegaConf.register_new_resolver("run_dir", _run_dir_resolver, replace=True)
 # A resumed run keeps the original run's .hydra/ and records its own invocation beside it.
 OmegaConf.register_new_resolver(
     "hydra_subdir", lambda resume: f".hydra/resume-{RUN_ID}" if _is_resume(resume) else ".hydra", replace=True)

@@ -241,7 +241,9 @@ class Trainer:
         with distributed.maybe_no_sync(self.model, sync=sync):  # DDP all-reduces on the last micro-batch only
             with autocast(self.device, self.precision):
                 loss, logging_output = self.task.compute_loss(self.model, batch, "train")
-            if self.precision != "fp16":  # fp16: the GradScaler skips steps with inf/NaN by design
+            # fp16: the GradScaler skips steps with inf/NaN by design. DDP: a rank raising here alone would
+            # leave the others waiting in the gradient all-reduce; the all-reduced norm check stops all of them
+            if self.precision != "fp16" and not self.dist_info.enabled:
                 self.guard.check_loss(self.progress.step + 1, float(loss.detach()))
             # sample_size: `loss` is a sum, normalised in optimizer_step; else a mean over this micro-batch
             self.scaler.scale(loss if "sample_size" in logging_output else loss / self.accumulate).backward()
