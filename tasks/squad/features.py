@@ -1,0 +1,91 @@
+"""SQuAD examples -> model inputs: tokens with offsets, token features, answer token span, batches.
+
+Token features of each paragraph token (DrQA's "exact match" and "token features", without a tagger):
+  0 exact match      the token occurs in the question as written
+  1 uncased match    ... after lower-casing
+  2 term frequency   occurrences of the (lower-cased) token in the paragraph / paragraph length
+  3 capitalised      first character upper case (DrQA uses NER tags; capitalisation is the tagger-free cue)
+  4 numeric          holds a digit
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from tasks.batching import pad_collate
+from tasks.text import Vocabulary
+
+from .data import SquadExample, char_to_token_span, tokenize
+
+NUM_FEATURES = 5
+
+
+@dataclass
+class EncodedExample:
+    example: SquadExample
+    spans: List[Tuple[int, int]]          # character span of each (kept) context token
+    context_words: List[str]              # vocabulary keys (lower-cased when task.lowercase)
+    question_words: List[str]
+    features: Tensor                      # (Lp, NUM_FEATURES) float32
+    start: int                            # answer token span of the first gold answer; -1: none
+    end: int
+    context_ids: List[int] = None
+    question_ids: List[int] = None
+
+    def with_ids(self, vocab: Vocabulary) -> "EncodedExample":
+        return replace(self, context_ids=vocab.encode(self.context_words),
+                       question_ids=vocab.encode(self.question_words))
+
+
+def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]) -> Tensor:
+    exact = set(question_tokens)
+    uncased = {t.lower() for t in question_tokens}
+    lower = [t.lower() for t in context_tokens]
+    counts = Counter(lower)
+    n = max(len(context_tokens), 1)
+    rows = [[float(t in exact), float(lo in uncased), counts[lo] / n, float(t[:1].isupper()),
+             float(any(ch.isdigit() for ch in t))] for t, lo in zip(context_tokens, lower)]
+    return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
+
+
+def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
+                 max_context_tokens: Optional[int] = None) -> List[EncodedExample]:
+    """Tokenise every example (each distinct paragraph once); contexts longer than ``max_context_tokens``
+    are cut (an answer past the cut has no token span: training skips it, evaluation scores it 0 unless
+    the reader finds the text earlier)."""
+    cache: Dict[str, Tuple[List[str], List[Tuple[int, int]]]] = {}
+    out = []
+    for ex in examples:
+        if ex.context not in cache:
+            tokens, spans = tokenize(ex.context)
+            if not tokens:  # whitespace-only context: one empty token so every tensor has a row
+                tokens, spans = [""], [(0, 0)]
+            if max_context_tokens:
+                tokens, spans = tokens[: int(max_context_tokens)], spans[: int(max_context_tokens)]
+            cache[ex.context] = (tokens, spans)
+        tokens, spans = cache[ex.context]
+        q_tokens, _ = tokenize(ex.question)
+        q_tokens = q_tokens or ["?"]
+        start = end = -1
+        span = char_to_token_span(spans, ex.answer_starts[0], ex.answer_starts[0] + len(ex.answers[0]))
+        if span is not None:
+            start, end = span
+        norm = (lambda ws: [w.lower() for w in ws]) if lowercase else list
+        out.append(EncodedExample(ex, spans, norm(tokens), norm(q_tokens), token_features(tokens, q_tokens),
+                                  start, end))
+    return out
+
+
+def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
+    context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
+    question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
+    features, _, _ = pad_collate([ex.features for ex in examples], 0.0)
+    return {"context": context, "context_mask_pad": context_mask_pad, "features": features,
+            "question": question, "question_mask_pad": question_mask_pad,
+            "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),
+            "end": torch.tensor([ex.end for ex in examples], dtype=torch.long),
+            "index": torch.tensor(list(index), dtype=torch.long)}

@@ -1,0 +1,237 @@
+"""SQuAD v1.1 extractive QA (paper Table 2): the DrQA document reader over SRU or LSTM encoders.
+
+Metrics: official EM / F1 (``metrics.py``) from summed counts; ``monitor`` = F1. Every evaluation writes
+``predictions_<split>.json`` ({question id: answer text}, the official format) into the run directory and
+prints its path beside the split's SQuAD file, so ``python evaluate-v1.1.py <data> <predictions>`` rescoring
+gives the printed numbers. Two trivial baselines on the same split (first span of the asked type, a
+random span) are reported with each evaluation (``baseline_*`` metrics).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks import distributed
+from tasks.base import LoggingOutput, Record, Task
+from tasks.batching import bucket_batches, shard_batches, split_batch
+from tasks.text import PAD, UNK, Vocabulary
+
+from .data import SPLITS, SOURCES, load_squad_file, split_files
+from .features import NUM_FEATURES, EncodedExample, collate, encode_split
+from .metrics import baseline_sums, decode_spans, reduce_squad, score
+from .model import DocumentReader
+
+
+class SquadTask(Task):
+    name = "squad"
+    monitor = "f1"
+    monitor_mode = "max"
+    throughput_key = "nsentences"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        self.task_cfg = cfg["task"]
+        self.vocab: Optional[Vocabulary] = None
+        self.files: Dict[str, Path] = {}
+        self.encoded: Dict[str, List[EncodedExample]] = {}
+        self.baselines: Dict[str, Dict[str, float]] = {}
+        self.vectors = None
+        self.fixed_rows_from: Optional[int] = None
+        self.model: Optional[DocumentReader] = None
+        self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
+
+    def check_config(self) -> None:
+        super().check_config()
+        t = self.task_cfg
+        if t["data"]["source"] not in SOURCES:
+            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
+        for key in ("batch_size", "eval_batch_size", "max_answer_len"):
+            if not isinstance(t[key], int) or t[key] < 1:
+                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
+        if self.cfg["model"]["name"] not in ("sru", "lstm"):
+            raise ValueError(f"model={self.cfg['model']['name']}: the SQuAD reader stacks recurrent encoders; "
+                             f"use model=sru or model=lstm")
+
+    # ---- data ---------------------------------------------------------------------------------
+    def setup(self) -> None:
+        t0 = time.time()
+        t, data = self.task_cfg, self.task_cfg["data"]
+        self.files = split_files(data)
+        examples = {s: load_squad_file(self.files[s]) for s in SPLITS}
+        if data.get("max_train_examples"):
+            examples["train"] = examples["train"][: int(data["max_train_examples"])]
+        lower = bool(t.get("lowercase", True))
+        prepared = {s: encode_split(examples[s], lower, data.get("max_context_tokens")) for s in SPLITS}
+        self.vocab = self._build_vocab(prepared)
+        for s in SPLITS:
+            self.encoded[s] = [ex.with_ids(self.vocab) for ex in prepared[s]]
+        dropped = sum(1 for ex in self.encoded["train"] if ex.start < 0)
+        self.encoded["train"] = [ex for ex in self.encoded["train"] if ex.start >= 0]  # no token span: DrQA skips
+        for s in ("valid", "test"):
+            self.baselines[s] = baseline_sums([ex.example for ex in self.encoded[s]],
+                                              [ex.spans for ex in self.encoded[s]])
+        sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in SPLITS)
+        print(f"[squad] {data['source']}: vocab {len(self.vocab):,}; questions {sizes} "
+              f"({dropped} train answers without a token span dropped; {time.time() - t0:.1f}s)", flush=True)
+        for s in ("valid", "test"):
+            b = self.baseline_metrics(s)
+            print(f"[squad] {s} baselines: first span of the asked type EM {b['baseline_type_em']:.1f} "
+                  f"F1 {b['baseline_type_f1']:.1f}; random span EM {b['baseline_random_em']:.1f} "
+                  f"F1 {b['baseline_random_f1']:.1f}  ({self.files[s]})", flush=True)
+
+    def baseline_metrics(self, split: str) -> Dict[str, float]:
+        b = self.baselines[split]
+        out = reduce_squad({"n": b["n"], "em": b["type_em"], "f1": b["type_f1"]}, "baseline_type_")
+        out.update(reduce_squad({"n": b["n"], "em": b["random_em"], "f1": b["random_f1"]}, "baseline_random_"))
+        return out
+
+    def _build_vocab(self, prepared) -> Vocabulary:
+        t, emb = self.task_cfg, self.task_cfg["embedding"]
+        train = prepared["train"]
+        counts = Counter(w for ex in train for w in ex.context_words + ex.question_words)
+        vocab = Vocabulary.from_counts(counts, (PAD, UNK), int(t.get("min_freq", 1)), t.get("max_vocab"))
+        if not emb.get("path"):
+            return vocab
+        from tasks.classification.vectors import load_vectors
+        wanted = {w for s in SPLITS for ex in prepared[s] for w in ex.context_words + ex.question_words}
+        self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
+        # DrQA: the N most frequent question words come first and are fine-tuned, the rest stay fixed
+        tune = int(emb.get("tune_partial") or 0)
+        q_counts = Counter(w for ex in train for w in ex.question_words)
+        top = [w for w, _ in sorted(q_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:tune]]
+        rest = [w for w in vocab.itos[2:] if w not in set(top)]
+        extra = sorted(w for w in self.vectors if w in wanted and w not in vocab.stoi)  # a fixed lookup, no training
+        self.fixed_rows_from = 2 + len(top) if tune > 0 else None
+        return Vocabulary(top + rest + extra, (PAD, UNK))
+
+    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+        lengths = [len(ex.context_ids) for ex in self.encoded[split]]
+        if split == "train":  # length-bucketed global batches of batch_size questions, each split over the ranks
+            world = distributed.get_world_size()
+            plan = bucket_batches(lengths, max_examples=int(self.task_cfg["batch_size"]), shuffle=True,
+                                  seed=seed, epoch=epoch)
+            return [split_batch(b) for b in plan if len(b) >= world]
+        plan = bucket_batches(lengths, max_examples=int(self.task_cfg["eval_batch_size"]))
+        return shard_batches(plan, train=False)
+
+    def num_batches(self, split: str, epoch: int = 0) -> int:
+        return len(self._plan(split, epoch, 0))
+
+    def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
+        data = self.encoded[split]
+        t0, eval0 = time.perf_counter(), self.eval_seconds
+        enc0 = self.model.encoder_seconds if self.model is not None else 0.0
+        for index in self._plan(split, epoch, seed)[start:]:
+            yield collate([data[i] for i in index], index, self.vocab.pad_id)
+        seconds = time.perf_counter() - t0
+        if split != "train":
+            self.eval_seconds += seconds
+        elif start == 0 and self.model is not None:
+            # wall time of the pass without the evaluations run inside it; the model's encoder timer
+            # counts the two encoders' forward + backward in training mode only
+            seconds -= self.eval_seconds - eval0
+            enc = self.model.encoder_seconds - enc0
+            self.last_epoch = {"epoch_seconds": seconds, "encoder_seconds": enc}
+            print(f"[squad] epoch {epoch}: {seconds:.1f} s training ({len(data) / seconds:.0f} questions/s), "
+                  f"encoders (forward + backward) {enc:.1f} s = {100 * enc / seconds:.0f}%", flush=True)
+
+    # ---- model --------------------------------------------------------------------------------
+    def build_model(self) -> nn.Module:
+        from tasks.classification.vectors import embedding_matrix
+        emb = self.task_cfg["embedding"]
+        weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
+                                        seed=int(self.cfg.get("seed") or 0))
+        if self.vectors is not None:
+            tuned = "all" if self.fixed_rows_from is None else f"the top {self.fixed_rows_from - 2:,} question words"
+            print(f"[squad] pretrained vectors for {hits:,}/{len(self.vocab):,} words; fine-tuning {tuned}")
+        self.model = DocumentReader(weight, NUM_FEATURES, self.encoder_config(),
+                                    emb_dropout=float(self.task_cfg["emb_dropout"]),
+                                    fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
+        return self.model
+
+    def encoder_config(self) -> Dict[str, Any]:
+        """cfg.model with the non-null ``task.encoder`` keys written over it (the model groups are sized
+        for the LM; the reader's default is DrQA's width at 2 layers so a CPU epoch takes minutes)."""
+        from omegaconf import OmegaConf
+        model = self.cfg["model"]
+        cfg = OmegaConf.to_container(model, resolve=True) if OmegaConf.is_config(model) else dict(model)
+        changed = {k: v for k, v in dict(self.task_cfg.get("encoder") or {}).items()
+                   if v is not None and cfg.get(k) != v}
+        if changed:
+            was = ", ".join(f"model.{k}={cfg.get(k)}" for k in changed)
+            print(f"[squad] task.encoder sets {', '.join(f'{k}={v}' for k, v in changed.items())} (over {was}); "
+                  f"set task.encoder.<key>=null to use the model group's value", flush=True)
+        cfg.update(changed)
+        return cfg
+
+    # ---- loss, decoding, metrics --------------------------------------------------------------
+    def _scores(self, model: nn.Module, batch: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor]:
+        return model(batch["context"], batch["context_mask_pad"], batch["features"], batch["question"],
+                     batch["question_mask_pad"])
+
+    def _loss(self, start: Tensor, end: Tensor, batch: Mapping[str, Tensor]) -> Tuple[Tensor, int]:
+        loss = (F.cross_entropy(start, batch["start"], ignore_index=-1, reduction="sum")
+                + F.cross_entropy(end, batch["end"], ignore_index=-1, reduction="sum"))
+        return loss, int((batch["start"] >= 0).sum())
+
+    def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
+        start, end = self._scores(model, batch)
+        loss, n = self._loss(start, end, batch)
+        return loss, {"loss_sum": loss.item(), "nsentences": batch["start"].numel(), "sample_size": n,
+                      "ntokens": int((~batch["context_mask_pad"]).sum())}
+
+    def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
+        start, end = self._scores(model, batch)
+        loss, n = self._loss(start, end, batch)
+        best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(),
+                                            int(self.task_cfg["max_answer_len"]))
+        out = {"loss_sum": loss.item(), "sample_size": n, "nsentences": len(batch["index"]), "n": 0.0,
+               "em": 0.0, "f1": 0.0}
+        records = []
+        for k, i in enumerate(batch["index"].tolist()):
+            ex = self.encoded[split][i]
+            s, e = ex.spans[int(best_start[k])][0], ex.spans[int(best_end[k])][1]
+            answer = ex.example.context[s:e]  # an exact substring of the context
+            em, f = score(answer, ex.example.answers)
+            out["em"] += em
+            out["f1"] += f
+            out["n"] += 1
+            records.append({"id": ex.example.qid, "answer": answer})
+        return out, records
+
+    def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
+        metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("sample_size", 0.0), 1.0)}
+        if "n" in summed:
+            metrics.update(reduce_squad(summed))
+        return metrics
+
+    def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
+                 run_dir: Optional[Path]) -> Dict[str, float]:
+        extra: Dict[str, float] = {}
+        if split in self.baselines:
+            extra.update(self.baseline_metrics(split))
+        if getattr(self, "last_epoch", None) and split == "valid":
+            extra.update(self.last_epoch)
+        if run_dir is not None:
+            path = Path(run_dir) / f"predictions_{split}.json"
+            predictions = {r["id"]: r["answer"] for r in records}
+            path.write_text(json.dumps(predictions, ensure_ascii=False, indent=0), encoding="utf-8")
+            print(f"[squad] {split}: EM {metrics.get('em', float('nan')):.2f} F1 {metrics.get('f1', float('nan')):.2f} "
+                  f"on {len(predictions):,} questions (baselines: type EM {extra.get('baseline_type_em', 0):.1f}, "
+                  f"random EM {extra.get('baseline_random_em', 0):.1f}); predictions {path} ; data {self.files[split]}",
+                  flush=True)
+        return extra
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"vocab": self.vocab.state_dict() if self.vocab is not None else {}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if self.vocab is not None:
+            self.vocab.check_same(state.get("vocab", {}))
