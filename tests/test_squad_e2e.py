@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import ROOT, compose
+from conftest import ROOT, compose, load_script
 from squad_oracle import evaluate_files
 
 TINY = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
@@ -27,7 +27,7 @@ def tiny_squad_overrides(model: str, steps: int = 40):
 
 
 @pytest.mark.parametrize("model", ["sru", "lstm"])
-def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path, capsys):
+def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path, capsys, monkeypatch):
     summary = run_train(tiny_squad_overrides(model), tmp_path)
     out = capsys.readouterr().out
     test = summary["test"]
@@ -43,6 +43,13 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
         assert all(answer in contexts[qid] for qid, answer in predictions.items())  # exact substrings
     rescored = evaluate_files(TINY, tmp_path / "predictions_test.json")
     assert rescored["exact_match"] == pytest.approx(test["em"]) and rescored["f1"] == pytest.approx(test["f1"])
+    # the repository's rescoring script agrees too
+    script = load_script("evaluate_squad")
+    monkeypatch.setattr("sys.argv", ["evaluate_squad.py", str(TINY), str(tmp_path / "predictions_test.json")])
+    capsys.readouterr()
+    script.main()
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["exact_match"] == pytest.approx(test["em"]) and printed["unanswered"] == 0
 
 
 def test_bad_task_config_fails_before_data_loading():
@@ -62,3 +69,23 @@ def test_paper_experiments_compose():
         assert cfg.task.name == "squad" and cfg.model.name == unit and cfg.model.num_layers == 6
         assert cfg.model.hidden_size == 128 and cfg.task.encoder.num_layers == 6 and cfg.model.dropout == 0.2
         assert cfg.trainer.optimizer.name == "adamax" and cfg.trainer.grad_clip == 20 and cfg.task.batch_size == 32
+
+
+def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
+    """The hub's flat rows (one per question) regroup into articles/paragraphs the v1.1 loader accepts."""
+    import datasets
+    from tasks.squad.data import load_squad_file, split_files
+
+    rows = [{"id": "h1", "title": "Zürich", "context": "Zürich lies on the Limmat.", "question": "Where?",
+             "answers": {"text": ["the Limmat"], "answer_start": [15]}},
+            {"id": "h2", "title": "Zürich", "context": "Zürich lies on the Limmat.", "question": "What lies?",
+             "answers": {"text": ["Zürich", "Zürich"], "answer_start": [0, 0]}}]
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset",
+                        lambda name, config=None: calls.append(name) or {"train": rows, "validation": rows[:1]})
+    paths = split_files({"source": "hub", "hub_name": "squad", "cache_dir": str(tmp_path)})
+    train = load_squad_file(paths["train"])
+    assert [ex.qid for ex in train] == ["h1", "h2"] and train[1].answers == ["Zürich", "Zürich"]
+    assert [ex.qid for ex in load_squad_file(paths["valid"])] == ["h1"] and paths["test"] == paths["valid"]
+    split_files({"source": "hub", "hub_name": "squad", "cache_dir": str(tmp_path)})
+    assert calls == ["squad"]  # converted once, then read from the cache
