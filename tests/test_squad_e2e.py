@@ -89,3 +89,30 @@ def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
     assert [ex.qid for ex in load_squad_file(paths["valid"])] == ["h1"] and paths["test"] == paths["valid"]
     split_files({"source": "hub", "hub_name": "squad", "cache_dir": str(tmp_path)})
     assert calls == ["squad"]  # converted once, then read from the cache
+
+
+def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
+    """DrQA's tune_partial: with a vector file, only the N most frequent question words get gradients."""
+    import torch
+    from tasks import build_task
+
+    words = ["what", "the", "zürich", "limmat", "athens", "city", "river"]
+    vec = tmp_path / "vectors.txt"
+    vec.write_text(f"{len(words)} 8\n" + "".join(f"{w} " + " ".join(["0.1"] * 8) + "\n" for w in words),
+                   encoding="utf-8")
+    cfg = compose([*tiny_squad_overrides("sru"), f"task.embedding.path={vec}", "task.embedding.dim=8",
+                   "task.embedding.tune_partial=3"])
+    task = build_task(cfg)
+    task.setup()
+    model = task.build_model()
+    from collections import Counter
+    from tasks.squad.data import load_squad_file, tokenize
+    counts = Counter(w.lower() for ex in load_squad_file(TINY) for w in tokenize(ex.question)[0])
+    top = sorted(counts, key=lambda w: (-counts[w], w))[:3]
+    assert task.fixed_rows_from == 5 and task.vocab.itos[2:5] == top  # the top question words come first
+    assert torch.allclose(model.embedding.weight[task.vocab.stoi["limmat"]], torch.full((8,), 0.1))
+    batch = next(iter(task.batches("train", 0, 0)))
+    loss, _ = task.compute_loss(model, batch, "train")
+    loss.backward()
+    grad = model.embedding.weight.grad
+    assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
