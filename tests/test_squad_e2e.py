@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ROOT, compose, load_script
 from squad_oracle import evaluate_files
+from tasks.results import read_metrics
 
 TINY = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
 
@@ -33,6 +34,9 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
     test = summary["test"]
     assert summary["monitor"] == "f1" and test["f1"] >= 60.0, out  # 7 memorisable questions
     assert test["baseline_random_em"] <= test["em"]
+    timed = [r for r in read_metrics(tmp_path, "valid") if "epoch_seconds" in r]
+    assert timed and all(0 < r["encoder_seconds"] < r["epoch_seconds"] for r in timed)  # time per epoch, RNN share
+    assert "[squad] epoch 0:" in out
     for split in ("valid", "test"):
         path = tmp_path / f"predictions_{split}.json"
         assert str(path) in out and str(TINY) in out  # both paths printed for rescoring

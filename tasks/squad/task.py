@@ -46,6 +46,8 @@ class SquadTask(Task):
         self.fixed_rows_from: Optional[int] = None
         self.model: Optional[DocumentReader] = None
         self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
+        self._pass: Optional[Dict[str, Any]] = None  # the training pass being timed
+        self.last_epoch: Dict[str, float] = {}
 
     def check_config(self) -> None:
         super().check_config()
@@ -126,21 +128,34 @@ class SquadTask(Task):
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
         data = self.encoded[split]
-        t0, eval0 = time.perf_counter(), self.eval_seconds
-        enc0 = self.model.encoder_seconds if self.model is not None else 0.0
-        for index in self._plan(split, epoch, seed)[start:]:
+        self._finish_epoch()  # the trainer stops pulling after an epoch's last step: time it before anything else
+        plan = self._plan(split, epoch, seed)[start:]
+        t0 = time.perf_counter()
+        if split == "train" and start == 0 and self.model is not None:
+            self._pass = {"epoch": epoch, "t0": t0, "eval0": self.eval_seconds, "n": len(data),
+                          "enc0": self.model.encoder_seconds, "all_yielded": False}
+        for k, index in enumerate(plan):
+            if split == "train" and k == len(plan) - 1 and self._pass is not None:
+                self._pass["all_yielded"] = True
             yield collate([data[i] for i in index], index, self.vocab.pad_id)
-        seconds = time.perf_counter() - t0
-        if split != "train":
-            self.eval_seconds += seconds
-        elif start == 0 and self.model is not None:
-            # wall time of the pass without the evaluations run inside it; the model's encoder timer
-            # counts the two encoders' forward + backward in training mode only
-            seconds -= self.eval_seconds - eval0
-            enc = self.model.encoder_seconds - enc0
-            self.last_epoch = {"epoch_seconds": seconds, "encoder_seconds": enc}
-            print(f"[squad] epoch {epoch}: {seconds:.1f} s training ({len(data) / seconds:.0f} questions/s), "
-                  f"encoders (forward + backward) {enc:.1f} s = {100 * enc / seconds:.0f}%", flush=True)
+        if split == "train":
+            self._finish_epoch()
+        else:
+            self.eval_seconds += time.perf_counter() - t0
+
+    def _finish_epoch(self) -> None:
+        """Print and keep the wall time of the training pass whose batches were all handed out, minus the
+        evaluations run inside it, and the encoders' forward + backward time in it (the model's timer
+        counts training mode only): the paper's time per epoch and its RNN share."""
+        p = getattr(self, "_pass", None)
+        if p is None or not p["all_yielded"]:
+            return
+        self._pass = None
+        seconds = time.perf_counter() - p["t0"] - (self.eval_seconds - p["eval0"])
+        enc = self.model.encoder_seconds - p["enc0"]
+        self.last_epoch = {"epoch_seconds": seconds, "encoder_seconds": enc}
+        print(f"[squad] epoch {p['epoch']}: {seconds:.1f} s training ({p['n'] / seconds:.1f} questions/s), "
+              f"encoders (forward + backward) {enc:.1f} s = {100 * enc / seconds:.0f}%", flush=True)
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
@@ -217,7 +232,7 @@ class SquadTask(Task):
         extra: Dict[str, float] = {}
         if split in self.baselines:
             extra.update(self.baseline_metrics(split))
-        if getattr(self, "last_epoch", None) and split == "valid":
+        if self.last_epoch and split == "valid":
             extra.update(self.last_epoch)
         if run_dir is not None:
             path = Path(run_dir) / f"predictions_{split}.json"
