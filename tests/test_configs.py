@@ -39,6 +39,12 @@ def _instantiate(cfg):
         width = cfg.task.embedding.dim
     elif cfg.task.name == "lm":
         width = cfg.task.get("emb_size") or cfg.model.hidden_size
+    elif cfg.task.name == "squad":  # the paragraph encoder: word + aligned question embedding + token features
+        from tasks.squad.features import NUM_FEATURES
+        task.check_config()
+        width = 2 * cfg.task.embedding.dim + NUM_FEATURES
+        build_encoder({**task.encoder_config(), "bidirectional": True}, int(width))
+        return task
     else:
         raise AssertionError(f"_instantiate: add the encoder input width of task {cfg.task.name!r}")
     build_encoder(cfg.model, int(width))
