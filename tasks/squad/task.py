@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
