@@ -3,6 +3,7 @@
     python scripts/bench_speed.py [--device cpu|cuda] [--threads 2] [--repeats N]
                                   [--shapes paper|judged|all|tiny] [--dtypes fp32,bf16]
                                   [--out DIR] [--profile]
+    python scripts/bench_speed.py --decode [--official DIR]   (one-step decoding latency)
 
 Times inference (forward under no_grad) and a training step (forward + backward into the
 parameters and the input) for each candidate of ``bench_registry.py``. Candidates are
@@ -11,7 +12,8 @@ from other processes hits all of them alike; after a warm-up each measurement is
 enough calls to last ``--min-ms``; we report medians and inter-quartile ranges, the ratio to
 the GEMM bound and the speedup over the LSTM (each the median over rounds of the per-round
 ratio, so load that drifts during the run cancels). Writes ``bench.json``, ``bench.md`` and
-``speed.png`` into ``--out``.
+``speed.png`` into ``--out``. ``--decode`` times one step at a time instead (L = 1, state
+carried; ``bench_decode.py``) and writes ``decode.json`` and ``decode.md``.
 """
 import argparse
 import datetime
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
+import bench_decode  # noqa: E402
 import bench_registry as registry  # noqa: E402
 
 MODES = ("forward", "train_step")
@@ -58,6 +61,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="comma list of candidate names to keep (default: all)")
     parser.add_argument("--profile", action="store_true",
                         help="also write torch.profiler tables of each SRU training step")
+    parser.add_argument("--decode", action="store_true",
+                        help="time one decoding step (L=1, state carried) instead of sequences")
+    parser.add_argument("--official", default=None, metavar="DIR",
+                        help="with --decode: also time the official sru package installed in DIR "
+                             "(pip install --no-deps --target DIR sru==2.6.0)")
     parser.add_argument("--out", default="outputs/bench_speed")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -309,6 +317,8 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
     out.mkdir(parents=True, exist_ok=True)
     timer = make_timer(args.device)
     info = machine_info(args)
+    if args.decode:
+        return bench_decode.decode_main(args, timer, summarize, paired_ratio, out, info)
 
     try:
         backends = registry.sru_backends(args.device)
