@@ -29,15 +29,13 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-# Run as a script, the checkout's own ``sru`` package must be the one benchmarked, installed or not.
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-
-import bench_decode  # noqa: E402
-import bench_registry as registry  # noqa: E402
+# Found beside this script (its folder is sys.path[0] when run as `python scripts/bench_speed.py`).
+# The ``sru`` benchmarked is the one Python imports: the checkout's with `pip install -e .` or
+# `PYTHONPATH=.`; the run prints its path.
+import bench_decode
+import bench_registry as registry
 
 MODES = ("forward", "train_step")
 PROFILED_STEPS = 3
@@ -331,8 +329,9 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
     if keep is not None and not keep <= known:
         raise ValueError(f"--candidates: expected a comma list from {sorted(known)}, "
                          f"received unknown {sorted(keep - known)}")
+    import sru
     print(f"{info['cpu_model']} | torch {info['torch']} | device {args.device} | "
-          f"threads {info['threads']} | SRU backends {backends}", flush=True)
+          f"threads {info['threads']} | SRU backends {backends} | sru from {sru.__file__}", flush=True)
 
     rows = []
     for dtype in args.dtypes:
