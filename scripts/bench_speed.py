@@ -64,8 +64,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--official", default=None, metavar="DIR",
                         help="with --decode: also time the official sru package installed in DIR "
                              "(pip install --no-deps --target DIR sru==2.6.0)")
+    parser.add_argument("--timer", default="wall", choices=["wall", "cpu"],
+                        help="cpu: this thread's CPU time (needs --threads 1 on CPU): time spent "
+                             "descheduled by other processes on a shared machine is not counted")
     parser.add_argument("--out", default="outputs/bench_speed")
     args = parser.parse_args(argv)
+    if args.timer == "cpu" and (args.device != "cpu" or args.threads != 1):
+        parser.error("--timer cpu: only with --device cpu --threads 1 (other threads' time is not seen)")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu")
     if args.repeats < 1 or args.threads < 1:
@@ -80,9 +85,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 # ---------------------------------------------------------------------------------------- timing
 
-def make_timer(device: str) -> Callable[[Callable[[], None], int], float]:
+def make_timer(device: str, clock: str = "wall") -> Callable[[Callable[[], None], int], float]:
     """Return ``timer(fn, number) -> seconds per call``: CUDA events on GPU (the host only
-    queues kernels), perf_counter on CPU (ops run synchronously)."""
+    queues kernels), perf_counter on CPU (ops run synchronously), or with clock="cpu" the
+    calling thread's CPU time (one thread does all the work with --threads 1)."""
     if device == "cuda":
         def timer(fn, number):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -94,11 +100,13 @@ def make_timer(device: str) -> Callable[[Callable[[], None], int], float]:
             torch.cuda.synchronize()
             return start.elapsed_time(end) / 1e3 / number
     else:
+        now = time.thread_time if clock == "cpu" else time.perf_counter
+
         def timer(fn, number):
-            start = time.perf_counter()
+            start = now()
             for _ in range(number):
                 fn()
-            return (time.perf_counter() - start) / number
+            return (now() - start) / number
     return timer
 
 
@@ -177,7 +185,8 @@ def machine_info(args) -> Dict[str, object]:
             "python": platform.python_version(), "device": args.device,
             "command": " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "repeats": args.repeats, "warmup": args.warmup, "min_ms": args.min_ms}
+            "repeats": args.repeats, "warmup": args.warmup, "min_ms": args.min_ms,
+            "timer": args.timer}
     if args.device == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
         info["cuda"] = torch.version.cuda
@@ -313,7 +322,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
         torch.backends.cudnn.allow_tf32 = False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    timer = make_timer(args.device)
+    timer = make_timer(args.device, args.timer)
     info = machine_info(args)
     if args.decode:
         return bench_decode.decode_main(args, timer, summarize, paired_ratio, out, info)

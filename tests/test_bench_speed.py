@@ -118,3 +118,12 @@ def test_decode_mode_times_every_candidate_per_batch(tmp_path):
 def test_official_package_directory_that_is_missing_is_one_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="pip install --no-deps --target"):
         bench_decode.load_official(str(tmp_path / "nowhere"))
+
+
+def test_cpu_timer_counts_this_threads_cpu_time_and_needs_one_thread():
+    with pytest.raises(SystemExit):
+        bench_speed.parse_args(["--timer", "cpu", "--threads", "2"])
+    timer = bench_speed.make_timer("cpu", "cpu")
+    import time
+    assert timer(lambda: time.sleep(0.01), 2) < 0.005  # sleeping uses no CPU
+    assert timer(lambda: sum(range(20000)), 2) > 0
