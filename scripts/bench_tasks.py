@@ -16,8 +16,8 @@ Where each step goes, from hooks that do not change what runs: forward of the em
 encoder (``model.encoder``) and of the rest (head, softmax/decoder and loss); backward of the encoder
 (from the gradient of its output arriving to the last gradient of its input or parameters) and of
 the rest; the optimizer (clipping, step, zero_grad). Any task whose model has an ``encoder`` can be
-named, including ones added later (squad, translation, speech): ``--tasks`` takes task names of
-``tasks/`` and the presets below.
+named, including ones added later (squad, translation, speech): ``--tasks`` takes the ``task=``
+configs of ``conf/task/`` and the presets below.
 """
 import argparse
 import contextlib
@@ -33,10 +33,10 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import nn
 
-from tasks import available_tasks, build_task
+from tasks import build_task
 from tasks.base import move_to_device
 from tasks.optim import build_optimizer
-from tasks.runner import compose
+from tasks.runner import compose, find_conf_dir
 
 # Paper setups composed by experiment files: label -> overrides for a model name.
 PRESETS: Dict[str, Callable[[str], List[str]]] = {
@@ -45,11 +45,16 @@ PRESETS: Dict[str, Callable[[str], List[str]]] = {
 PARTS = ("embedding", "encoder_fwd", "rest_fwd", "encoder_bwd", "rest_bwd", "optimizer")
 
 
+def task_configs() -> List[str]:
+    """The ``task=`` choices: conf/task/*.yaml (lm_char is a config of the lm task)."""
+    return sorted(p.stem for p in (find_conf_dir() / "task").glob("*.yaml"))
+
+
 def overrides_for(task: str, model: str, extra: List[str]) -> List[str]:
     if task in PRESETS:
         return PRESETS[task](model) + extra
-    if task not in available_tasks():
-        raise ValueError(f"--tasks: expected task names from {available_tasks()} or presets "
+    if task not in task_configs():
+        raise ValueError(f"--tasks: expected task configs from {task_configs()} or presets "
                          f"{sorted(PRESETS)}, received {task!r}")
     return [f"task={task}", f"model={model}"] + extra
 

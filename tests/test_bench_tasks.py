@@ -35,6 +35,11 @@ def test_lm_sru_vs_lstm_report(tmp_path):
 
 
 def test_unknown_task_is_one_clear_error():
-    with pytest.raises(ValueError, match="expected task names from"):
+    with pytest.raises(ValueError, match="expected task configs from"):
         bench_tasks.overrides_for("nope", "sru", [])
     assert bench_tasks.overrides_for("ptb-paper", "lstm", []) == ["experiment=paper/ptb_lstm"]
+
+
+def test_task_configs_include_the_char_lm():
+    assert {"lm", "lm_char", "classification"} <= set(bench_tasks.task_configs())
+    assert bench_tasks.overrides_for("lm_char", "sru", ["seed=1"]) == ["task=lm_char", "model=sru", "seed=1"]
