@@ -110,8 +110,9 @@ def test_decode_mode_times_every_candidate_per_batch(tmp_path):
         (b, n) for b in bench_decode.DECODE_BATCHES for n in names}
     for r in rows:
         assert r["median_ms"] > 0 and len(r["samples_ms"]) == 2
+        assert 0 < r["min_ms"] <= r["median_ms"]
         if r["candidate"] == "matmuls":
-            assert r["vs_matmuls"] == pytest.approx(1.0)
+            assert r["vs_matmuls"] == pytest.approx(1.0) and r["vs_matmuls_min"] == pytest.approx(1.0)
     assert "| 1 | sru (inference_mode) |" in (out / "decode.md").read_text()
 
 
