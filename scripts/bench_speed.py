@@ -3,6 +3,7 @@
     python scripts/bench_speed.py [--device cpu|cuda] [--threads 2] [--repeats N]
                                   [--shapes paper|judged|all|tiny] [--dtypes fp32,bf16]
                                   [--out DIR] [--profile]
+    python scripts/bench_speed.py --decode [--official DIR]   (one-step decoding latency)
 
 Times inference (forward under no_grad) and a training step (forward + backward into the
 parameters and the input) for each candidate of ``bench_registry.py``. Candidates are
@@ -11,7 +12,8 @@ from other processes hits all of them alike; after a warm-up each measurement is
 enough calls to last ``--min-ms``; we report medians and inter-quartile ranges, the ratio to
 the GEMM bound and the speedup over the LSTM (each the median over rounds of the per-round
 ratio, so load that drifts during the run cancels). Writes ``bench.json``, ``bench.md`` and
-``speed.png`` into ``--out``.
+``speed.png`` into ``--out``. ``--decode`` times one step at a time instead (L = 1, state
+carried; ``bench_decode.py``) and writes ``decode.json`` and ``decode.md``.
 """
 import argparse
 import datetime
@@ -27,14 +29,13 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-# Run as a script, the checkout's own ``sru`` package must be the one benchmarked, installed or not.
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-
-import bench_registry as registry  # noqa: E402
+# Found beside this script (its folder is sys.path[0] when run as `python scripts/bench_speed.py`).
+# The ``sru`` benchmarked is the one Python imports: the checkout's with `pip install -e .` or
+# `PYTHONPATH=.`; the run prints its path.
+import bench_decode
+import bench_registry as registry
 
 MODES = ("forward", "train_step")
 PROFILED_STEPS = 3
@@ -58,8 +59,18 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="comma list of candidate names to keep (default: all)")
     parser.add_argument("--profile", action="store_true",
                         help="also write torch.profiler tables of each SRU training step")
+    parser.add_argument("--decode", action="store_true",
+                        help="time one decoding step (L=1, state carried) instead of sequences")
+    parser.add_argument("--official", default=None, metavar="DIR",
+                        help="with --decode: also time the official sru package installed in DIR "
+                             "(pip install --no-deps --target DIR sru==2.6.0)")
+    parser.add_argument("--timer", default="wall", choices=["wall", "cpu"],
+                        help="cpu: this thread's CPU time (needs --threads 1 on CPU): time spent "
+                             "descheduled by other processes on a shared machine is not counted")
     parser.add_argument("--out", default="outputs/bench_speed")
     args = parser.parse_args(argv)
+    if args.timer == "cpu" and (args.device != "cpu" or args.threads != 1):
+        parser.error("--timer cpu: only with --device cpu --threads 1 (other threads' time is not seen)")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch; use --device cpu")
     if args.repeats < 1 or args.threads < 1:
@@ -74,9 +85,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 # ---------------------------------------------------------------------------------------- timing
 
-def make_timer(device: str) -> Callable[[Callable[[], None], int], float]:
+def make_timer(device: str, clock: str = "wall") -> Callable[[Callable[[], None], int], float]:
     """Return ``timer(fn, number) -> seconds per call``: CUDA events on GPU (the host only
-    queues kernels), perf_counter on CPU (ops run synchronously)."""
+    queues kernels), perf_counter on CPU (ops run synchronously), or with clock="cpu" the
+    calling thread's CPU time (one thread does all the work with --threads 1)."""
     if device == "cuda":
         def timer(fn, number):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -88,11 +100,13 @@ def make_timer(device: str) -> Callable[[Callable[[], None], int], float]:
             torch.cuda.synchronize()
             return start.elapsed_time(end) / 1e3 / number
     else:
+        now = time.thread_time if clock == "cpu" else time.perf_counter
+
         def timer(fn, number):
-            start = time.perf_counter()
+            start = now()
             for _ in range(number):
                 fn()
-            return (time.perf_counter() - start) / number
+            return (now() - start) / number
     return timer
 
 
@@ -171,7 +185,8 @@ def machine_info(args) -> Dict[str, object]:
             "python": platform.python_version(), "device": args.device,
             "command": " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "repeats": args.repeats, "warmup": args.warmup, "min_ms": args.min_ms}
+            "repeats": args.repeats, "warmup": args.warmup, "min_ms": args.min_ms,
+            "timer": args.timer}
     if args.device == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
         info["cuda"] = torch.version.cuda
@@ -307,8 +322,10 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
         torch.backends.cudnn.allow_tf32 = False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    timer = make_timer(args.device)
+    timer = make_timer(args.device, args.timer)
     info = machine_info(args)
+    if args.decode:
+        return bench_decode.decode_main(args, timer, summarize, paired_ratio, out, info)
 
     try:
         backends = registry.sru_backends(args.device)
@@ -321,8 +338,9 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
     if keep is not None and not keep <= known:
         raise ValueError(f"--candidates: expected a comma list from {sorted(known)}, "
                          f"received unknown {sorted(keep - known)}")
+    import sru
     print(f"{info['cpu_model']} | torch {info['torch']} | device {args.device} | "
-          f"threads {info['threads']} | SRU backends {backends}", flush=True)
+          f"threads {info['threads']} | SRU backends {backends} | sru from {sru.__file__}", flush=True)
 
     rows = []
     for dtype in args.dtypes:

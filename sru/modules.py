@@ -16,29 +16,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.ops import _cpu_kernel_available, elementwise_recurrence
+from sru.dispatch import (check_float_tensor, check_mask_pad, empty_outputs,
+                          fuse_layer, inference_plan, run_inference_path, shape_of, state_dtype)
+from sru.ops import elementwise_recurrence
 from sru.ops.fused_layer import linear_recurrence_cpu
-
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
-
-
-def _shape(t: Tensor) -> tuple:
-    return tuple(t.shape)
-
-
-def _check_float_tensor(name: str, owner: str, t) -> None:
-    if not isinstance(t, Tensor):
-        raise ValueError(f"{owner} expected {name} to be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_floating_point():
-        raise ValueError(f"{owner} expected {name} to be a floating-point tensor, "
-                         f"got dtype {t.dtype}; convert it with .float()")
-
-
-def _check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -> None:
-    if not isinstance(mask_pad, Tensor) or _shape(mask_pad) != expected:
-        got = _shape(mask_pad) if isinstance(mask_pad, Tensor) else type(mask_pad).__name__
-        raise ValueError(f"{owner} expected mask_pad of shape {layout} = {expected} "
-                         f"(nonzero/True = padded step), got {got}")
 
 
 class SRUCell(nn.Module):
@@ -187,10 +168,10 @@ class SRUCell(nn.Module):
                 input: Tensor,
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-        _check_float_tensor("input", "SRUCell", input)
+        check_float_tensor("input", "SRUCell", input)
         if input.dim() not in (2, 3) or input.size(-1) != self.input_size:
             raise ValueError(f"SRUCell expected input of shape (length, batch, {self.input_size}) "
-                             f"or (batch, {self.input_size}), got {_shape(input)}")
+                             f"or (batch, {self.input_size}), got {shape_of(input)}")
         if self.weight is not None and input.dtype != self.weight.dtype \
                 and not torch.is_autocast_enabled(input.device.type):
             raise ValueError(f"SRUCell expected input of dtype {self.weight.dtype} (the "
@@ -203,12 +184,21 @@ class SRUCell(nn.Module):
                 mask_pad = mask_pad.unsqueeze(0)
         length, batch = input.size(0), input.size(1)
         if c0 is not None:  # None means zeros; the recurrence allocates nothing for it
-            _check_float_tensor("c0", "SRUCell", c0)
-            if _shape(c0) != (batch, self.output_size):
+            check_float_tensor("c0", "SRUCell", c0)
+            if shape_of(c0) != (batch, self.output_size):
                 raise ValueError(f"SRUCell expected c0 of shape (batch, directions*hidden_size) = "
-                                 f"{(batch, self.output_size)}, got {_shape(c0)}")
+                                 f"{(batch, self.output_size)}, got {shape_of(c0)}")
         if mask_pad is not None:
-            _check_mask_pad("SRUCell", mask_pad, (length, batch), "(length, batch)")
+            check_mask_pad("SRUCell", mask_pad, (length, batch), "(length, batch)")
+        if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
+            h, c = empty_outputs(input, c0, (batch, self.output_size), self.output_size,
+                                 self.amp_recurrence_fp16)
+            return (h.squeeze(0) if single_step else h), c
+        plan = inference_plan((self,), input)
+        if plan is not None:  # no autograd: the matmul and one direct kernel call
+            h, c = run_inference_path(plan, input, None if c0 is None else c0.unsqueeze(0),
+                                      mask_pad)
+            return (h.squeeze(0) if single_step else h), c[0]
 
         residual = input  # the skip term sees the raw input (before layer norm and rnn_dropout)
         if self.layer_norm is not None and not self.normalize_after:
@@ -228,32 +218,18 @@ class SRUCell(nn.Module):
             h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
+        # Half precision: h back in the input's dtype (the next layer's matmul runs in it); c
+        # stays in the float32 the recurrence accumulated it in (see state_dtype).
+        h = h.to(residual.dtype)
         return (h.squeeze(0) if single_step else h), c
+
+    def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
+        return fuse_layer(self, input, residual, c0)  # a method: tests switch it off per cell
 
     @property
     def _skip_scale(self) -> float:
         """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
         return self._scale_x_value if self.rescale else 1.0
-
-    def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
-        """Whether the matmul and the recurrence can run as one CPU autograd function
-        (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
-
-        Only when training in eager mode (under torch.compile the custom ops make one graph),
-        with the plain weight (no projection, no custom_m), k = 3 and the skip input being
-        the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
-        """
-        return (input is residual and type(input) is Tensor  # not a tracing subclass
-                and self.num_matrices == 3 and self.has_skip_term
-                and self.custom_m is None and self.weight_proj is None
-                and self.backend in ("auto", "cpu") and input.device.type == "cpu"
-                and torch.is_grad_enabled() and input.dtype in (torch.float32, torch.float64)
-                and input.dtype == self.weight.dtype == self.weight_c.dtype == self.bias.dtype
-                and (c0 is None or c0.dtype == input.dtype)
-                and not torch.is_autocast_enabled("cpu")
-                and not torch.compiler.is_compiling()
-                and not torch._C._are_functorch_transforms_active()  # torch.func.grad, vmap
-                and _cpu_kernel_available())
 
     def compute_U(self, input: Tensor) -> Tensor:
         """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k)."""
@@ -285,13 +261,13 @@ class SRUCell(nn.Module):
         expected_u = (length, batch, self.output_size * self.num_matrices)
         if U.numel() != math.prod(expected_u) or U.size(-1) != expected_u[-1]:
             raise ValueError(f"SRUCell expected custom_m's U of shape {expected_u}, "
-                             f"got {_shape(U)}")
+                             f"got {shape_of(U)}")
         U = U.reshape(expected_u)
         if V.dim() > 1:
             expected_v = (length, batch, self.output_size * 2)
             if V.numel() != math.prod(expected_v) or V.size(-1) != expected_v[-1]:
                 raise ValueError(f"SRUCell expected custom_m's V of shape {expected_v}, "
-                                 f"got {_shape(V)}")
+                                 f"got {shape_of(V)}")
             V = V.reshape(expected_v)
         return U, V
 
@@ -299,10 +275,7 @@ class SRUCell(nn.Module):
                          mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> List[Tensor]:
         # Under autocast U arrives in half precision; the recurrence accumulates c over time,
         # so it runs in float32 unless amp_recurrence_fp16 asks for float16 (official rule).
-        dtype = U.dtype
-        if dtype in _LOW_PRECISION:
-            dtype = torch.float16 if self.amp_recurrence_fp16 and dtype == torch.float16 \
-                else torch.float32
+        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         if not (self.has_skip_term and U.size(-1) == 3 * self.output_size):
             residual = None  # the skip input is u3 (k = 4) or absent: x is not read
@@ -469,30 +442,37 @@ class SRU(nn.Module):
             mask_pad = (steps >= packed_lengths.unsqueeze(0)).to(input.device)
             time_major = True
 
-        _check_float_tensor("input", "SRU", input)
+        check_float_tensor("input", "SRU", input)
         dims = "length, batch" if time_major else "batch, length"
         if input.dim() != 3 or input.size(-1) != self.input_size:
             raise ValueError(f"SRU expected input of shape ({dims}, {self.input_size}), "
-                             f"got {_shape(input)}")
+                             f"got {shape_of(input)}")
         if mask_pad is not None:
-            _check_mask_pad("SRU", mask_pad, _shape(input)[:2], f"({dims})")
+            check_mask_pad("SRU", mask_pad, shape_of(input)[:2], f"({dims})")
         if not time_major:
             input = input.transpose(0, 1)
             mask_pad = None if mask_pad is None else mask_pad.transpose(0, 1)
         batch = input.size(1)
         if c0 is not None:
-            _check_float_tensor("c0", "SRU", c0)
+            check_float_tensor("c0", "SRU", c0)
             expected = (self.num_layers, batch, self.output_size)
-            if _shape(c0) != expected:
+            if shape_of(c0) != expected:
                 raise ValueError(f"SRU expected c0 of shape (num_layers, batch, "
-                                 f"directions*hidden_size) = {expected}, got {_shape(c0)}")
+                                 f"directions*hidden_size) = {expected}, got {shape_of(c0)}")
 
         h = input if self.input_to_hidden is None else self.input_to_hidden(input)
-        c_last = []
-        for i, cell in enumerate(self.rnn_lst):
-            h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
-            c_last.append(c)
-        c_stack = torch.stack(c_last)
+        plan = inference_plan(self.rnn_lst, h)
+        if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
+            h, c_stack = empty_outputs(h, c0, (self.num_layers, batch, self.output_size),
+                                       self.output_size, self.amp_recurrence_fp16)
+        elif plan is not None:  # no autograd: one matmul and one direct kernel call per layer
+            h, c_stack = run_inference_path(plan, h, c0, mask_pad)
+        else:
+            c_last = []
+            for i, cell in enumerate(self.rnn_lst):
+                h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
+                c_last.append(c)
+            c_stack = torch.stack(c_last)
         if self.nn_rnn_compatible_return:  # (layers, B, dirs*d) -> (layers*dirs, B, d)
             c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
                        .transpose(1, 2).reshape(-1, batch, self.hidden_size))

@@ -1,4 +1,4 @@
-"""Where metrics go: console, ``metrics.jsonl`` (always; plots and tests read it), CSV, wandb.
+"""Where metrics go: console, ``metrics.jsonl`` (always; plots and tests read it), CSV, wandb, TensorBoard.
 
 Every logger takes ``log(record)`` where record = {"split": ..., "step": ..., "epoch": ..., metrics...}
 and ``finish()``. Only rank 0 should construct loggers (``build_loggers(..., enabled=False)`` on others).
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-LOGGERS = ("csv", "wandb", "none")
+LOGGERS = ("csv", "wandb", "tensorboard", "none")
 
 
 def drop_records_after(run_dir: Path, step: int) -> int:
@@ -124,6 +124,32 @@ class WandbLogger:
         self.wandb.finish()
 
 
+class TensorBoardLogger:
+    """Event files under ``<run_dir>/tensorboard`` (or ``logger.log_dir``): one scalar per numeric
+    metric, tagged ``<split>/<metric>`` at the record's step (as the wandb logger names them), and
+    the run's config as text. View with ``tensorboard --logdir <run_dir>``."""
+
+    def __init__(self, run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any]):
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as err:  # torch's wrapper needs the tensorboard package
+            raise ImportError("logger=tensorboard needs the tensorboard package: pip install tensorboard "
+                              f"(it is in the [train] extra), or pick another logger=. ({err})") from err
+        self.log_dir = Path(cfg.get("log_dir") or Path(run_dir) / "tensorboard")
+        self.writer = SummaryWriter(log_dir=str(self.log_dir), flush_secs=int(cfg.get("flush_secs", 30)))
+        # Markdown: a fenced block keeps the config's indentation in TensorBoard's text tab.
+        self.writer.add_text("config", "```\n" + json.dumps(config, indent=2, default=str) + "\n```", 0)
+
+    def log(self, record: Mapping[str, Any]) -> None:
+        split, step = record.get("split", "train"), int(record["step"])
+        for key, value in record.items():
+            if key not in ("split", "step") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.writer.add_scalar(f"{split}/{key}", value, step)
+
+    def finish(self) -> None:
+        self.writer.close()
+
+
 class Loggers:
     """Fan a record out to every logger; ``finish`` closes all of them even if one fails."""
 
@@ -162,4 +188,6 @@ def build_loggers(run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any],
         loggers.append(CsvLogger(run_dir))
     elif name == "wandb":
         loggers.append(WandbLogger(run_dir, cfg, config, run_name))
+    elif name == "tensorboard":
+        loggers.append(TensorBoardLogger(run_dir, cfg, config))
     return Loggers(loggers)

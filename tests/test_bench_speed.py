@@ -10,6 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import bench_decode  # noqa: E402
 import bench_registry  # noqa: E402
 import bench_speed  # noqa: E402
 
@@ -95,3 +96,35 @@ def test_ratios_are_paired_per_round():
     sru = rows[2]["train_step"]
     assert sru["vs_gemm"] == pytest.approx(1.1)
     assert sru["speedup_vs_lstm"] == pytest.approx(4.0 / 1.1)
+
+
+def test_decode_mode_times_every_candidate_per_batch(tmp_path):
+    out = tmp_path / "decode"
+    cmd = [sys.executable, str(REPO / "scripts" / "bench_speed.py"), "--decode", "--threads", "1",
+           "--repeats", "2", "--warmup", "1", "--min-ms", "0", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads((out / "decode.json").read_text())["results"]
+    names = {"matmuls", "sru (inference_mode)", "sru (no_grad)", "lstm"}
+    assert {(r["batch"], r["candidate"]) for r in rows} == {
+        (b, n) for b in bench_decode.DECODE_BATCHES for n in names}
+    for r in rows:
+        assert r["median_ms"] > 0 and len(r["samples_ms"]) == 2
+        assert 0 < r["min_ms"] <= r["median_ms"]
+        if r["candidate"] == "matmuls":
+            assert r["vs_matmuls"] == pytest.approx(1.0) and r["vs_matmuls_min"] == pytest.approx(1.0)
+    assert "| 1 | sru (inference_mode) |" in (out / "decode.md").read_text()
+
+
+def test_official_package_directory_that_is_missing_is_one_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps --target"):
+        bench_decode.load_official(str(tmp_path / "nowhere"))
+
+
+def test_cpu_timer_counts_this_threads_cpu_time_and_needs_one_thread():
+    with pytest.raises(SystemExit):
+        bench_speed.parse_args(["--timer", "cpu", "--threads", "2"])
+    timer = bench_speed.make_timer("cpu", "cpu")
+    import time
+    assert timer(lambda: time.sleep(0.01), 2) < 0.005  # sleeping uses no CPU
+    assert timer(lambda: sum(range(20000)), 2) > 0

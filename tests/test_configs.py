@@ -73,7 +73,7 @@ def test_paper_ptb_sru_and_lstm_share_the_recipe():
 
 
 @pytest.mark.parametrize("override,choices", [("model=gru", "lstm"), ("task=nope", "lm"),
-                                              ("logger=tensorboard", "wandb")])
+                                              ("logger=mlflow", "tensorboard")])
 def test_unknown_group_option_lists_valid_choices(override, choices):
     with pytest.raises(ConfigCompositionException) as err:
         compose([override])

@@ -1,0 +1,161 @@
+"""One-step decoding latency (``scripts/bench_speed.py --decode``): a stack at L = 1 with its
+state carried from step to step, as a translation decoder or a streaming model runs it.
+
+Candidates, per batch size, all in eval mode without autograd:
+
+    matmuls                  x·W of every SRU layer at L = 1: the floor (at B = 1 reading the
+                             weights, memory-bound)
+    sru (inference_mode)     this package's SRU, state carried, under torch.inference_mode()
+    sru (no_grad)            the same under torch.no_grad()
+    sru-official             the official ``sru`` package (2.x), when ``--official DIR`` holds it
+    lstm                     nn.LSTM of the same width and depth, (h, c) carried
+
+The official package is also named ``sru``; to time it beside this one without installing it
+over this package, install it into its own directory and pass that:
+
+    pip install --no-deps --target ~/.cache/sru-official sru==2.6.0
+    python scripts/bench_speed.py --decode --official ~/.cache/sru-official
+"""
+import importlib.util
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+from torch import nn
+
+DECODE_BATCHES = (1, 32)
+DECODE_WIDTH, DECODE_LAYERS = 512, 2
+
+
+def load_official(directory: str):
+    """Import the official ``sru`` package from ``directory`` (a ``pip --target`` install) as a
+    separate module object, leaving this package's ``sru`` in ``sys.modules`` untouched."""
+    init = Path(directory).expanduser() / "sru" / "__init__.py"
+    if not init.exists():
+        raise FileNotFoundError(f"--official: {init} does not exist; install the package there "
+                                f"with `pip install --no-deps --target {directory} sru==2.6.0`")
+    ours = {k: v for k, v in sys.modules.items() if k == "sru" or k.startswith("sru.")}
+    for name in ours:
+        del sys.modules[name]
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "sru", init, submodule_search_locations=[str(init.parent)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sru"] = module  # its own `from sru.x import` lines resolve inside it
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "could not compile the CUDA kernels" on CPU
+            spec.loader.exec_module(module)
+        return module
+    finally:
+        for name in [k for k in sys.modules if k == "sru" or k.startswith("sru.")]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def _stepper(module: nn.Module, x: torch.Tensor, state, context) -> Callable[[], None]:
+    """One decoding step per call, feeding each step's state into the next."""
+    box = [state]
+
+    def step() -> None:
+        with context():
+            _, box[0] = module(x, box[0])
+    return step
+
+
+def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[], Callable]]:
+    from sru import SRU
+
+    d, layers = DECODE_WIDTH, DECODE_LAYERS
+    gen = torch.Generator().manual_seed(batch)
+    x = torch.randn(1, batch, d, generator=gen).to(device)
+    c0 = torch.zeros(layers, batch, d, device=device)
+
+    def ours(context):
+        module = SRU(d, d, num_layers=layers).to(device).eval()
+        return _stepper(module, x, c0, context)
+
+    def matmuls():
+        weights = [cell.weight.detach() for cell in SRU(d, d, num_layers=layers).to(device).rnn_lst]
+        rows = x.view(batch, d)
+
+        def step() -> None:
+            with torch.inference_mode():
+                for w in weights:
+                    rows.mm(w)
+        return step
+
+    def lstm():
+        module = nn.LSTM(d, d, num_layers=layers).to(device).eval()
+        return _stepper(module, x, (c0.clone(), c0.clone()), torch.inference_mode)
+
+    builders = {"matmuls": matmuls,
+                "sru (inference_mode)": lambda: ours(torch.inference_mode),
+                "sru (no_grad)": lambda: ours(torch.no_grad),
+                "lstm": lstm}
+    if official is not None:
+        builders["sru-official"] = lambda: _stepper(
+            official.SRU(d, d, num_layers=layers).to(device).eval(), x, c0, torch.inference_mode)
+    return builders
+
+
+def run(args, timer, summarize, paired_ratio) -> List[Dict]:
+    """Time every candidate round-robin per batch size; ratios paired per round."""
+    official = None if not args.official else load_official(args.official)
+    rows = []
+    for batch in DECODE_BATCHES:
+        steps = {name: build() for name, build in
+                 build_candidates(batch, args.device, official).items()}
+        numbers = {}
+        for name, step in steps.items():
+            for _ in range(max(args.warmup, 20)):
+                step()
+            one = timer(step, 10)
+            numbers[name] = max(10, int(args.min_ms / 1e3 / max(one, 1e-9)))
+        samples = {name: [] for name in steps}
+        names = list(steps)
+        for rep in range(args.repeats):
+            shift = rep % len(names)
+            for name in names[shift:] + names[:shift]:
+                samples[name].append(timer(steps[name], numbers[name]))
+        stats = {name: summarize(samples[name]) for name in names}
+        for name in names:
+            # Interference from other processes only ever adds time: the minimum over rounds is
+            # the least disturbed sample, a second view beside the paired median on a busy machine.
+            row = {"batch": batch, "candidate": name, **stats[name],
+                   "min_ms": min(stats[name]["samples_ms"]),
+                   "vs_matmuls": paired_ratio(stats[name], stats["matmuls"]),
+                   "vs_matmuls_min": min(stats[name]["samples_ms"]) / min(stats["matmuls"]["samples_ms"])}
+            if "sru-official" in stats:
+                row["vs_official"] = paired_ratio(stats[name], stats["sru-official"])
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: List[Dict]) -> str:
+    lines = [f"One decoding step, SRU {DECODE_LAYERS} x {DECODE_WIDTH} (L = 1, state carried), "
+             "µs per step: median [IQR]; ratios: median over rounds of the per-round ratio",
+             "(min: the fastest round of each, and their ratio)", "",
+             "| B | candidate | µs / step [IQR] | min µs | / matmuls | min / min matmuls | / official |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        official = r.get("vs_official")
+        lines.append(f"| {r['batch']} | {r['candidate']} | {r['median_ms'] * 1e3:.1f} "
+                     f"[{r['q25_ms'] * 1e3:.1f}–{r['q75_ms'] * 1e3:.1f}] | {r['min_ms'] * 1e3:.1f} "
+                     f"| {r['vs_matmuls']:.3f}x | {r['vs_matmuls_min']:.3f}x "
+                     f"| {'–' if official is None else format(official, '.3f') + 'x'} |")
+    return "\n".join(lines)
+
+
+def decode_main(args, timer, summarize, paired_ratio, out: Path, info: Dict) -> List[Dict]:
+    rows = run(args, timer, summarize, paired_ratio)
+    table = markdown(rows)
+    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows}, indent=1))
+    (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
+                                   f"{info.get('gpu', info['cpu_model'])}, {info['threads']} threads, "
+                                   f"torch {info['torch']}, {info['date']}\n\n{table}\n")
+    print(table + f"\n\nwrote {out / 'decode.json'}, {out / 'decode.md'}", flush=True)
+    return rows
+

@@ -1,0 +1,260 @@
+"""End-to-end training throughput per task: SRU vs LSTM on the same batches, in one process.
+
+    python scripts/bench_tasks.py [--tasks lm,lm_char,classification,ptb-paper] [--steps 10]
+                                  [--rounds 3] [--threads 2] [--precision fp32|bf16]
+                                  [--override KEY=VALUE ...] [--out DIR]
+
+For every task the config is composed exactly as ``train.py task=<name> model=<sru|lstm>`` would
+(``tasks.runner.compose``), the task builds its data, model and optimizer, and ``--steps`` training
+batches are taken once and replayed for both models (the same batches: the two tasks are built from
+one config but for the model and give identical batches; checked). The models then alternate,
+``--steps`` optimizer steps each per round, the order flipping every round, so load from other
+processes falls on both alike; items/s is the task's throughput key (tokens, sentences, frames)
+over the step time, and the ratio is the median of the per-round ratios.
+
+Where each step goes, from hooks that do not change what runs: forward of the embedding(s), of the
+encoder (``model.encoder``) and of the rest (head, softmax/decoder and loss); backward of the encoder
+(from the gradient of its output arriving to the last gradient of its input or parameters) and of
+the rest; the optimizer (clipping, step, zero_grad). Any task whose model has an ``encoder`` can be
+named, including ones added later (squad, translation, speech): ``--tasks`` takes the ``task=``
+configs of ``conf/task/`` and the presets below.
+"""
+import argparse
+import contextlib
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import torch
+from torch import nn
+
+from tasks import build_task
+from tasks.base import move_to_device
+from tasks.optim import build_optimizer
+from tasks.runner import compose, find_conf_dir
+
+# Paper setups composed by experiment files: label -> overrides for a model name.
+PRESETS: Dict[str, Callable[[str], List[str]]] = {
+    "ptb-paper": lambda model: [f"experiment=paper/ptb_{model}"],  # 6 x 910, batch 32, bptt 35
+}
+PARTS = ("embedding", "encoder_fwd", "rest_fwd", "encoder_bwd", "rest_bwd", "optimizer")
+
+
+def task_configs() -> List[str]:
+    """The ``task=`` choices: conf/task/*.yaml (lm_char is a config of the lm task)."""
+    return sorted(p.stem for p in (find_conf_dir() / "task").glob("*.yaml"))
+
+
+def overrides_for(task: str, model: str, extra: List[str]) -> List[str]:
+    if task in PRESETS:
+        return PRESETS[task](model) + extra
+    if task not in task_configs():
+        raise ValueError(f"--tasks: expected task configs from {task_configs()} or presets "
+                         f"{sorted(PRESETS)}, received {task!r}")
+    return [f"task={task}", f"model={model}"] + extra
+
+
+class StepClock:
+    """Accumulates wall time per part of a training step via module and tensor hooks."""
+
+    def __init__(self, model: nn.Module):
+        self.totals = dict.fromkeys(PARTS, 0.0)
+        self._fwd_start: Dict[int, float] = {}
+        self._bwd_start: Optional[float] = None
+        self._bwd_end = 0.0
+        encoder = getattr(model, "encoder", None)
+        self.encoder = encoder
+        for module in model.modules():
+            if isinstance(module, nn.Embedding):
+                self._time_forward(module, "embedding")
+        if encoder is not None:
+            self._time_forward(encoder, "encoder_fwd")
+            encoder.register_forward_hook(self._watch_encoder_grads)
+            for p in encoder.parameters():
+                if p.requires_grad:
+                    p.register_post_accumulate_grad_hook(self._grad_done)
+
+    def _time_forward(self, module: nn.Module, part: str) -> None:
+        def pre(mod, args):
+            self._fwd_start[id(mod)] = time.perf_counter()
+
+        def post(mod, args, out):
+            self.totals[part] += time.perf_counter() - self._fwd_start.pop(id(mod))
+        module.register_forward_pre_hook(pre)
+        module.register_forward_hook(post)
+
+    def _watch_encoder_grads(self, module, args, out) -> None:
+        """The encoder's backward starts when the grad of its output arrives and ends with the
+        last grad of its input or parameters."""
+        h = out[0] if isinstance(out, (tuple, list)) else out
+        if isinstance(h, torch.Tensor) and h.requires_grad:
+            h.register_hook(self._grad_arrives)
+        x = args[0] if args else None
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            x.register_hook(lambda g: self._grad_done(None))
+
+    def _grad_arrives(self, grad):
+        if self._bwd_start is None:
+            self._bwd_start = time.perf_counter()
+
+    def _grad_done(self, _):
+        self._bwd_end = max(self._bwd_end, time.perf_counter())
+
+    def backward_done(self, total_s: float) -> None:
+        encoder = self._bwd_end - self._bwd_start if self._bwd_start is not None else 0.0
+        self.totals["encoder_bwd"] += encoder
+        self.totals["rest_bwd"] += total_s - encoder
+        self._bwd_start, self._bwd_end = None, 0.0
+
+
+class Runner:
+    """One model of one task: its own task object (the LM carries its state per model), model,
+    optimizer and clock; ``step(batch)`` is one training step as the trainer does it."""
+
+    def __init__(self, cfg, precision: str):
+        self.cfg = cfg
+        self.task = build_task(cfg)
+        self.task.setup()
+        torch.manual_seed(int(cfg.get("seed") or 0))
+        self.model = self.task.build_model().train()
+        self.optimizer = build_optimizer(self.model.parameters(), cfg["trainer"]["optimizer"])
+        self.clip = cfg["trainer"].get("grad_clip")
+        self.clock = StepClock(self.model)
+        self.autocast = (lambda: torch.autocast("cpu", torch.bfloat16)) if precision == "bf16" \
+            else contextlib.nullcontext
+        self.parameters = sum(p.numel() for p in self.model.parameters())
+
+    def batches(self, n: int) -> list:
+        it = self.task.batches("train", epoch=0, seed=int(self.cfg.get("seed") or 0))
+        return [move_to_device(next(it), torch.device("cpu")) for _ in range(n)]
+
+    def step(self, batch) -> float:
+        """One step; returns the items it trained on."""
+        with self.autocast():
+            start = time.perf_counter()
+            loss, out = self.task.compute_loss(self.model, batch, "train")
+            fwd = time.perf_counter() - start
+        c = self.clock.totals
+        c["rest_fwd"] += fwd  # the hooked parts are taken out in parts()
+        if "sample_size" in out and out["sample_size"] > 0:
+            loss = loss / out["sample_size"]
+        start = time.perf_counter()
+        loss.backward()
+        self.clock.backward_done(time.perf_counter() - start)
+        start = time.perf_counter()
+        if self.clip:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        c["optimizer"] += time.perf_counter() - start
+        return float(out.get(self.task.throughput_key, 0.0))
+
+    def parts(self) -> Dict[str, float]:
+        """Seconds per part, the hooked forward parts taken out of the forward total."""
+        t = dict(self.clock.totals)
+        t["rest_fwd"] -= t["embedding"] + t["encoder_fwd"]
+        return t
+
+
+def same_batches(a: list, b: list) -> bool:
+    def flat(x):
+        if isinstance(x, torch.Tensor):
+            return [x]
+        if isinstance(x, dict):
+            return [t for k in sorted(x) for t in flat(x[k])]
+        if isinstance(x, (list, tuple)):
+            return [t for v in x for t in flat(v)]
+        return []
+    fa, fb = flat(a), flat(b)
+    return len(fa) == len(fb) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(fa, fb))
+
+
+def bench_task(task: str, args) -> Dict:
+    runners = {m: Runner(compose(overrides_for(task, m, args.override)), args.precision)
+               for m in ("sru", "lstm")}
+    batches = runners["sru"].batches(args.steps)
+    if not same_batches(batches, runners["lstm"].batches(args.steps)):
+        raise RuntimeError(f"{task}: the SRU and LSTM configs give different batches; "
+                           "the comparison would not be like for like")
+    for runner in runners.values():  # warm-up: kernel builds, allocator, first-step costs
+        for batch in batches[:2]:
+            runner.step(batch)
+        runner.clock.totals = dict.fromkeys(PARTS, 0.0)
+    rounds = {m: [] for m in runners}
+    for r in range(args.rounds):
+        for m in (["sru", "lstm"] if r % 2 == 0 else ["lstm", "sru"]):
+            start, items = time.perf_counter(), 0.0
+            for batch in batches:
+                items += runners[m].step(batch)
+            rounds[m].append(items / (time.perf_counter() - start))
+    result = {"task": task, "steps_per_round": args.steps, "rounds": args.rounds,
+              "items": runners["sru"].task.throughput_key,
+              "ratio_sru_over_lstm": statistics.median(a / b for a, b in zip(rounds["sru"], rounds["lstm"]))}
+    for m, runner in runners.items():
+        total_steps = args.steps * args.rounds
+        parts = {k: v / total_steps * 1e3 for k, v in runner.parts().items()}
+        result[m] = {"items_per_s": statistics.median(rounds[m]), "items_per_s_rounds": rounds[m],
+                     "parameters": runner.parameters, "ms_per_step_parts": parts,
+                     "ms_per_step": sum(parts.values())}
+    return result
+
+
+def markdown(results: List[Dict]) -> str:
+    head = ("| task | model | params | items/s (median) | SRU / LSTM | ms/step | " +
+            " | ".join(PARTS) + " |")
+    lines = [head, "|" + "---|" * (6 + len(PARTS))]
+    for r in results:
+        for m in ("sru", "lstm"):
+            x = r[m]
+            share = " | ".join(f"{x['ms_per_step_parts'][p]:.1f} ({100 * x['ms_per_step_parts'][p] / x['ms_per_step']:.0f}%)"
+                               for p in PARTS)
+            ratio = f"**{r['ratio_sru_over_lstm']:.2f}x**" if m == "sru" else ""
+            lines.append(f"| {r['task']} | {m} | {x['parameters'] / 1e6:.1f}M | {x['items_per_s']:.0f} {r['items']}/s "
+                         f"| {ratio} | {x['ms_per_step']:.1f} | {share} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", default="lm,lm_char,classification")
+    parser.add_argument("--steps", type=int, default=10, help="training steps per model per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    parser.add_argument("--override", action="append", default=[],
+                        help="a config override for every task and model, e.g. task.batch_size=16")
+    parser.add_argument("--out", default="outputs/bench_tasks")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.rounds < 1 or args.threads < 1:
+        parser.error("--steps, --rounds and --threads: expected >= 1")
+    return args
+
+
+def main(argv=None) -> List[Dict]:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for task in args.tasks.split(","):
+        print(f"[{task}] building data and both models", flush=True)
+        results.append(bench_task(task, args))
+        print(f"[{task}] SRU / LSTM = {results[-1]['ratio_sru_over_lstm']:.2f}x", flush=True)
+    info = {"command": "python scripts/bench_tasks.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "precision": args.precision}
+    table = markdown(results)
+    (out / "bench_tasks.json").write_text(json.dumps({"machine": info, "results": results}, indent=1))
+    (out / "bench_tasks.md").write_text(f"Command: `{info['command']}`  \n{info}\n\n{table}\n")
+    print("\n" + table + f"\n\nwrote {out / 'bench_tasks.json'}, {out / 'bench_tasks.md'}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""What ``sru.modules`` checks on every call and which execution path it takes.
+
+Kept apart from the modules so that the parameter/initialization code stays readable. Three
+paths exist (see docs/ops.md):
+
+- the *inference path* (``sru.ops.cpu.inference``): no autograd, CPU, float32/float64, no
+  dropout masks: each layer's matmul plus one direct kernel call, for the whole stack;
+- the *fused training path* (``sru.ops.fused_layer``): eager CPU training of a plain k = 3 layer;
+- the general path: U from the weight (or ``custom_m``), then ``sru.ops.elementwise_recurrence``
+  (any backend, autograd, torch.compile, autocast, half precision).
+"""
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from sru.ops import _cpu_kernel_available
+from sru.ops.cpu.build import load_library
+from sru.ops.cpu.inference import forward_stack
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+
+
+def shape_of(t: Tensor) -> tuple:
+    return tuple(t.shape)
+
+
+def check_float_tensor(name: str, owner: str, t) -> None:
+    if not isinstance(t, Tensor):
+        raise ValueError(f"{owner} expected {name} to be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise ValueError(f"{owner} expected {name} to be a floating-point tensor, "
+                         f"got dtype {t.dtype}; convert it with .float()")
+
+
+def check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -> None:
+    if not isinstance(mask_pad, Tensor) or shape_of(mask_pad) != expected:
+        got = shape_of(mask_pad) if isinstance(mask_pad, Tensor) else type(mask_pad).__name__
+        raise ValueError(f"{owner} expected mask_pad of shape {layout} = {expected} "
+                         f"(nonzero/True = padded step), got {got}")
+
+
+def state_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> torch.dtype:
+    """The dtype the recurrence runs and keeps c in: float32 for half-precision inputs (c is
+    accumulated over time), float16 only when ``amp_recurrence_fp16`` asks for it."""
+    if dtype in LOW_PRECISION:
+        return torch.float16 if amp_recurrence_fp16 and dtype == torch.float16 else torch.float32
+    return dtype
+
+
+def empty_outputs(input: Tensor, c0: Optional[Tensor], c_shape: Tuple[int, ...],
+                  width: int, amp_recurrence_fp16: bool) -> Tuple[Tensor, Tensor]:
+    """L = 0 or B = 0: h (L, B, width) in the input's dtype; c is c0 (no step changed it) or
+    zeros, in the state dtype."""
+    h = input.new_zeros(input.shape[0], input.shape[1], width)
+    dtype = state_dtype(input.dtype, amp_recurrence_fp16)
+    c = input.new_zeros(c_shape, dtype=dtype) if c0 is None else c0.to(dtype).clone()
+    return h, c
+
+
+def _eager_cpu(input: Tensor) -> bool:
+    """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch."""
+    return (type(input) is Tensor and input.device.type == "cpu"
+            and not torch.is_autocast_enabled("cpu")
+            and not torch.compiler.is_compiling()
+            and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap
+
+
+def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
+    """The per-layer arguments of ``sru.ops.cpu.inference.forward_stack`` when ``cells`` can
+    run on ``input`` that way, else None: no autograd (no_grad / inference_mode), eager CPU,
+    the cells' own float32/float64 dtype, plain weights (a projection is fine, ``custom_m``
+    is not), the CPU backend, no dropout masks to draw.
+
+    Called on every inference forward, so it reads parameters from ``_parameters`` directly
+    (``nn.Module.__getattr__`` costs about a microsecond per access: a decoding step has a
+    budget of a few) and checks and gathers in one pass.
+    """
+    dtype = input.dtype
+    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not _eager_cpu(input):
+        return None
+    plan = []
+    for cell in cells:
+        params, norm = cell._parameters, cell._modules.get("layer_norm")
+        weight, weight_c, bias = params.get("weight"), params["weight_c"], params["bias"]
+        proj = params.get("weight_proj")
+        if (weight is None or cell.backend not in ("auto", "cpu")
+                or cell.__dict__.get("custom_m") is not None or cell._modules.get("custom_m") is not None
+                or (cell.training and (cell.dropout > 0 or cell.rnn_dropout > 0))
+                or weight.dtype != dtype or weight_c.dtype != dtype or bias.dtype != dtype
+                or not (weight_c.is_contiguous() and bias.is_contiguous())
+                or (proj is not None and proj.dtype != dtype)
+                or (norm is not None and norm.weight is not None and norm.weight.dtype != dtype)):
+            return None
+        k = cell.num_matrices
+        plan.append((weight, weight_c, bias, proj, norm, cell.normalize_after,
+                     cell.hidden_size, 2 if cell.bidirectional else 1, k,
+                     (1 if k == 3 else 2) if cell.has_skip_term else 0,
+                     cell.activation_type, cell._skip_scale))
+    return plan if _cpu_kernel_available() else None
+
+
+def run_inference_path(plan: List[tuple], input: Tensor, c0: Optional[Tensor],
+                       mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """``forward_stack`` after making its inputs contiguous, in one dtype (shapes checked by
+    the caller). c0 (layers, B, dirs*d) or None."""
+    if c0 is not None and not (c0.dtype == input.dtype and c0.is_contiguous()):
+        c0 = c0.to(input.dtype).contiguous()
+    pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
+    return forward_stack(load_library(), input.contiguous(), plan, c0, pad)
+
+
+def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
+    """Whether the matmul and the recurrence can run as one CPU autograd function
+    (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
+
+    Only when training in eager mode (under torch.compile the custom ops make one graph),
+    with the plain weight (no projection, no custom_m), k = 3 and the skip input being
+    the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
+    """
+    return (input is residual and _eager_cpu(input)
+            and cell.num_matrices == 3 and cell.has_skip_term
+            and cell.custom_m is None and cell.weight_proj is None
+            and cell.backend in ("auto", "cpu")
+            and torch.is_grad_enabled() and input.dtype in _KERNEL_DTYPES
+            and input.dtype == cell.weight.dtype == cell.weight_c.dtype == cell.bias.dtype
+            and (c0 is None or c0.dtype == input.dtype)
+            and _cpu_kernel_available())

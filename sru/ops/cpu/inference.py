@@ -1,0 +1,70 @@
+"""Inference of a whole SRU stack on CPU without autograd: each layer's matmul, then one direct
+call of the fused forward kernel.
+
+Why: with no gradient to record, the general path's per-layer machinery (argument checks,
+the ``torch.library`` custom-op wrapper, ctypes struct construction, per-layer ``c`` slicing
+and the final ``torch.stack``) costs ~100-300 µs per layer in Python, which at one decoding step
+(L = 1) is more than the layer's matmul itself. Here one ``SruArgs`` struct is filled in place
+per layer (a few pointer and integer stores), every layer writes its last state straight into
+its slot of the returned (layers, B, dirs*d) tensor, and nothing else is allocated but U and h.
+The same kernel computes the same numbers as the general path (bit for bit: same matmul, same
+loop), for any L, so short sequences (small shapes) gain too.
+
+``sru.modules`` decides when this applies (inference, plain weights, float32/float64, no
+dropout masks) and validates shapes before calling.
+"""
+import ctypes
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .kernel import SruArgs
+
+_ENTRY = {torch.float32: "sru_forward_f32", torch.float64: "sru_forward_f64"}
+
+
+def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Optional[Tensor],
+                  mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """Run the layers of ``plan`` on x (L, B, d_in), in order.
+
+    plan: per layer ``(weight, weight_c, bias, weight_proj, layer_norm, normalize_after,
+    hidden_size, dirs, k, skip_mode, use_tanh, scale_x)`` (``sru.dispatch.inference_plan``),
+    tensors in x's dtype; x contiguous; c0 None or contiguous (layers, B, dirs*d); mask_pad
+    None or a contiguous uint8 (L, B). Returns h (L, B, dirs*d) and the last c of every layer
+    (layers, B, dirs*d). Layer norm (pre or post) runs as a plain torch op.
+    """
+    length, batch = x.shape[0], x.shape[1]
+    rows = length * batch
+    width = plan[-1][7] * plan[-1][6]  # every layer of a stack has the same output width
+    c_out = x.new_empty(len(plan), batch, width)
+    step = batch * width * x.element_size()  # bytes between two layers' states
+    call = getattr(lib, _ENTRY[x.dtype])
+    args = SruArgs()
+    args.length, args.batch, args.num_threads = length, batch, torch.get_num_threads()
+    args.mask_pad = None if mask_pad is None else mask_pad.data_ptr()
+    c0_ptr = None if c0 is None else c0.data_ptr()
+    c_ptr = c_out.data_ptr()
+    h = x.view(rows, x.shape[2])
+    for i, (weight, weight_c, bias, proj, norm, normalize_after, hidden, dirs, k, skip_mode,
+            use_tanh, scale_x) in enumerate(plan):
+        residual = h  # the skip term sees the raw input (before layer norm)
+        if norm is not None and not normalize_after:
+            h = F.layer_norm(h, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        if proj is not None:
+            h = h.mm(proj)
+        U = h.mm(weight)
+        out = x.new_empty(rows, width)
+        args.U, args.h, args.c_last = U.data_ptr(), out.data_ptr(), c_ptr + i * step
+        args.x = residual.data_ptr() if skip_mode == 1 else None
+        args.weight_c, args.bias = weight_c.data_ptr(), bias.data_ptr()
+        args.c0 = None if c0_ptr is None else c0_ptr + i * step
+        args.hidden, args.dirs, args.k, args.skip_mode = hidden, dirs, k, skip_mode
+        args.use_tanh, args.scale_x = use_tanh, scale_x
+        if call(ctypes.byref(args)) != 0:  # unreachable for a valid SRUCell
+            raise RuntimeError(f"sru CPU kernel: unsupported k={k} with skip_mode={skip_mode}")
+        h = out
+        if norm is not None and normalize_after:
+            h = F.layer_norm(h, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+    return h.view(length, batch, width), c_out
