@@ -59,3 +59,21 @@ def test_imdb_corpus_is_not_the_mr_evaluation_data():
     texts = list(imdb_texts())
     assert len(texts) == 25_000 and not mr.intersection(texts)
     assert not any("<br" in t for t in texts[:500])  # HTML line breaks removed before tokenising
+
+
+def test_paper_cells_use_the_paper_regime_from_one_shared_base():
+    from pathlib import Path
+
+    from conftest import ROOT, compose
+    cells = sorted(p.stem for p in (ROOT / "conf/experiment/paper").glob("classification_*.yaml"))
+    assert len(cells) == 30
+    for exp in cells:
+        cfg = compose([f"experiment=paper/{exp}"])
+        emb = cfg.task.embedding
+        assert (emb.path, emb.fixed, emb.normalize, emb.dim) == (OFFLINE_NAME, True, True, 300), exp
+        assert cfg.trainer.max_epochs == 100 and cfg.trainer.optimizer.lr == 0.001, exp
+        layers = 8 if exp.endswith("8layers") else 4 if exp.endswith("4layers") else 2
+        assert cfg.model.name == "cnn" or cfg.model.num_layers == layers, exp
+        text = Path(ROOT / "conf/experiment/paper" / f"{exp}.yaml").read_text()
+        assert "/experiment/paper/classification/_" in text and "optimizer" not in text, exp  # no copies
+    assert compose(["task=classification"]).task.embedding.path == OFFLINE_NAME
