@@ -146,7 +146,7 @@ class SRUEncoder(_Recurrent):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 2, dropout: float = 0.0,
                  rnn_dropout: float = 0.0, bidirectional: bool = False, layer_norm: bool = False,
                  highway_bias: float = 0.0, rescale: bool = False, use_tanh: bool = False,
-                 projection_size: int = 0, **extra: Any):
+                 projection_size: int = 0, forget_bias: float = 0.0, **extra: Any):
         super().__init__()
         from sru import SRU  # imported here so LSTM-only runs work even while sru/ is being built
         self.input_size = input_size
@@ -157,6 +157,15 @@ class SRUEncoder(_Recurrent):
                        rnn_dropout=rnn_dropout, bidirectional=bidirectional, layer_norm=layer_norm,
                        highway_bias=highway_bias, rescale=rescale, use_tanh=use_tanh,
                        projection_size=projection_size, **extra)
+        # forget_bias: initial b_f of every layer (a departure from the official init, b_f = 0, kept as
+        # the default). Each layer's `bias` is [b_f ; b_r], each dirs*hidden_size long; only the b_f half
+        # changes, at init only, so `sru/` and its checkpoint layout stay the official ones. A positive
+        # b_f keeps more of c_{t-1}: the last state then summarises more than the last few words.
+        self.forget_bias = float(forget_bias)
+        if self.forget_bias != 0.0:
+            with torch.no_grad():
+                for cell in self.rnn.rnn_lst:
+                    cell.bias[:cell.bias.numel() // 2].fill_(self.forget_bias)
 
     def forward(self, x: Tensor, state: Optional[Tensor] = None, mask_pad: Optional[Tensor] = None,
                 return_all_layers: bool = False):

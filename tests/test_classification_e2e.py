@@ -29,7 +29,9 @@ def tiny_classification_overrides(model: str, epochs: int = 12):
         "task.data.name=null", "task.data.source=files",
         # train = valid = test file: a memorisation check of the whole pipeline (real data would be split)
         *(f"+task.data.files.{split}={FIX / 'reviews.csv'}" for split in ("train", "valid", "test")),
-        "task.embedding.dim=16", "task.batch_size=4", "task.eval_batch_size=8", "task.dropout=0.0",
+        # random trained embeddings (the task default loads the offline word2vec vectors)
+        "task.embedding.dim=16", "task.embedding.path=null", "task.embedding.normalize=false",
+        "task.batch_size=4", "task.eval_batch_size=8", "task.dropout=0.0",
         "trainer.optimizer.name=adam", "trainer.optimizer.lr=0.01", "trainer.optimizer.weight_decay=0",
         f"trainer.max_epochs={epochs}", "trainer.eval_every_steps=null", "trainer.log_every_steps=1",
         "trainer.progress_bar=false", "trainer.grad_clip=null",
@@ -149,7 +151,8 @@ def test_interleaved_timing_prints_a_row_per_model(capsys):
     timing = load_script("time_classification")
     timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
                  "task.data.name=null", "task.data.source=files", f"+task.data.files.train={FIX / 'reviews.csv'}",
-                 "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16"])
+                 "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16", "task.embedding.path=null",
+                 "task.embedding.normalize=false"])
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| sru") or line.startswith("| cnn")]
     assert [row.split("|")[1].strip() for row in rows] == ["sru", "cnn"], out

@@ -140,7 +140,8 @@ CLASSIFICATION = [
     f"+task.data.files.train={ROOT / 'tests/fixtures/classification/reviews.csv'}",
     f"+task.data.files.test={ROOT / 'tests/fixtures/classification/reviews.csv'}",
     # 24 reviews: 4 validation, 20 training = 5 global batches of 4 (2 per rank); eval batch 3 over 2 ranks
-    "task.data.valid_fraction=0.17", "task.embedding.dim=16", "task.batch_size=4", "task.eval_batch_size=3",
+    "task.data.valid_fraction=0.17", "task.embedding.dim=16", "task.embedding.path=null",
+    "task.embedding.normalize=false", "task.batch_size=4", "task.eval_batch_size=3",
     "task.dropout=0.0",
     "trainer.optimizer.name=adam", "trainer.optimizer.lr=0.01", "trainer.optimizer.weight_decay=0",
     "trainer.max_epochs=2", "trainer.log_every_steps=1", "trainer.progress_bar=false", "trainer.plot=false",

@@ -11,6 +11,8 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import torch
 
+from .word2vec import OFFLINE_NAME, offline_vectors_path
+
 
 def _detect_format(path: Path, fmt: str) -> str:
     if fmt in ("text", "binary"):
@@ -21,11 +23,17 @@ def _detect_format(path: Path, fmt: str) -> str:
 
 
 def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "auto") -> Dict[str, np.ndarray]:
-    """Return {word: float32 vector} for the words in ``wanted`` (all words when None)."""
+    """Return {word: float32 vector} for the words in ``wanted`` (all words when None).
+
+    ``path`` is a word2vec/GloVe file, or ``offline_word2vec``: the vectors trained here by
+    ``tasks/classification/word2vec.py`` (cached; trained on first use, a few minutes)."""
+    if str(path) == OFFLINE_NAME:
+        path, fmt = str(offline_vectors_path()), "binary"
     p = Path(path).expanduser()
     if not p.is_file():
         raise FileNotFoundError(f"word vector file not found: {p}. Set task.embedding.path to a local "
-                                f"word2vec (.txt/.bin) or GloVe (.txt) file, or null for random init.")
+                                f"word2vec (.txt/.bin) or GloVe (.txt) file, to {OFFLINE_NAME} (vectors "
+                                f"trained offline here), or null for random init.")
     wanted = None if wanted is None else set(wanted)
     reader = _read_binary if _detect_format(p, fmt) == "binary" else _read_text
     vectors = reader(p, wanted)
