@@ -17,8 +17,8 @@ Same arguments, layouts and semantics as ``elementwise_recurrence_reference`` in
   fp32 (fp64) compute type, outputs are stored in U's dtype, gradients in each input's dtype.
 
 The kernels (sru/ops/triton_kernels.py) are jitted lazily on first use (not at import), so
-``import sru.ops.triton`` works
-without triton, and TRITON_INTERPRET=1 only has to be set before the first call.
+``import sru.ops.triton`` works without triton, and TRITON_INTERPRET=1 only has to be set before
+the first call.
 """
 import contextlib
 import os
