@@ -19,6 +19,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from sru.dispatch import (check_float_tensor, check_mask_pad, empty_outputs,
                           fuse_layer, inference_plan, run_inference_path, shape_of, state_dtype)
 from sru.ops import elementwise_recurrence
+from sru.initialization import reset_cell_parameters
 from sru.ops.fused_layer import linear_recurrence_cpu
 
 
@@ -105,49 +106,9 @@ class SRUCell(nn.Module):
             self.layer_norm = nn.LayerNorm(self.output_size if normalize_after else input_size)
         self.reset_parameters()
 
-    @torch.no_grad()
     def reset_parameters(self) -> None:
-        """The official initialization recipe (paper section 3.2), step by step."""
-        d = self.output_size
-        self.bias.zero_()
-        self.bias[d:] = self.highway_bias  # b_r: biases the highway gate towards the skip input
-        alpha = math.sqrt(1 + 2 * math.exp(self.highway_bias))
-        self.scale_x.fill_(alpha if self.rescale and self.has_skip_term else 1.0)
-        self._scale_x_value = float(self.scale_x[0])
-
-        if self.custom_m is None:
-            # E[w] = 0, Var[w] = 1 / fan_in, so U keeps the scale of the input.
-            fan_in = self.weight.size(0)
-            self.weight.uniform_(-math.sqrt(3.0 / fan_in), math.sqrt(3.0 / fan_in))
-            if self.weight_proj is not None:
-                bound = math.sqrt(3.0 / self.weight_proj.size(0))
-                self.weight_proj.uniform_(-bound, bound)
-            w = self.weight.view(fan_in, -1, self.hidden_size, self.num_matrices)
-            if self.dropout > 0:  # keep the candidate's variance under the dropout mask
-                w[..., 0].mul_(math.sqrt(1 - self.dropout))
-            if self.rnn_dropout > 0:
-                w.mul_(math.sqrt(1 - self.rnn_dropout))
-            if self.layer_norm is not None:  # normalized inputs are larger: start smaller
-                w.mul_(0.1)
-            if self.rescale and self.has_skip_term and self.num_matrices == 4:
-                w[..., 3].mul_(alpha)
-        elif hasattr(self.custom_m, "reset_parameters"):
-            self.custom_m.reset_parameters()
-
-        if self.layer_norm is not None:
-            self.layer_norm.reset_parameters()
-
-        if self.v1:  # the paper's first version: no c_{t-1} term in the gates
-            self.weight_c.zero_()
-            self.weight_c.requires_grad_(False)
-        else:
-            if self.weight_c_init is None:
-                self.weight_c.uniform_(-math.sqrt(3.0), math.sqrt(3.0)).mul_(math.sqrt(0.5))
-            else:
-                self.weight_c.uniform_(-self.weight_c_init, self.weight_c_init)
-            if self.custom_m is None:  # gate pre-activations sum two terms: halve each variance
-                w[..., 1].mul_(math.sqrt(0.5))
-                w[..., 2].mul_(math.sqrt(0.5))
+        """The official initialization recipe (paper section 3.2): sru/initialization.py."""
+        reset_cell_parameters(self)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -294,29 +255,15 @@ class SRUCell(nn.Module):
         return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.projection_size > 0:
-            s += f", projection_size={self.projection_size}"
-        if self.dropout > 0:
-            s += f", dropout={self.dropout}"
-        if self.rnn_dropout > 0:
-            s += f", rnn_dropout={self.rnn_dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
-        if self.highway_bias != 0:
-            s += f", highway_bias={self.highway_bias}"
-        if self.activation_type != 0:
-            s += f", activation={self.activation}"
-        if self.v1:
-            s += ", v1=True"
-        s += f", rescale={self.rescale}"
-        if not self.has_skip_term:
-            s += ", has_skip_term=False"
-        if self.normalize_after:
-            s += ", normalize_after=True"
-        if self.backend != "auto":
-            s += f", backend={self.backend!r}"
-        return s
+        options = [("projection_size", self.projection_size, 0), ("dropout", self.dropout, 0),
+                   ("rnn_dropout", self.rnn_dropout, 0), ("bidirectional", self.bidirectional, False),
+                   ("highway_bias", self.highway_bias, 0), ("activation", self.activation, "none"),
+                   ("v1", self.v1, False), ("rescale", self.rescale, None),  # rescale: always shown
+                   ("has_skip_term", self.has_skip_term, True), ("normalize_after", self.normalize_after, False),
+                   ("backend", self.backend, "auto")]
+        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend" else f"{name}={value}"
+                 for name, value, default in options if value != default]
+        return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
 
 
 class SRU(nn.Module):
