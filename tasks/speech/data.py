@@ -1,0 +1,178 @@
+"""Speech data: manifests (jsonl / tsv of audio path, duration, transcript), audio reading with soundfile,
+and the corpus sources a run can use.
+
+Manifest formats (one utterance per line; relative audio paths are relative to the manifest's folder):
+
+    train.jsonl   {"audio": "wav/a.wav", "duration": 1.9, "text": "three one four", "id": "a", "speaker": "s1"}
+                  (NeMo's "audio_filepath" and "transcript"/"sentence" are accepted too)
+    train.tsv     header line "audio<TAB>duration<TAB>text" (optional columns id, speaker), then one row each
+
+Sources (task.data.source):
+    offline       the synthesised corpus (tasks/speech/synth.py), prepared on first use — the default
+    manifest      task.data.manifests.{train,valid,test}: your manifests
+    librispeech   task.data.librispeech.root: a LibriSpeech folder (*.trans.txt + .flac); manifests written
+                  once into the cache (scripts/prepare_librispeech.py does the same from the shell)
+    hub           task.data.hub.name: a Hugging Face speech set (needs network or a local cache)
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+SPLITS = ("train", "valid", "test")
+SOURCES = ("offline", "manifest", "librispeech", "hub")
+_AUDIO_KEYS = ("audio", "audio_filepath", "path")
+_TEXT_KEYS = ("text", "transcript", "sentence")
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("SRU_DATA_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "sru-experiments") / "speech"
+
+
+@dataclass
+class Utterance:
+    id: str
+    audio: Union[Path, bytes]   # a file, or encoded audio bytes (hub sets)
+    text: str
+    duration: Optional[float] = None
+    speaker: Optional[str] = None
+    voice: Optional[str] = None  # the synthetic corpus: "engine:voice"
+    kind: Optional[str] = None   # the synthetic corpus: "digits" | "sentence"
+    where: str = ""              # manifest file and line, for error messages
+
+
+def _pick(row: Mapping[str, Any], keys, where: str, what: str) -> Any:
+    for key in keys:
+        if row.get(key) not in (None, ""):
+            return row[key]
+    raise ValueError(f"{where}: no {what} field (expected one of {list(keys)}); a manifest line needs "
+                     f"audio, duration and text, e.g. {{\"audio\": \"a.wav\", \"duration\": 1.2, \"text\": \"one two\"}}")
+
+
+def read_manifest(path: Union[str, Path]) -> List[Utterance]:
+    """Utterances of a .jsonl or .tsv manifest, with errors naming the file and line."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"speech manifest not found: {path} (set task.data.manifests.<split> to an "
+                                f"existing .jsonl or .tsv file, or use task.data.source=offline)")
+    if path.suffix not in (".jsonl", ".tsv"):
+        raise ValueError(f"{path}: expected a .jsonl or .tsv manifest, received a {path.suffix or 'suffix-less'} file")
+    with open(path, encoding="utf-8", newline="") as f:
+        if path.suffix == ".jsonl":
+            rows = []
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        rows.append((n, json.loads(line)))
+                    except json.JSONDecodeError as err:
+                        raise ValueError(f"{path}:{n}: not valid JSON ({err.msg}); one JSON object per line") from None
+        else:
+            rows = [(n + 1, r) for n, r in enumerate(csv.DictReader(f, delimiter="\t"), 1)]
+    out = []
+    for n, row in rows:
+        where = f"{path}:{n}"
+        audio = Path(str(_pick(row, _AUDIO_KEYS, where, "audio path"))).expanduser()
+        audio = audio if audio.is_absolute() else path.parent / audio
+        duration = row.get("duration")
+        out.append(Utterance(id=str(row.get("id") or audio.stem), audio=audio,
+                             text=str(_pick(row, _TEXT_KEYS, where, "transcript")),
+                             duration=float(duration) if duration not in (None, "") else None,
+                             speaker=row.get("speaker"), voice=row.get("voice"), kind=row.get("kind"), where=where))
+    if not out:
+        raise ValueError(f"{path}: the manifest has no utterances")
+    return out
+
+
+def load_audio(utt: Utterance, sample_rate: int) -> np.ndarray:
+    """Mono float32 samples at ``sample_rate``; a missing, undecodable or wrongly sampled file is one clear
+    error naming the file (and the manifest line it came from)."""
+    import soundfile
+
+    src = f"{utt.audio}" if isinstance(utt.audio, Path) else f"utterance {utt.id}"
+    origin = f" (listed at {utt.where})" if utt.where else ""
+    if isinstance(utt.audio, Path) and not utt.audio.is_file():
+        raise FileNotFoundError(f"audio file not found: {utt.audio}{origin}; fix the path in the manifest "
+                                f"(relative paths are relative to the manifest's folder)")
+    try:
+        wave, sr = soundfile.read(utt.audio if isinstance(utt.audio, Path) else io.BytesIO(utt.audio),
+                                  dtype="float32", always_2d=True)
+    except Exception as err:  # soundfile raises LibsndfileError / RuntimeError / TypeError by version
+        raise ValueError(f"cannot decode audio {src}{origin}: {err}. The file is corrupt or not in a format "
+                         f"libsndfile reads (wav, flac, ogg); re-create it, e.g. `sox in.mp3 -r {sample_rate} "
+                         f"-c 1 out.wav`") from None
+    if sr != sample_rate:
+        raise ValueError(f"audio {src}{origin}: sample rate {sr} Hz, expected {sample_rate} Hz "
+                         f"(task.data.sample_rate). Resample it (`sox in.wav -r {sample_rate} out.wav`) or set "
+                         f"task.data.sample_rate={sr}")
+    if wave.shape[0] == 0:
+        raise ValueError(f"audio {src}{origin}: the file holds no samples")
+    return wave.mean(axis=1) if wave.shape[1] > 1 else wave[:, 0]
+
+
+def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
+    """A Hugging Face speech set: audio bytes decoded by soundfile (not by datasets' audio backends)."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("task.data.source=hub needs the `datasets` package: pip install datasets") from None
+    name = hub["splits"][split]
+    try:
+        ds = datasets.load_dataset(hub["name"], hub.get("config"), split=name)
+    except Exception as err:
+        raise RuntimeError(f"task.data.hub: loading {hub['name']!r} (config {hub.get('config')!r}, split {name!r}) "
+                           f"failed: {err}. It needs network access or a local cache; offline, use "
+                           f"task.data.source=offline or manifest") from None
+    audio_col, text_col = hub.get("audio_column", "audio"), hub.get("text_column", "text")
+    for col in (audio_col, text_col):
+        if col not in ds.column_names:
+            raise ValueError(f"task.data.hub: {hub['name']} split {name} has columns {ds.column_names}, "
+                             f"no {col!r}; set task.data.hub.audio_column / text_column")
+    ds = ds.cast_column(audio_col, datasets.Audio(decode=False))
+    out = []
+    for i, row in enumerate(ds):
+        audio = row[audio_col]
+        data = audio.get("bytes") or Path(audio["path"])
+        out.append(Utterance(id=str(row.get("id", i)), audio=data, text=row[text_col],
+                             speaker=str(row["speaker_id"]) if "speaker_id" in row else None,
+                             where=f"{hub['name']}[{name}][{i}]"))
+    return out
+
+
+def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utterance]:
+    """The utterances of ``split`` from the configured source (offline data prepared on first use)."""
+    source = data_cfg["source"]
+    cache = Path(data_cfg.get("cache_dir") or default_cache_dir()).expanduser()
+    if source == "offline":
+        from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
+        o = data_cfg["offline"]
+        spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),
+                           sentence_pool=int(o["sentence_pool"]), seed=int(o["seed"]))
+        return read_manifest(prepare_offline_corpus(cache, spec, workers=int(o.get("workers", 2)))[split])
+    if source == "manifest":
+        path = (data_cfg.get("manifests") or {}).get(split)
+        if not path:
+            raise ValueError(f"task.data.source=manifest: task.data.manifests.{split} is not set; give a .jsonl "
+                             f"or .tsv manifest per split (train, valid, test)")
+        return read_manifest(path)
+    if source == "librispeech":
+        from tasks.speech.librispeech import write_librispeech_manifest
+        ls = data_cfg["librispeech"]
+        if not ls.get("root"):
+            raise ValueError("task.data.source=librispeech: set task.data.librispeech.root to the folder holding "
+                             "train-clean-100/, dev-clean/, test-clean/ (the LibriSpeech layout)")
+        part = ls[split]
+        manifest = cache / "librispeech" / f"{part}.jsonl"
+        if not manifest.is_file():
+            write_librispeech_manifest(Path(ls["root"]).expanduser() / part, manifest)
+        return read_manifest(manifest)
+    if source == "hub":
+        return _hub_split(data_cfg["hub"], split)
+    raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")

@@ -1,0 +1,79 @@
+"""CTC decoding: greedy (best path) and prefix beam search, over log-probabilities with blank = 0.
+
+    hyps = greedy_decode(log_probs, lengths)              # log_probs (T, B, V) -> B lists of label ids
+    hyp = prefix_beam_search(log_probs[:n, b], beam=8)    # one utterance (T, V)
+
+Greedy takes the most likely label per frame, then collapses repeats and drops blanks ("aa-a" -> "aa").
+Prefix beam search (Hannun et al. 2014, without a language model) keeps the ``beam`` most probable label
+prefixes, each with the probability of its paths ending in blank and in non-blank — which is what lets
+"a-a" (two a's) and "aa" (one) be told apart — and sums the paths that collapse to the same prefix.
+With beam 1 it follows the single best prefix: the same output as greedy when each frame's best label is
+clearly best (as in trained CTC models; a 51/49 frame can differ, since a prefix sums over paths).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+NEG_INF = -math.inf
+
+
+def collapse(path: List[int], blank: int = 0) -> List[int]:
+    """Merge repeated labels, then remove blanks: the CTC many-to-one map from a frame path to labels."""
+    out, previous = [], None
+    for label in path:
+        if label != previous and label != blank:
+            out.append(label)
+        previous = label
+    return out
+
+
+def greedy_decode(log_probs: Tensor, lengths: Tensor, blank: int = 0) -> List[List[int]]:
+    best = log_probs.argmax(-1).t().tolist()  # (B, T)
+    return [collapse(path[: int(n)], blank) for path, n in zip(best, lengths.tolist())]
+
+
+def _logadd(a: float, b: float) -> float:
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    hi, lo = (a, b) if a > b else (b, a)
+    return hi + math.log1p(math.exp(lo - hi))
+
+
+def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0) -> List[int]:
+    """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model alone.
+
+    ``prune``: labels whose frame log-probability is below it are not tried as extensions (they cannot
+    change a beam's ranking meaningfully and cost most of the time).
+    """
+    if beam < 1:
+        raise ValueError(f"task.beam_size: expected an integer >= 1, received {beam}")
+    frames = log_probs.detach().float().cpu().tolist()
+    beams: Dict[Tuple[int, ...], Tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
+    for frame in frames:
+        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
+        nxt: Dict[Tuple[int, ...], List[float]] = {}
+
+        def add(prefix, pb, pnb):
+            entry = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
+            entry[0], entry[1] = _logadd(entry[0], pb), _logadd(entry[1], pnb)
+
+        for prefix, (pb, pnb) in beams.items():
+            total = _logadd(pb, pnb)
+            add(prefix, total + frame[blank], NEG_INF)           # a blank keeps the prefix
+            last = prefix[-1] if prefix else None
+            for c in candidates:
+                lp = frame[c]
+                if c == last:
+                    add(prefix, NEG_INF, pnb + lp)               # repeat without blank: merged into the prefix
+                    add(prefix + (c,), NEG_INF, pb + lp)         # repeat after a blank: a new label
+                else:
+                    add(prefix + (c,), NEG_INF, total + lp)
+        ranked = sorted(nxt.items(), key=lambda kv: _logadd(*kv[1]), reverse=True)[:beam]
+        beams = {prefix: (pb, pnb) for prefix, (pb, pnb) in ranked}
+    return list(max(beams.items(), key=lambda kv: _logadd(*kv[1]))[0])

@@ -1,0 +1,251 @@
+"""Speech recognition task: CTC over characters, WER/CER from summed edit counts, transcripts per eval.
+
+Pipeline: manifest -> soundfile -> log-mel (torch.stft, 80 mels) -> CMVN -> stack/skip frames -> padded
+batches bucketed by frames (mask_pad marks padding) -> encoder -> CTC. The training loss is the SUM of
+per-utterance CTC losses with ``sample_size`` = utterances, so the trainer's update is the mean over all
+utterances of the step, however they were cut into micro-batches or ranks.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.base import LoggingOutput, Record, Task
+from tasks.batching import bucket_batches, pad_collate, shard_batches
+from tasks.speech.data import SOURCES, SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
+from tasks.speech.decoding import greedy_decode, prefix_beam_search
+from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
+from tasks.speech.metrics import error_counts, rates
+from tasks.speech.model import CTCModel
+from tasks.speech.text import char_vocabulary, normalize_transcript
+
+COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
+
+
+class SpeechRecognitionTask(Task):
+    name = "speech"
+    monitor = "wer"
+    monitor_mode = "min"
+    throughput_key = "nframes"  # 10 ms feature frames per second
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        self.task_cfg = cfg["task"]
+        self.vocab = char_vocabulary()
+        self.data: Dict[str, Dict[str, list]] = {}
+        self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
+        self._plans: Dict[Tuple[str, int, int], List[List[int]]] = {}
+
+    # ---- configuration ------------------------------------------------------------------------
+    def check_config(self) -> None:
+        super().check_config()
+        t = self.task_cfg
+        if t["data"]["source"] not in SOURCES:
+            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
+        if t["features"]["cmvn"] not in ("utterance", "global", "none"):
+            raise ValueError(f"task.features.cmvn: expected utterance, global or none, received {t['features']['cmvn']!r}")
+        if t["decoder"] not in ("greedy", "beam"):
+            raise ValueError(f"task.decoder: expected greedy or beam, received {t['decoder']!r}")
+        for key in ("max_frames", "batch_size", "eval_max_frames", "beam_size"):
+            if not isinstance(t[key], int) or t[key] < 1:
+                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
+        for key in ("n_mels", "stack", "skip"):
+            if not isinstance(t["features"][key], int) or t["features"][key] < 1:
+                raise ValueError(f"task.features.{key}: expected a positive integer, received {t['features'][key]!r}")
+
+    # ---- data ---------------------------------------------------------------------------------
+    def _log_mels(self, split: str, utts: List[Utterance]) -> List[Tensor]:
+        """Log-mel features of every utterance, from the feature cache when the same files were seen."""
+        f, data = self.task_cfg["features"], self.task_cfg["data"]
+        logmel = LogMel(data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
+        cache_file = None
+        if f.get("cache", True) and all(isinstance(u.audio, Path) for u in utts):
+            stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
+            if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
+                key = hashlib.sha1(json.dumps([stamp, data["sample_rate"], f["n_mels"], f["win_ms"],
+                                               f["hop_ms"]]).encode()).hexdigest()[:16]
+                cache_file = Path(data.get("cache_dir") or default_cache_dir()).expanduser() / "features" / f"{key}.pt"
+                if cache_file.is_file():
+                    return torch.load(cache_file)
+        feats, t0 = [], time.time()
+        for i, utt in enumerate(utts):
+            feats.append(logmel(torch.from_numpy(load_audio(utt, data["sample_rate"]))))
+            if (i + 1) % 2000 == 0:
+                print(f"[speech] {split}: features of {i + 1}/{len(utts)} utterances ({time.time() - t0:.0f}s)", flush=True)
+        if cache_file is not None:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_suffix(".tmp")
+            torch.save(feats, tmp)
+            tmp.replace(cache_file)
+        return feats
+
+    def setup(self) -> None:
+        t0 = time.time()
+        t, f = self.task_cfg, self.task_cfg["features"]
+        mels = {}
+        for split in SPLITS:
+            utts = load_split_utterances(t["data"], split)
+            mels[split] = (utts, self._log_mels(split, utts))
+        if f["cmvn"] == "global":
+            allframes = torch.cat(mels["train"][1])
+            self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
+        hop_s = f["hop_ms"] / 1000.0
+        for split in SPLITS:
+            utts, feats = mels[split]
+            d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind")}
+            skipped = 0
+            for utt, m in zip(utts, feats):
+                ref = normalize_transcript(utt.text)
+                target = self.vocab.encode(list(ref))
+                if f["cmvn"] == "utterance":
+                    m = cmvn(m)
+                elif f["cmvn"] == "global":
+                    m = cmvn(m, *self.global_stats)
+                x = stack_frames(m, f["stack"], f["skip"])
+                # CTC needs at least one frame per label (plus one between repeats); training skips the rest
+                too_long = split == "train" and m.size(0) * hop_s > t["data"]["max_train_seconds"]
+                if split == "train" and (too_long or x.size(0) < len(target) + 1 or not target):
+                    skipped += 1
+                    continue
+                for key, value in (("id", utt.id), ("ref", ref), ("x", x), ("target", target),
+                                   ("frames", m.size(0)), ("voice", utt.voice or utt.speaker), ("kind", utt.kind)):
+                    d[key].append(value)
+            if not d["id"]:
+                raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
+            self.data[split] = d
+            hours = sum(d["frames"]) * hop_s / 3600
+            note = f", {skipped} skipped (too long, or fewer frames than characters)" if skipped else ""
+            print(f"[speech] {split}: {len(d['id'])} utterances, {hours * 60:.1f} min of audio, "
+                  f"{len({v for v in d['voice'] if v})} voices/speakers{note}", flush=True)
+        print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.input_size} = "
+              f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
+
+    @property
+    def input_size(self) -> int:
+        return self.task_cfg["features"]["stack"] * self.task_cfg["features"]["n_mels"]
+
+    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+        train = split == "train"
+        key = (split, epoch if train else 0, seed if train else 0)
+        if key not in self._plans:
+            lengths = [x.size(0) for x in self.data[split]["x"]]
+            t = self.task_cfg
+            plan = bucket_batches(lengths, max_tokens=t["max_frames"] if train else t["eval_max_frames"],
+                                  max_examples=t["batch_size"] if train else None, shuffle=train, seed=seed, epoch=epoch)
+            if train:
+                self._plans = {k: v for k, v in self._plans.items() if k[0] != "train"}  # keep one epoch's plan
+            self._plans[key] = shard_batches(plan, train=train)
+        return self._plans[key]
+
+    def num_batches(self, split: str, epoch: int = 0) -> int:
+        return len(self._plan(split, epoch, int(self.cfg.get("seed") or 0)))
+
+    def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
+        d, sa = self.data[split], self.task_cfg["spec_augment"]
+        augment = split == "train" and (sa["freq_masks"] > 0 or sa["time_masks"] > 0)
+        for b, index in enumerate(self._plan(split, epoch, seed)):
+            if b < start:
+                continue
+            xs = [d["x"][i] for i in index]
+            if augment:  # masks drawn from (seed, epoch, batch): a resumed run sees the same ones
+                g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + b)
+                xs = [spec_augment(x, self.task_cfg["features"]["n_mels"], g, **sa) for x in xs]
+            x, mask_pad, lengths = pad_collate(xs, 0.0)
+            targets = [torch.tensor(d["target"][i], dtype=torch.long) for i in index]
+            yield {"x": x, "mask_pad": mask_pad, "lengths": lengths,
+                   "targets": torch.cat(targets), "target_lengths": torch.tensor([len(tg) for tg in targets]),
+                   "frames": sum(d["frames"][i] for i in index), "index": index}
+
+    # ---- model --------------------------------------------------------------------------------
+    def build_model(self) -> nn.Module:
+        return CTCModel(self.input_size, len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"])
+
+    # ---- loss, decoding, metrics --------------------------------------------------------------
+    def _forward(self, model: nn.Module, batch: Dict[str, Any]) -> Tuple[Tensor, Tensor, LoggingOutput]:
+        logits = model(batch["x"], batch["mask_pad"])
+        log_probs = logits.float().log_softmax(-1)
+        # zero_infinity: an utterance with fewer frames than its labels needs contributes no inf/NaN gradient
+        loss = F.ctc_loss(log_probs, batch["targets"], batch["lengths"], batch["target_lengths"], blank=0,
+                          reduction="sum", zero_infinity=True)
+        nutts = int(batch["lengths"].numel())
+        return loss, log_probs, {"loss_sum": loss.item(), "nutts": nutts, "nframes": batch["frames"],
+                                 "nlabels": int(batch["target_lengths"].sum()), "sample_size": nutts}
+
+    def compute_loss(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[Tensor, LoggingOutput]:
+        loss, _, logging_output = self._forward(model, batch)
+        return loss, logging_output
+
+    def decode(self, log_probs: Tensor, lengths: Tensor) -> List[str]:
+        if self.task_cfg["decoder"] == "beam":
+            ids = [prefix_beam_search(log_probs[: int(n), b], beam=self.task_cfg["beam_size"])
+                   for b, n in enumerate(lengths.tolist())]
+        else:
+            ids = greedy_decode(log_probs, lengths)
+        return [normalize_transcript("".join(self.vocab.decode(seq))) for seq in ids]
+
+    def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
+        _, log_probs, logging_output = self._forward(model, batch)
+        d = self.data[split]
+        hyps = self.decode(log_probs, batch["lengths"].cpu())
+        refs = [d["ref"][i] for i in batch["index"]]
+        logging_output.update(error_counts(zip(refs, hyps)))
+        records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i]}
+                   for i, ref, hyp in zip(batch["index"], refs, hyps)]
+        return logging_output, records
+
+    def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
+        metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("nutts", 0.0), 1.0)}  # CTC per utterance
+        if "words" in summed:
+            metrics.update(rates(summed))
+        return metrics
+
+    def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
+                 run_dir: Optional[Path]) -> Dict[str, float]:
+        """Write transcripts_<split>.jsonl; add WER per voice engine / text kind and trivial baselines."""
+        extra: Dict[str, float] = {}
+        for field in ("voice", "kind"):
+            groups: Dict[str, List[Record]] = {}
+            for r in records:
+                value = r.get(field) or ""
+                if value and (field == "kind" or ":" in value):  # voices: per engine of the synthetic corpus
+                    groups.setdefault(value.split(":")[0], []).append(r)
+            if len(groups) > 1:
+                for name, rs in sorted(groups.items()):
+                    extra[f"wer_{name}"] = rates(error_counts((r["reference"], r["hypothesis"]) for r in rs))["wer"]
+        # trivial baselines: no output (100% WER), and the most frequent training word once per utterance
+        word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
+        extra["baseline_empty_wer"] = rates(error_counts((r["reference"], "") for r in records))["wer"]
+        extra["baseline_frequent_word_wer"] = rates(error_counts((r["reference"], word) for r in records))["wer"]
+        if run_dir is not None:
+            path = Path(run_dir) / f"transcripts_{split}.jsonl"
+            with open(path, "w", encoding="utf-8") as out:
+                for r in records:
+                    out.write(json.dumps({k: r[k] for k in ("id", "reference", "hypothesis")}, ensure_ascii=False) + "\n")
+            if split != "test":
+                print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
+            else:
+                groups = ", ".join(f"{k[4:]} {v:.1f}" for k, v in extra.items() if k.startswith("wer_"))
+                print(f"[speech] test ({len(records)} utterances): WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%"
+                      f"{' (' + groups + ')' if groups else ''}; trivial baselines: empty output WER "
+                      f"{extra['baseline_empty_wer']:.0f}%, '{word}' for every utterance WER "
+                      f"{extra['baseline_frequent_word_wer']:.1f}%", flush=True)
+                print(f"[speech] transcripts: {path}", flush=True)
+        return extra
+
+    # ---- saved with the run -------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        state: Dict[str, Any] = {"vocab": self.vocab.state_dict()}
+        if self.global_stats is not None:
+            state["cmvn_mean"], state["cmvn_std"] = self.global_stats
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.vocab.check_same(state.get("vocab", {}))
