@@ -78,8 +78,10 @@ class SpeechRecognitionTask(Task):
         feats, t0 = [], time.time()
         for i, utt in enumerate(utts):
             feats.append(logmel(torch.from_numpy(load_audio(utt, data["sample_rate"]))))
-            if (i + 1) % 2000 == 0:
-                print(f"[speech] {split}: features of {i + 1}/{len(utts)} utterances ({time.time() - t0:.0f}s)", flush=True)
+            if (i + 1) % 500 == 0 or i + 1 == len(utts):  # progress with an ETA
+                rate = (i + 1) / max(time.time() - t0, 1e-9)
+                print(f"[speech] {split}: log-mel features of {i + 1}/{len(utts)} utterances "
+                      f"(ETA {(len(utts) - i - 1) / rate:.0f}s)", flush=True)
         if cache_file is not None:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache_file.with_suffix(".tmp")
