@@ -11,8 +11,11 @@ would look good on a random split; here the test voices (speakers) never occur i
 Speakers, not engines, define the split: flite's ``kal``/``kal16`` and festival's ``kal_diphone`` are
 one speaker (Kal), flite's ``slt`` and festival's ``cmu_us_slt_arctic_hts`` another (SLT); each group
 stays in one split. espeak-ng voices are a language/accent plus a variant (formant settings); the test
-variants are never used in training. Every clip draws its own speed and pitch (engine settings and a
-sox tempo/pitch change), so no two clips of one voice sound alike.
+variants are never used in training. flite and festival have only four speakers (kal, awb, rms, slt):
+three train, SLT is the test speaker, so validation uses espeak voices only. Every clip draws its own
+speed and pitch (engine settings and a sox tempo/pitch change; flite/festival voices are shifted by up
+to +6 semitones, which also moves their formants: a crude change of speaker), and flite/festival voices
+speak twice as many clips as espeak ones, so no two clips of one voice sound alike.
 
 Texts: digit strings of 2-6 digits (random per clip) and short Penn Treebank sentences from a fixed pool
 that every voice reads a subset of (as TIMIT's shared sentences do): test transcripts may therefore
@@ -39,7 +42,7 @@ from tasks.speech.text import normalize_transcript
 APT_COMMAND = ("sudo apt-get install -y espeak-ng flite sox festival festvox-kallpc16k festvox-us-slt-hts")
 DIGITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 SAMPLE_RATE = 16000
-VERSION = 1  # bump when the generation recipe changes: the cache folder name changes with it
+VERSION = 2  # bump when the generation recipe changes: the cache folder name changes with it
 
 # (engine, voice, speaker, split). espeak-ng: "<language>+<variant>"; test variants never appear in training.
 VOICES: List[Tuple[str, str, str, str]] = [
@@ -57,9 +60,10 @@ VOICES: List[Tuple[str, str, str, str]] = [
     ("flite", "kal16", "kal", "train"),
     ("festival", "kal_diphone", "kal", "train"),
     ("flite", "awb", "awb", "train"),
+    ("flite", "rms", "rms", "train"),
     ("espeak", "en-us+m5", "espeak-en-us+m5", "valid"),
     ("espeak", "en-gb+f4", "espeak-en-gb+f4", "valid"),
-    ("flite", "rms", "rms", "valid"),
+    ("espeak", "en-gb-x-rp+m8", "espeak-en-gb-x-rp+m8", "valid"),
     ("espeak", "en-us+m6", "espeak-en-us+m6", "test"),
     ("espeak", "en-gb-x-gbcwmd+f5", "espeak-en-gb-x-gbcwmd+f5", "test"),
     ("espeak", "en-029+m7", "espeak-en-029+m7", "test"),
@@ -127,9 +131,10 @@ def plan_clips(spec: OfflineSpec) -> List[Dict]:
     clips = []
     for v, (engine, voice, speaker, split) in enumerate(spec.voices):
         rng = random.Random(spec.seed * 1000 + v)
-        n_sent = round(spec.clips_per_voice * spec.sentence_fraction) if pool else 0
+        n_clips = spec.clips_per_voice * (1 if engine == "espeak" else 2)  # few non-espeak speakers: more clips
+        n_sent = round(n_clips * spec.sentence_fraction) if pool else 0
         sentences = rng.sample(pool, min(n_sent, len(pool)))
-        for i in range(spec.clips_per_voice):
+        for i in range(n_clips):
             if i < len(sentences):
                 text, kind = sentences[i], "sentence"
             else:
@@ -138,7 +143,7 @@ def plan_clips(spec: OfflineSpec) -> List[Dict]:
                 "id": f"{voice.replace('+', '_')}-{i:04d}", "text": text, "kind": kind, "engine": engine,
                 "voice": voice, "speaker": speaker, "split": split,
                 "tempo": rng.choice([0.85, 0.95, 1.0, 1.05, 1.15]),
-                "pitch_cents": rng.choice([-200, -100, 0, 100, 200]) if engine != "espeak" else 0,
+                "pitch_cents": rng.choice([-300, -150, 0, 200, 400, 600]) if engine != "espeak" else 0,
                 "espeak_speed": rng.randint(130, 190), "espeak_pitch": rng.randint(25, 75),
             })
     return clips
