@@ -153,7 +153,8 @@ def _sox_to_16k(src: str, dst: Path, clip: Dict) -> None:
     effects = ["tempo", str(clip["tempo"])] if clip["tempo"] != 1.0 else []
     if clip["pitch_cents"]:
         effects += ["pitch", str(clip["pitch_cents"])]
-    _run(["sox", src, "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(dst), *effects], clip)
+    # -R: repeatable mode (sox seeds its dither with a fixed number): the same spec gives the same files
+    _run(["sox", "-R", src, "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(dst), *effects], clip)
 
 
 def _run(cmd: List[str], clip: Dict, stdin: Optional[bytes] = None) -> None:
