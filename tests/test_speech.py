@@ -198,3 +198,20 @@ def test_bad_task_keys_fail_before_data(tmp_path):
     task = build_task(compose(["task=speech", "task.data.source=manifest", f"task.data.cache_dir={tmp_path}"]))
     with pytest.raises(ValueError, match=r"task.data.manifests.train is not set"):
         task.setup()
+
+
+def test_librispeech_layout_becomes_a_manifest(tmp_path):
+    from tasks.speech.librispeech import write_librispeech_manifest
+    chapter = tmp_path / "dev-clean" / "84" / "121123"
+    chapter.mkdir(parents=True)
+    for utt in ("84-121123-0000", "84-121123-0001"):
+        soundfile.write(str(chapter / f"{utt}.flac"), np.zeros(8000, dtype="float32"), 16000)
+    (chapter / "84-121123.trans.txt").write_text("84-121123-0000 GO DO YOU HEAR\n84-121123-0001 BUT IN LESS THAN FIVE MINUTES\n")
+    manifest = write_librispeech_manifest(tmp_path / "dev-clean", tmp_path / "out" / "dev-clean.jsonl")
+    utts = read_manifest(manifest)
+    assert [(u.id, u.text, u.duration, u.speaker) for u in utts] == [
+        ("84-121123-0000", "go do you hear", 0.5, "84"), ("84-121123-0001", "but in less than five minutes", 0.5, "84")]
+    assert load_audio(utts[0], 16000).shape == (8000,)
+    (chapter / "84-121123-0001.flac").unlink()
+    with pytest.raises(FileNotFoundError, match=r"84-121123.trans.txt:2: lists 84-121123-0001"):
+        write_librispeech_manifest(tmp_path / "dev-clean", tmp_path / "out" / "x.jsonl")
