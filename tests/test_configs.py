@@ -45,6 +45,9 @@ def _instantiate(cfg):
         width = 2 * cfg.task.embedding.dim + NUM_FEATURES
         build_encoder({**task.encoder_config(), "bidirectional": True}, int(width))
         return task
+    elif cfg.task.name == "speech":  # stacked log-mel frames
+        task.check_config()
+        width = cfg.task.features.n_mels * cfg.task.features.stack
     else:
         raise AssertionError(f"_instantiate: add the encoder input width of task {cfg.task.name!r}")
     build_encoder(cfg.model, int(width))
