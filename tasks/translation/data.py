@@ -1,0 +1,268 @@
+"""Where sentence pairs come from: the offline De-En dictionary (default), local parallel files, the hub.
+
+Every source returns ``{"train"|"valid"|"test": [{"de": ..., "en": ...}, ...]}``: language code -> raw
+(detokenised) sentence, so either direction is one config key (task.src_lang / task.tgt_lang).
+
+Offline default: the Ding-format dictionary of the Debian package ``trans-de-en``
+(/usr/share/trans/de-en). One entry a line, ``German :: English``; both sides are lists of parts
+separated by `` | `` that correspond one to one (headword, plural, example phrases, example sentences),
+and each part lists alternatives separated by ``; ``. Annotations ({f}, [coll.], <variant>) and
+explanations in parentheses are removed. An aligned part pair gives sentence pairs: the alternatives
+pairwise when both sides list equally many, else the first of each. Pairs with at least ``min_words``
+words on each side are the example sentences and phrases of the dictionary (~26k pairs).
+The result is length-filtered, deduplicated (no German and no English sentence twice, so the same
+sentence never lands in two splits), shuffled with ``split_seed`` and cut into train/valid/test,
+then cached as jsonl under ``cache_dir`` (keyed by the file's size/mtime and the settings).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+SPLITS = ("train", "valid", "test")
+Pair = Dict[str, str]
+DICTIONARY_HINT = "apt-get install trans-de-en"
+
+_ANNOTATION = re.compile(r"\s*(\{[^}]*\}|\[[^\]]*\]|<[^>]*>)")
+_PARENS = re.compile(r"\s*\([^()]*\)")
+_SPACES = re.compile(r"\s+")
+
+
+# ---- the Ding dictionary ---------------------------------------------------------------------------
+def clean_part(text: str) -> str:
+    """Drop Ding annotations ({m}, [Br.], <alt spelling>) and parenthesised explanations."""
+    text = _ANNOTATION.sub("", text)
+    text = _PARENS.sub("", text)
+    return _SPACES.sub(" ", text).strip().strip(";").strip()
+
+
+def pairs_from_ding_line(line: str, min_words: int) -> List[Tuple[str, str]]:
+    """All (German, English) pairs of one dictionary line with >= ``min_words`` words on each side."""
+    line = line.rstrip("\n")
+    if line.startswith("#") or " :: " not in line:
+        return []
+    german, english = line.split(" :: ", 1)
+    de_parts, en_parts = german.split(" | "), english.split(" | ")
+    if len(de_parts) != len(en_parts):  # misaligned entry: skip rather than guess
+        return []
+    pairs = []
+    for de_part, en_part in zip(de_parts, en_parts):
+        de_alts = [clean_part(a) for a in de_part.split("; ")]
+        en_alts = [clean_part(a) for a in en_part.split("; ")]
+        if len(de_alts) != len(en_alts):
+            de_alts, en_alts = de_alts[:1], en_alts[:1]
+        for de, en in zip(de_alts, en_alts):
+            if len(de.split()) >= min_words and len(en.split()) >= min_words:
+                pairs.append((de, en))
+    return pairs
+
+
+def read_ding_dictionary(path: Path, min_words: int) -> List[Pair]:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"the offline De-En data needs the Ding dictionary at {path} (task.data."
+                                f"dictionary_path), which is missing. Install it with: {DICTIONARY_HINT}")
+    pairs: List[Pair] = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            pairs.extend({"de": de, "en": en} for de, en in pairs_from_ding_line(line, min_words))
+    return pairs
+
+
+# ---- filtering and splitting (every source) ----------------------------------------------------------
+def filter_and_dedup(pairs: Iterable[Pair], langs: Sequence[str], min_words: int, max_words: int) -> List[Pair]:
+    """Keep pairs with min_words..max_words words on every side; the first pair wins for a repeated sentence."""
+    seen = {lang: set() for lang in langs}
+    kept = []
+    for pair in pairs:
+        texts = [pair[lang] for lang in langs]
+        if not all(min_words <= len(t.split()) <= max_words for t in texts):
+            continue
+        if any(t in seen[lang] for lang, t in zip(langs, texts)):
+            continue
+        for lang, t in zip(langs, texts):
+            seen[lang].add(t)
+        kept.append(pair)
+    return kept
+
+
+def carve_splits(pairs: List[Pair], valid_size: int, test_size: int, seed: int) -> Dict[str, List[Pair]]:
+    """Shuffle deterministically (``seed``) and cut off test, then valid, the rest is train."""
+    if valid_size + test_size >= len(pairs):
+        raise ValueError(f"task.data.valid_size + test_size = {valid_size + test_size} leaves no training "
+                         f"pairs out of {len(pairs)}; lower them")
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    shuffled = [pairs[i] for i in order]
+    return {"test": shuffled[:test_size], "valid": shuffled[test_size:test_size + valid_size],
+            "train": shuffled[test_size + valid_size:]}
+
+
+def _cache_key(*parts: Any) -> str:
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def write_jsonl(path: Path, pairs: Sequence[Pair]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for p in pairs:
+            f.write(json.dumps(p, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)  # atomic: an interrupted prepare never leaves half a file in the cache
+
+
+def prepare_dictionary(data: Mapping[str, Any], cache_dir: Path) -> Dict[str, List[Pair]]:
+    """The offline default, extracted on first use and cached (see the module docstring)."""
+    path = Path(str(data["dictionary_path"])).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"the offline De-En data needs the Ding dictionary at {path} (task.data."
+                                f"dictionary_path), which is missing. Install it with: {DICTIONARY_HINT}")
+    stat = path.stat()
+    settings = {k: data[k] for k in ("min_words", "max_words", "valid_size", "test_size", "split_seed")}
+    folder = cache_dir / f"dictionary-{_cache_key(str(path), stat.st_size, int(stat.st_mtime), settings)}"
+    if all((folder / f"{s}.jsonl").is_file() for s in SPLITS):
+        return {s: read_jsonl(folder / f"{s}.jsonl", ("de", "en")) for s in SPLITS}
+    print(f"[translation] extracting sentence pairs from {path} (first use; cached in {folder}) ...", flush=True)
+    raw = read_ding_dictionary(path, int(data["min_words"]))
+    pairs = filter_and_dedup(raw, ("de", "en"), int(data["min_words"]), int(data["max_words"]))
+    print(f"[translation] {len(raw):,} pairs with >= {data['min_words']} words a side, {len(pairs):,} after "
+          f"the length filter (<= {data['max_words']} words) and deduplication", flush=True)
+    splits = carve_splits(pairs, int(data["valid_size"]), int(data["test_size"]), int(data["split_seed"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    for s in SPLITS:
+        write_jsonl(folder / f"{s}.jsonl", splits[s])
+    return splits
+
+
+# ---- local files -------------------------------------------------------------------------------------
+def read_jsonl(path: Path, langs: Sequence[str]) -> List[Pair]:
+    """One JSON object a line: {"de": ..., "en": ...} or the hub's {"translation": {"de": ..., "en": ...}}."""
+    pairs = []
+    with Path(path).open(encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path} line {i}: not valid JSON ({err})") from None
+            obj = obj.get("translation", obj)
+            missing = [lang for lang in langs if not isinstance(obj.get(lang), str)]
+            if missing:
+                raise ValueError(f"{path} line {i}: missing the text of {missing}; expected keys {list(langs)}")
+            pairs.append({lang: obj[lang].strip() for lang in langs})
+    return pairs
+
+
+def read_tsv(path: Path, langs: Sequence[str]) -> List[Pair]:
+    """Tab-separated, a header row naming the language of each column (e.g. ``en<TAB>de``)."""
+    with Path(path).open(encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    if not rows:
+        raise ValueError(f"{path}: empty file")
+    header = [h.strip() for h in rows[0]]
+    missing = [lang for lang in langs if lang not in header]
+    if missing:
+        raise ValueError(f"{path}: the header row {header} has no column for {missing}; the first line must "
+                         f"name the language of each column, e.g. {chr(9).join(langs)!r}")
+    cols = [header.index(lang) for lang in langs]
+    pairs = []
+    for i, row in enumerate(rows[1:], 2):
+        if len(row) != len(header):
+            raise ValueError(f"{path} line {i}: {len(row)} tab-separated fields, the header has {len(header)}")
+        pairs.append({lang: row[c].strip() for lang, c in zip(langs, cols)})
+    return pairs
+
+
+def read_parallel_text(paths: Mapping[str, Path]) -> List[Pair]:
+    """One sentence a line per language; line i of every file is the same sentence pair."""
+    lines = {}
+    for lang, path in paths.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"parallel text file not found: {path} (language {lang}); check task.data.files")
+        lines[lang] = Path(path).read_text(encoding="utf-8").splitlines()
+    (lang_a, path_a), (lang_b, path_b) = list(paths.items())[:2]
+    if len(lines[lang_a]) != len(lines[lang_b]):
+        raise ValueError(f"parallel files differ in length: {path_a} has {len(lines[lang_a])} lines, "
+                         f"{path_b} has {len(lines[lang_b])} lines; line i of each must be the same sentence pair")
+    return [{lang: lines[lang][i].strip() for lang in paths} for i in range(len(lines[lang_a]))]
+
+
+def read_split_files(spec: Any, langs: Sequence[str]) -> List[Pair]:
+    """``spec``: a .jsonl/.tsv path; a mapping language -> text file; or a prefix (``prefix.<lang>`` files)."""
+    if isinstance(spec, Mapping):
+        missing = [lang for lang in langs if lang not in spec]
+        if missing:
+            raise ValueError(f"task.data.files: {dict(spec)} names no file for {missing}")
+        return read_parallel_text({lang: Path(str(spec[lang])).expanduser() for lang in langs})
+    path = Path(str(spec)).expanduser()
+    if path.suffix in (".jsonl", ".json"):
+        if not path.is_file():
+            raise FileNotFoundError(f"translation data file not found: {path}; check task.data.files")
+        return read_jsonl(path, langs)
+    if path.suffix == ".tsv":
+        if not path.is_file():
+            raise FileNotFoundError(f"translation data file not found: {path}; check task.data.files")
+        return read_tsv(path, langs)
+    return read_parallel_text({lang: Path(f"{path}.{lang}") for lang in langs})
+
+
+def load_files(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
+    files = data.get("files") or {}
+    if "train" not in files:
+        raise ValueError("task.data.source=files: expected task.data.files.train (and optionally valid/test): "
+                         "a .jsonl/.tsv file, {<lang>: file, ...} or a prefix of <prefix>.<lang> files")
+    splits = {s: read_split_files(files[s], langs) for s in SPLITS if files.get(s)}
+    if "valid" not in splits or "test" not in splits:  # carve the missing ones from train, deterministically
+        carved = carve_splits(splits["train"], int(data["valid_size"]) if "valid" not in splits else 0,
+                              int(data["test_size"]) if "test" not in splits else 0, int(data["split_seed"]))
+        splits = {"train": carved["train"], "valid": splits.get("valid", carved["valid"]),
+                  "test": splits.get("test", carved["test"])}
+    return splits
+
+
+# ---- the hub -----------------------------------------------------------------------------------------
+def load_hub(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
+    """wmt14 / wmt16 (config de-en) from the Hugging Face hub: needs network or a populated cache."""
+    import datasets
+
+    names = {"train": "train", "valid": "validation", "test": "test", **dict(data.get("hub_splits") or {})}
+    try:
+        ds = datasets.load_dataset(data["hub_name"], data.get("hub_config"))
+    except Exception as err:  # noqa: BLE001 - offline, missing dataset ...: one message with the way out
+        raise RuntimeError(f"task.data.source=hub: could not load {data['hub_name']!r} ({data.get('hub_config')}): "
+                           f"{err}. It needs network access or a local cache; offline, use the default "
+                           f"task.data.source=dictionary or task.data.source=files") from None
+    out = {}
+    for split, name in names.items():
+        rows = ds[name]
+        limit = data.get("max_train_examples") if split == "train" else None
+        if limit:
+            rows = rows.select(range(min(int(limit), len(rows))))
+        out[split] = [{lang: ex["translation"][lang] for lang in langs} for ex in rows]
+    return out
+
+
+def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
+    """Every split's sentence pairs for the configured source."""
+    source = data["source"]
+    cache_dir = Path(str(data["cache_dir"])).expanduser()
+    if source == "dictionary":
+        if set(langs) != {"de", "en"}:
+            raise ValueError(f"task.data.source=dictionary holds German-English pairs; task.src_lang/tgt_lang "
+                             f"must be de and en, received {list(langs)}")
+        splits = prepare_dictionary(data, cache_dir)
+    elif source == "files":
+        splits = load_files(data, langs)
+    elif source == "hub":
+        splits = load_hub(data, langs)
+    else:
+        raise ValueError(f"task.data.source: expected dictionary | files | hub, received {source!r}")
+    for split in SPLITS:
+        if not splits.get(split):
+            raise ValueError(f"task.data ({source}): the {split} split is empty")
+    return splits

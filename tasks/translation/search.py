@@ -1,0 +1,103 @@
+"""Batched greedy and beam search over ``Seq2SeqTransformer``'s incremental decoding state.
+
+Both encode once, then feed one token per step: each step reuses the cached self-attention keys and
+values, the projected encoder keys/values and (Transformer+SRU) the decoder SRU's cell state, so a step
+costs O(prefix) attention instead of re-running the whole prefix.
+
+Rules both searches share, so that beam search with beam 1 returns exactly the greedy output:
+- ``<pad>`` and ``<s>`` are never generated;
+- sentence i may produce at most ``max_len_i = max_len_a * src_len_i + max_len_b`` tokens including
+  ``</s>``: at its last step only ``</s>`` is allowed.
+Beam search (fairseq's bookkeeping, vectorised): each step takes the 2K best continuations of the K
+live hypotheses; a ``</s>`` among the first K finishes a hypothesis with score
+``sum log p / len ** length_penalty`` (len counts ``</s>``), the K best other continuations live on.
+A sentence is done once it has K finished hypotheses; the best normalised one is returned.
+"""
+from __future__ import annotations
+
+from typing import List
+
+import torch
+from torch import Tensor
+
+NEG_INF = float("-inf")
+
+
+def max_lengths(src_pad: Tensor, max_len_a: float, max_len_b: int, max_positions: int) -> Tensor:
+    src_len = (~src_pad).sum(0)
+    return (src_len.float() * max_len_a + max_len_b).long().clamp(1, max_positions - 1)
+
+
+def _next_log_probs(model, prev: Tensor, state, step: int, limit: Tensor, pad: int, bos: int, eos: int):
+    """Log-probabilities of the next token (N, V) after feeding ``prev`` (N,), with the shared rules."""
+    logits, state = model.decode(prev.unsqueeze(0), state)
+    lp = torch.log_softmax(logits[0].float(), dim=-1)
+    lp[:, pad] = NEG_INF
+    lp[:, bos] = NEG_INF
+    forced = step + 1 >= limit  # (N,) the last allowed step: only </s>
+    if forced.any():
+        eos_lp = lp[forced, eos]
+        lp[forced] = NEG_INF
+        lp[forced, eos] = eos_lp
+    return lp, state
+
+
+@torch.no_grad()
+def greedy_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: int,
+                  max_len_a: float = 1.5, max_len_b: int = 10) -> List[List[int]]:
+    """The arg-max token at every step; returns each sentence's ids without <s> and </s>."""
+    B = src.size(1)
+    limit = max_lengths(src_pad, max_len_a, max_len_b, model.max_positions)
+    state = model.start_decoding(*model.encode(src, src_pad))
+    prev = torch.full((B,), bos, dtype=torch.long, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    out: List[Tensor] = []
+    for step in range(int(limit.max())):
+        lp, state = _next_log_probs(model, prev, state, step, limit, pad, bos, eos)
+        prev = lp.argmax(-1).masked_fill(done, eos)
+        out.append(prev)
+        done |= prev == eos
+        if bool(done.all()):
+            break
+    return [_strip(seq, eos) for seq in torch.stack(out, 1).tolist()]
+
+
+@torch.no_grad()
+def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: int, beam_size: int = 4,
+                length_penalty: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10) -> List[List[int]]:
+    B, K = src.size(1), int(beam_size)
+    device = src.device
+    enc, enc_pad = model.encode(src, src_pad)
+    expand = torch.arange(B, device=device).repeat_interleave(K)  # hypothesis row -> sentence
+    state = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
+    limit = max_lengths(src_pad, max_len_a, max_len_b, model.max_positions).index_select(0, expand)
+    tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=device)
+    scores = torch.full((B, K), NEG_INF, device=device)
+    scores[:, 0] = 0.0  # all beams start identical: keep one so the first step does not pick duplicates
+    finished: List[List[tuple]] = [[] for _ in range(B)]
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    for step in range(int(limit.max())):
+        lp, state = _next_log_probs(model, tokens[:, -1], state, step, limit, pad, bos, eos)
+        V = lp.size(1)
+        cand = (scores.view(B * K, 1) + lp).view(B, K * V)
+        top_scores, top_index = cand.topk(min(2 * K, K * V), dim=1)
+        beam, token = top_index // V, top_index % V
+        is_eos = token == eos
+        ends = is_eos[:, :K] & torch.isfinite(top_scores[:, :K]) & ~done.unsqueeze(1)
+        for b, j in ends.nonzero().tolist():
+            if len(finished[b]) < K:
+                seq = tokens[b * K + beam[b, j], 1:].tolist()
+                finished[b].append((top_scores[b, j].item() / (len(seq) + 1) ** length_penalty, seq))
+        done |= torch.tensor([len(f) >= K for f in finished], device=device)
+        if bool(done.all()):
+            break
+        live_scores, live = top_scores.masked_fill(is_eos, NEG_INF).topk(K, dim=1)
+        rows = (torch.arange(B, device=device).unsqueeze(1) * K + beam.gather(1, live)).view(-1)
+        tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, live).view(-1, 1)], 1)
+        scores = live_scores
+        state = model.reorder_state(state, rows)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def _strip(seq: List[int], eos: int) -> List[int]:
+    return seq[: seq.index(eos)] if eos in seq else seq

@@ -1,0 +1,94 @@
+"""Subword vocabulary: a joint sentencepiece model (unigram or BPE) trained on the training pairs.
+
+One model for both languages, so source and target share ids and the embeddings can be tied three
+ways (encoder input, decoder input, decoder output), as in the Transformer base setup. Ids 0..3 are
+fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.text``'s translation
+vocabulary, so ``Subwords.vocabulary`` is a ``tasks.text.Vocabulary`` whose ids ARE the model's ids.
+
+The trained model is cached under the data cache (keyed by the training text and the settings) and
+its serialized proto travels with the run: in the checkpoint's task state and as ``spm.model`` in the
+run directory, so decoding a checkpoint never depends on the cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Any, Iterable, List, Mapping, Sequence
+
+from tasks.text import BOS, EOS, PAD, UNK, Vocabulary
+
+MODEL_TYPES = ("unigram", "bpe")
+
+
+class Subwords:
+    def __init__(self, model_proto: bytes):
+        import sentencepiece as spm
+
+        self.model_proto = bytes(model_proto)
+        self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+        if pieces[:4] != [PAD, UNK, BOS, EOS]:
+            raise ValueError(f"subword model: expected ids 0..3 to be {[PAD, UNK, BOS, EOS]}, found {pieces[:4]}")
+        self.vocabulary = Vocabulary(pieces[4:], specials=(PAD, UNK, BOS, EOS))
+
+    def __len__(self) -> int:
+        return len(self.vocabulary)
+
+    def encode(self, text: str) -> List[int]:
+        return self.sp.encode(text, out_type=int)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids -> detokenised text; stops at the first </s> and skips the other specials."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == self.vocabulary.eos_id:
+                break
+            if i not in (self.vocabulary.pad_id, self.vocabulary.bos_id):
+                out.append(i)
+        return self.sp.decode(out)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_bytes(self.model_proto)
+
+    @classmethod
+    def load(cls, path: Path) -> "Subwords":
+        return cls(Path(path).read_bytes())
+
+
+def check_subword_config(cfg: Mapping[str, Any]) -> None:
+    if cfg["model_type"] not in MODEL_TYPES:
+        raise ValueError(f"task.subwords.model_type: expected one of {list(MODEL_TYPES)}, received {cfg['model_type']!r}")
+    if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < 16:
+        raise ValueError(f"task.subwords.vocab_size: expected an integer >= 16, received {cfg['vocab_size']!r}")
+
+
+def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path) -> Subwords:
+    """Train (or load from the cache) a joint sentencepiece model on ``sentences``."""
+    import sentencepiece as spm
+
+    check_subword_config(cfg)
+    digest = hashlib.sha1()
+    for s in sentences:
+        digest.update(s.encode("utf-8") + b"\n")
+    settings = f"{cfg['model_type']}-{cfg['vocab_size']}-{cfg['character_coverage']}"
+    digest.update(settings.encode())
+    path = Path(cache_dir).expanduser() / f"spm-{settings}-{digest.hexdigest()[:12]}.model"
+    if path.is_file():
+        return Subwords.load(path)
+    print(f"[translation] training a {cfg['model_type']} subword model ({cfg['vocab_size']} pieces) on "
+          f"{len(sentences):,} sentences; cached in {path}", flush=True)
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg["model_type"],
+        vocab_size=int(cfg["vocab_size"]), character_coverage=float(cfg["character_coverage"]),
+        pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+        # a vocabulary a little too large for a small corpus is not worth failing a run over
+        hard_vocab_limit=False, num_threads=1, minloglevel=2, input_sentence_size=int(cfg["max_sentences"]),
+        shuffle_input_sentence=True, seed_sentencepiece_size=200000)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(proto.getvalue())
+    tmp.replace(path)
+    return Subwords(proto.getvalue())

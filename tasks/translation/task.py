@@ -1,0 +1,221 @@
+"""Machine translation task: label-smoothed token-level loss, beam search, sacreBLEU / chrF.
+
+Batches (time-major, from ``tasks.batching``): ``src`` (S, B) = subwords + ``</s>``; ``prev`` (T, B) =
+``<s>`` + target subwords (teacher forcing input); ``target`` (T, B) = target subwords + ``</s>``; the
+pad masks of both; ``ids`` = example indices, so records map back to references.
+
+Loss: label-smoothed cross entropy SUMMED over real target tokens with ``sample_size`` = target tokens,
+so the trainer's update is the per-token mean over the global batch whatever the micro-batching / DDP.
+Evaluation decodes every batch (greedy or beam, ``task.decoding``) and returns the BLEU/chrF
+sufficient statistics as logging outputs: summed over batches and ranks they give the exact corpus
+scores. ``end_eval`` writes ``hyp_<split>.txt`` / ``ref_<split>.txt`` (detokenised, in corpus order),
+``sacrebleu_<split>.json`` (scores + signatures) and ``spm.model`` into the run directory.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch import Tensor, nn
+
+from tasks.base import LoggingOutput, Record, Task
+from tasks.batching import bucket_batches, pad_collate, shard_batches
+from tasks.translation.data import SPLITS, load_pairs
+from tasks.translation.metrics import bleu_from_statistics, chrf_from_statistics, signatures, translation_statistics
+from tasks.translation.model import Seq2SeqTransformer, check_model_config
+from tasks.translation.search import beam_search, greedy_search
+from tasks.translation.subwords import Subwords, check_subword_config, train_subwords
+
+
+def _plain(cfg: Any) -> Any:
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+
+
+class TranslationTask(Task):
+    name = "translation"
+    monitor = "bleu"
+    monitor_mode = "max"
+    throughput_key = "ntokens"   # target tokens
+    causal = False               # the encoder sees the whole source; the decoder is causal by construction
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        self.task_cfg = _plain(cfg["task"])
+        self.model_cfg = _plain(cfg["model"]) if "model" in cfg else None
+        self.src, self.tgt = self.task_cfg["src_lang"], self.task_cfg["tgt_lang"]
+        self.subwords: Optional[Subwords] = None
+        self.examples: Dict[str, List[Dict[str, Any]]] = {}
+        self._plans: Dict[Tuple[str, int, int], List[List[int]]] = {}
+        # the trainer's seed (num_batches is asked without one; batches gets it): same plan either way
+        self._seed = cfg.get("seed") if cfg.get("seed") is not None else 0
+
+    # ---- configuration ------------------------------------------------------------------------
+    def check_config(self) -> None:
+        """Task keys and the model=transformer / transformer_sru keys (not shared encoders, so the
+        default encoder check does not apply)."""
+        t = self.task_cfg
+        if self.src == self.tgt:
+            raise ValueError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
+        if t["data"]["source"] not in ("dictionary", "files", "hub"):
+            raise ValueError(f"task.data.source: expected dictionary | files | hub, received {t['data']['source']!r}")
+        check_subword_config(t["subwords"])
+        for key in ("max_subwords", "max_tokens", "max_sentences", "eval_max_tokens", "eval_max_sentences"):
+            if not isinstance(t[key], int) or t[key] < 1:
+                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
+        if not 0.0 <= float(t["label_smoothing"]) < 1.0:
+            raise ValueError(f"task.label_smoothing: expected a number in [0, 1), received {t['label_smoothing']!r}")
+        dec = t["decoding"]
+        for key in ("valid_beam_size", "beam_size", "max_len_b"):
+            if not isinstance(dec[key], int) or dec[key] < 1:
+                raise ValueError(f"task.decoding.{key}: expected a positive integer, received {dec[key]!r}")
+        if self.model_cfg is None:
+            raise ValueError("task=translation needs model=transformer or model=transformer_sru")
+        check_model_config(self.model_cfg)
+        if t["max_subwords"] + 2 > self.model_cfg["max_positions"]:
+            raise ValueError(f"task.max_subwords={t['max_subwords']} needs model.max_positions >= "
+                             f"{t['max_subwords'] + 2}, received {self.model_cfg['max_positions']}")
+
+    # ---- data ---------------------------------------------------------------------------------
+    def setup(self) -> None:
+        t0 = time.time()
+        data = self.task_cfg["data"]
+        pairs = load_pairs(data, (self.src, self.tgt))
+        if self.subwords is None:
+            sentences = [p[lang] for p in pairs["train"] for lang in (self.src, self.tgt)]
+            self.subwords = train_subwords(sentences, self.task_cfg["subwords"], Path(str(data["cache_dir"])).expanduser())
+        limit, eos = int(self.task_cfg["max_subwords"]), self.subwords.vocabulary.eos_id
+        for split in SPLITS:
+            examples = []
+            for p in pairs[split]:
+                src, tgt = self.subwords.encode(p[self.src]), self.subwords.encode(p[self.tgt])
+                if split == "train" and (len(src) > limit or len(tgt) > limit or not src or not tgt):
+                    continue  # overlong training pairs cost memory and teach little; evaluation keeps all
+                examples.append({"src": src[:limit] + [eos], "tgt": tgt[:limit], "ref": p[self.tgt],
+                                 "source": p[self.src]})
+            self.examples[split] = examples
+        sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in SPLITS)
+        ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"])
+        print(f"[translation] {data['source']} {self.src}->{self.tgt}: pairs {sizes}; joint {self.task_cfg['subwords']['model_type']} "
+              f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
+
+    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+        train = split == "train"
+        key = (split, epoch if train else 0, seed if train else 0)
+        if key not in self._plans:
+            ex = self.examples[split]
+            lengths = [max(len(e["src"]), len(e["tgt"]) + 1) for e in ex]
+            t = self.task_cfg
+            plan = bucket_batches(lengths, max_tokens=t["max_tokens"] if train else t["eval_max_tokens"],
+                                  max_examples=t["max_sentences"] if train else t["eval_max_sentences"],
+                                  shuffle=train, seed=seed, epoch=epoch)
+            if train:
+                self._plans = {k: v for k, v in self._plans.items() if k[0] != "train"}  # keep one epoch's plan
+            self._plans[key] = shard_batches(plan, train=train)
+        return self._plans[key]
+
+    def num_batches(self, split: str, epoch: int = 0) -> int:
+        return len(self._plan(split, epoch, self._seed))
+
+    def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
+        plan = self._plan(split, epoch, seed)
+        for index in plan[start:]:
+            yield self.collate(split, index)
+
+    def collate(self, split: str, index: List[int]) -> Dict[str, Any]:
+        v = self.subwords.vocabulary
+        ex = [self.examples[split][i] for i in index]
+        src, src_pad, _ = pad_collate([e["src"] for e in ex], v.pad_id)
+        prev, _, _ = pad_collate([[v.bos_id] + e["tgt"] for e in ex], v.pad_id)
+        target, target_pad, _ = pad_collate([e["tgt"] + [v.eos_id] for e in ex], v.pad_id)
+        return {"src": src, "src_pad": src_pad, "prev": prev, "target": target, "target_pad": target_pad,
+                "ids": torch.tensor(index, dtype=torch.long)}
+
+    # ---- model --------------------------------------------------------------------------------
+    def build_model(self) -> nn.Module:
+        return Seq2SeqTransformer(len(self.subwords), self.subwords.vocabulary.pad_id, self.model_cfg)
+
+    # ---- loss, decoding, metrics --------------------------------------------------------------
+    def compute_loss(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[Tensor, LoggingOutput]:
+        logits = model(batch["src"], batch["src_pad"], batch["prev"])
+        lprobs = torch.log_softmax(logits.float(), dim=-1)
+        real = ~batch["target_pad"]
+        nll = -lprobs.gather(-1, batch["target"].unsqueeze(-1)).squeeze(-1)[real].sum()
+        eps = float(self.task_cfg["label_smoothing"])
+        # label smoothing (Szegedy et al.): (1 - eps) * NLL + eps * mean over the vocabulary of -log p
+        smooth = -lprobs[real].mean(-1).sum()
+        loss = (1.0 - eps) * nll + eps * smooth
+        ntokens = int(real.sum())
+        return loss, {"loss_sum": float(loss.detach()), "nll_sum": float(nll.detach()), "ntokens": ntokens,
+                      "nsentences": int(batch["src"].size(1)), "sample_size": ntokens}
+
+    def translate(self, model: nn.Module, src: Tensor, src_pad: Tensor, beam_size: int) -> List[str]:
+        v, dec = self.subwords.vocabulary, self.task_cfg["decoding"]
+        common = dict(bos=v.bos_id, eos=v.eos_id, pad=v.pad_id, max_len_a=float(dec["max_len_a"]),
+                      max_len_b=int(dec["max_len_b"]))
+        model = getattr(model, "module", model)
+        if beam_size == 1:
+            ids = greedy_search(model, src, src_pad, **common)
+        else:
+            ids = beam_search(model, src, src_pad, beam_size=beam_size,
+                              length_penalty=float(dec["length_penalty"]), **common)
+        return [self.subwords.decode(seq) for seq in ids]
+
+    def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
+        _, logging_output = self.compute_loss(model, batch, split)
+        dec = self.task_cfg["decoding"]
+        beam = dec["valid_beam_size"] if split == "valid" else dec["beam_size"]
+        hyps = self.translate(model, batch["src"], batch["src_pad"], int(beam))
+        ids = batch["ids"].tolist()
+        refs = [self.examples[split][i]["ref"] for i in ids]
+        logging_output.update(translation_statistics(hyps, refs))
+        return logging_output, [{"id": i, "hyp": h, "ref": r} for i, h, r in zip(ids, hyps, refs)]
+
+    def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
+        n = max(summed.get("ntokens", 0), 1)
+        loss, nll = summed.get("loss_sum", 0.0) / n, summed.get("nll_sum", 0.0) / n
+        metrics = {"loss": loss, "nll_loss": nll, "ppl": math.exp(min(nll, 50.0))}
+        if "bleu_sys_len" in summed:
+            bleu = bleu_from_statistics(summed)
+            metrics.update(bleu=float(bleu.score), bleu_bp=float(bleu.bp), chrf=chrf_from_statistics(summed),
+                           hyp_ref_ratio=float(summed["bleu_sys_len"]) / max(summed["bleu_ref_len"], 1))
+        return metrics
+
+    def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
+                 run_dir: Optional[Path]) -> Dict[str, float]:
+        records = sorted(records, key=lambda r: r["id"])  # corpus order, whatever the batching / ranks
+        sig = signatures()
+        print(f"[translation] {split}: BLEU {metrics.get('bleu', float('nan')):.2f} chrF "
+              f"{metrics.get('chrf', float('nan')):.2f} on {len(records)} sentences ({sig['bleu']})", flush=True)
+        if run_dir is None:
+            return {}
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        clean = lambda s: " ".join(s.split())  # one sentence a line, whatever the data held
+        (run_dir / f"hyp_{split}.txt").write_text("".join(clean(r["hyp"]) + "\n" for r in records), encoding="utf-8")
+        (run_dir / f"ref_{split}.txt").write_text("".join(clean(r["ref"]) + "\n" for r in records), encoding="utf-8")
+        (run_dir / f"sacrebleu_{split}.json").write_text(json.dumps(
+            {"bleu": metrics.get("bleu"), "chrf": metrics.get("chrf"), "signature": sig,
+             "sentences": len(records), "hyp": f"hyp_{split}.txt", "ref": f"ref_{split}.txt"}, indent=2))
+        if not (run_dir / "spm.model").exists():
+            self.subwords.save(run_dir / "spm.model")
+        print(f"[translation] wrote {run_dir / f'hyp_{split}.txt'} and {run_dir / f'ref_{split}.txt'} "
+              f"(check: sacrebleu {run_dir / f'ref_{split}.txt'} -i {run_dir / f'hyp_{split}.txt'} -m bleu chrf)",
+              flush=True)
+        return {}
+
+    # ---- saved with the run -------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        return {"subwords": self.subwords.model_proto if self.subwords else None,
+                "vocab": self.subwords.vocabulary.state_dict() if self.subwords else {}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        proto = state.get("subwords")
+        if proto is not None and self.subwords is not None and bytes(proto) != self.subwords.model_proto:
+            raise ValueError("the subword model rebuilt from the data differs from the one in the checkpoint: "
+                             "the training data or task.subwords changed since the run started; resume with the "
+                             "original settings or start a new run")
