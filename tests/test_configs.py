@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from conftest import CONF, compose
 from tasks import build_task
-from tasks.encoders import build_encoder
+from tasks.encoders import ENCODERS, build_encoder
 from tasks.trainer import check_trainer_config
 
 GROUPS = ["task", "model", "trainer", "logger", "paths", "debug", "hparams_search"]
@@ -33,6 +33,9 @@ def _instantiate(cfg):
     """Build the task object and the encoder exactly as training would (no data loading)."""
     check_trainer_config(cfg.trainer)
     task = build_task(cfg)
+    task.check_config()
+    if cfg.model.name not in ENCODERS:  # a task-specific model (translation: model=transformer): its task checked it
+        return task
     # The width each task feeds its encoder: classification's word vectors; the LM's embedding,
     # which defaults to the encoder's hidden size (tasks/lm/task.py).
     if cfg.task.name == "classification":
