@@ -1,6 +1,7 @@
 """Subword vocabulary: a joint sentencepiece model (unigram or BPE) trained on the training pairs.
 
-One model for both languages, so source and target share ids and the embeddings can be tied three
+Byte fallback is on: characters unseen in training are encoded as their UTF-8 bytes, never as
+``<unk>``, so decoding gives back the input text exactly. One model for both languages, so source and target share ids and the embeddings can be tied three
 ways (encoder input, decoder input, decoder output), as in the Transformer base setup. Ids 0..3 are
 fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.text``'s translation
 vocabulary, so ``Subwords.vocabulary`` is a ``tasks.text.Vocabulary`` whose ids ARE the model's ids.
@@ -60,8 +61,9 @@ class Subwords:
 def check_subword_config(cfg: Mapping[str, Any]) -> None:
     if cfg["model_type"] not in MODEL_TYPES:
         raise ValueError(f"task.subwords.model_type: expected one of {list(MODEL_TYPES)}, received {cfg['model_type']!r}")
-    if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < 16:
-        raise ValueError(f"task.subwords.vocab_size: expected an integer >= 16, received {cfg['vocab_size']!r}")
+    if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < 300:
+        raise ValueError(f"task.subwords.vocab_size: expected an integer >= 300 (256 byte-fallback pieces, the "
+                         f"specials and the characters), received {cfg['vocab_size']!r}")
 
 
 def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path) -> Subwords:
@@ -83,7 +85,9 @@ def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: 
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg["model_type"],
         vocab_size=int(cfg["vocab_size"]), character_coverage=float(cfg["character_coverage"]),
-        pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+        # byte fallback: characters never seen in training become UTF-8 byte pieces instead of <unk>, so
+        # decode(encode(text)) == text for any text (a test sentence with a rare letter survives)
+        byte_fallback=True, pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
         # a vocabulary a little too large for a small corpus is not worth failing a run over
         hard_vocab_limit=False, num_threads=1, minloglevel=2, input_sentence_size=int(cfg["max_sentences"]),
         shuffle_input_sentence=True, seed_sentencepiece_size=200000)
