@@ -1,0 +1,123 @@
+"""Transformer / Transformer+SRU: incremental decoding equals full-sequence decoding, the decoder is
+causal, beam search with beam 1 equals greedy search, and bad model keys fail before any data."""
+from __future__ import annotations
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from conftest import compose
+from tasks.translation.model import Seq2SeqTransformer, check_model_config
+from tasks.translation.search import beam_search, greedy_search
+
+PAD, BOS, EOS, V = 0, 2, 3, 37
+VARIANTS = [("transformer", "pre", "none"), ("transformer", "post", "none"),
+            ("transformer_sru", "pre", "before_ffn"), ("transformer_sru", "post", "replace_ffn")]
+
+
+def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0) -> Seq2SeqTransformer:
+    cfg = OmegaConf.to_container(compose([
+        "task=translation", f"model={model}", "model.d_model=24", "model.attention_heads=3", "model.ffn_dim=40",
+        "model.encoder_layers=2", "model.decoder_layers=2", f"model.norm={norm}", f"model.sru.mode={sru_mode}",
+        "model.share_all_embeddings=false"]).model)
+    check_model_config(cfg)
+    torch.manual_seed(seed)
+    model = Seq2SeqTransformer(V, PAD, cfg).eval()
+    with torch.no_grad():  # random, non-trivial SRU gates (the init keeps them near the highway path)
+        for name, p in model.named_parameters():
+            if name.endswith("weight_c") or name.endswith(".bias") and "rnn" in name:
+                p.normal_(0.0, 0.5)
+    return model
+
+
+def source_batch(seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    lengths = [9, 4, 7]  # awkward, unequal: padding reaches the encoder's attention and its SRU
+    src = torch.randint(4, V, (max(lengths), len(lengths)), generator=g)
+    src_pad = torch.arange(max(lengths)).unsqueeze(1) >= torch.tensor(lengths).unsqueeze(0)
+    return src.masked_fill(src_pad, PAD), src_pad
+
+
+@pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS)
+def test_incremental_decoding_equals_full_sequence(model_name, norm, sru_mode):
+    model = tiny_model(model_name, norm, sru_mode)
+    src, src_pad = source_batch()
+    prev = torch.randint(4, V, (8, 3), generator=torch.Generator().manual_seed(2))
+    full = model(src, src_pad, prev)
+    state = model.start_decoding(*model.encode(src, src_pad))
+    steps = []
+    for t in range(prev.size(0)):
+        logits, state = model.decode(prev[t:t + 1], state)
+        steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps), full, rtol=1e-5, atol=1e-5)
+    # two steps at a time from a cache (a T > 1 chunk after a prefix) agree too
+    state = model.start_decoding(*model.encode(src, src_pad))
+    chunks = [model.decode(prev[t:t + 2], state)[0] for t in range(0, prev.size(0), 2)]
+    torch.testing.assert_close(torch.cat(chunks), full, rtol=1e-5, atol=1e-5)
+    if sru_mode != "none":
+        assert all("c" in cache for cache in state["layers"])  # the SRU state is part of the decoding state
+
+
+@pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[1:3])
+def test_decoder_is_causal_and_padding_does_not_leak(model_name, norm, sru_mode):
+    model = tiny_model(model_name, norm, sru_mode)
+    src, src_pad = source_batch()
+    prev = torch.randint(4, V, (6, 3), generator=torch.Generator().manual_seed(3))
+    changed = prev.clone()
+    changed[4:] = 5  # the future must not change earlier positions' outputs
+    torch.testing.assert_close(model(src, src_pad, prev)[:4], model(src, src_pad, changed)[:4])
+    other_pad = src.masked_fill(src_pad, 9)  # what sits under the padding must not matter
+    torch.testing.assert_close(model(src, src_pad, prev), model(other_pad, src_pad, prev))
+
+
+@pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[::2])
+def test_beam_one_equals_greedy_and_beams_are_valid(model_name, norm, sru_mode):
+    model = tiny_model(model_name, norm, sru_mode, seed=4)
+    src, src_pad = source_batch(5)
+    greedy = greedy_search(model, src, src_pad, BOS, EOS, PAD, max_len_a=1.0, max_len_b=4)
+    assert greedy == beam_search(model, src, src_pad, BOS, EOS, PAD, beam_size=1, max_len_a=1.0, max_len_b=4)
+    lengths = (~src_pad).sum(0).tolist()
+    assert all(len(seq) < n + 4 for seq, n in zip(greedy, lengths))  # the max_len rule (</s> counted)
+    beams = beam_search(model, src, src_pad, BOS, EOS, PAD, beam_size=4, length_penalty=1.0, max_len_a=1.0, max_len_b=4)
+    assert len(beams) == 3 and all(PAD not in s and BOS not in s and EOS not in s for s in beams)
+    # batched == one sentence at a time (padding and beam bookkeeping do not mix sentences)
+    for b, n in enumerate(lengths):
+        alone = beam_search(model, src[:n, b:b + 1], src_pad[:n, b:b + 1], BOS, EOS, PAD, beam_size=4,
+                            max_len_a=1.0, max_len_b=4)
+        assert alone[0] == beams[b]
+
+
+def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
+    """Beam search optimises the (normalised) model score: it is never worse than greedy's."""
+    model = tiny_model("transformer", "pre", "none", seed=6)
+    src, src_pad = source_batch(7)
+
+    def score(seq, b):
+        n = int((~src_pad[:, b]).sum())
+        prev = torch.tensor([BOS] + seq).unsqueeze(1)
+        lp = torch.log_softmax(model(src[:n, b:b + 1], src_pad[:n, b:b + 1], prev)[:, 0].float(), -1)
+        return float(lp.gather(1, torch.tensor(seq + [EOS]).unsqueeze(1)).sum()) / (len(seq) + 1)
+
+    greedy = greedy_search(model, src, src_pad, BOS, EOS, PAD, max_len_a=2.0, max_len_b=30)
+    beams = beam_search(model, src, src_pad, BOS, EOS, PAD, beam_size=5, max_len_a=2.0, max_len_b=30)
+    for b in range(3):
+        assert score(beams[b], b) >= score(greedy[b], b) - 1e-5
+
+
+@pytest.mark.parametrize("override,message", [
+    ("model.norm=middle", "model.norm: expected one of"),
+    ("model.sru.mode=everywhere", "model.sru.mode: expected one of"),
+    ("model.attention_heads=5", "divisible"),
+    ("+model.hidden_size=3", "unknown keys"),
+    ("model.dropout=1.5", "model.dropout"),
+])
+def test_bad_model_config_fails_with_the_key(override, message):
+    from tasks import build_task
+    with pytest.raises(ValueError, match=message):
+        build_task(compose(["task=translation", "model=transformer_sru", override])).check_config()
+
+
+def test_tied_embeddings_share_one_parameter():
+    cfg = OmegaConf.to_container(compose(["task=translation", "model.d_model=16", "model.attention_heads=2"]).model)
+    model = Seq2SeqTransformer(V, PAD, cfg)
+    assert model.src_embed.weight is model.tgt_embed.weight is model.output.weight
