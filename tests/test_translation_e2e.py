@@ -15,7 +15,7 @@ from tasks.results import read_metrics
 FIX = ROOT / "tests" / "fixtures" / "translation"
 
 
-def tiny_translation_overrides(model: str, cache_dir, steps: int = 60):
+def tiny_translation_overrides(model: str, cache_dir, steps: int = 80):
     """8 sentence pairs, train = valid = test: a memorisation check of the whole pipeline."""
     return [
         "task=translation", f"model={model}", "task.data.source=files", f"task.data.cache_dir={cache_dir}",
@@ -26,7 +26,7 @@ def tiny_translation_overrides(model: str, cache_dir, steps: int = 60):
         "model.decoder_layers=1", "model.dropout=0.0", "model.sru.rnn_dropout=0.0", "model.max_positions=128",
         "trainer.optimizer.lr=0.01", "trainer.scheduler.name=constant", "trainer.scheduler.warmup_steps=5",
         f"trainer.max_steps={steps}", "trainer.max_epochs=null", "trainer.max_minutes=null",
-        "trainer.eval_every_steps=30", "trainer.log_every_steps=1", "trainer.progress_bar=false",
+        "trainer.eval_every_steps=40", "trainer.log_every_steps=1", "trainer.progress_bar=false",
         "trainer.plot=false", "trainer.num_threads=1", "logger=csv", "seed=0",
     ]
 
