@@ -67,3 +67,17 @@ def test_default_config_is_english_to_german_transformer():
     assert (cfg.task.src_lang, cfg.task.tgt_lang, cfg.task.data.source) == ("en", "de", "dictionary")
     assert cfg.model.name == "transformer" and cfg.trainer.scheduler.name == "noam"
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
+
+
+def test_stop_and_resume_matches_uninterrupted_run(run_train, tmp_path):
+    """8 steps straight vs 3, stop, resume to 8 (mid-epoch: 2 batches an epoch), dropout on: identical
+    losses, and the resumed run checks the subword model saved in its checkpoint."""
+    base = tiny_translation_overrides("transformer_sru", tmp_path / "cache", steps=8) + [
+        "task.max_sentences=4", "model.dropout=0.1", "model.sru.rnn_dropout=0.1", "trainer.eval_every_steps=null",
+        "test_after_training=false"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    run_train(base, straight)
+    run_train(base + ["trainer.max_steps=3"], split)
+    run_train(base + [f"resume={split}"], split)
+    losses = lambda run: [(r["step"], r["loss"]) for r in read_metrics(run, "train")]
+    assert losses(split) == losses(straight) and len(losses(straight)) == 8
