@@ -95,7 +95,8 @@ def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
     def score(seq, b):
         n = int((~src_pad[:, b]).sum())
         prev = torch.tensor([BOS] + seq).unsqueeze(1)
-        lp = torch.log_softmax(model(src[:n, b:b + 1], src_pad[:n, b:b + 1], prev)[:, 0].float(), -1)
+        with torch.no_grad():
+            lp = torch.log_softmax(model(src[:n, b:b + 1], src_pad[:n, b:b + 1], prev)[:, 0].float(), -1)
         return float(lp.gather(1, torch.tensor(seq + [EOS]).unsqueeze(1)).sum()) / (len(seq) + 1)
 
     greedy = greedy_search(model, src, src_pad, BOS, EOS, PAD, max_len_a=2.0, max_len_b=30)
