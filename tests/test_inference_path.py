@@ -10,17 +10,10 @@ import torch
 from sru import SRU, SRUCell
 from sru.dispatch import inference_plan
 from sru.ops import available_backends
+from sru_helpers import _randomize
 
 needs_kernel = pytest.mark.skipif("cpu" not in available_backends(),
                                   reason="the fused CPU kernel does not build here")
-
-
-def _randomize(module, seed=0, scale=0.5):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * scale)
-    return module
 
 
 def _general_path(module, *args, **kwargs):
