@@ -29,6 +29,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 import torch
 from torch import Tensor, nn
 
+from tasks.config_checks import check_number
+
 ENCODERS: Dict[str, Callable[..., nn.Module]] = {}
 
 
@@ -49,18 +51,6 @@ def _as_dict(cfg: Any) -> Dict[str, Any]:
     return dict(cfg)
 
 
-def _check_number(name: str, value: Any, low: float, high: Optional[float] = None, integer: bool = False,
-                  high_open: bool = True) -> None:
-    kind = "an integer" if integer else "a number"
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    ok = ok and not isinstance(value, bool) and value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        span = f">= {low}" if high is None else f"in [{low}, {high}{')' if high_open else ']'}"
-        raise ValueError(f"model.{name}: expected {kind} {span}, received {value!r}")
-
-
 def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
     """Reject an encoder config before any data is loaded: unknown name or keys, bad ranges, and a
     bidirectional encoder for a causal task."""
@@ -77,10 +67,10 @@ def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
                              f"see conf/model/{name}.yaml for the accepted keys")
     for key in ("hidden_size", "num_layers", "filters"):
         if key in kwargs:
-            _check_number(key, kwargs[key], 1, integer=True)
+            check_number(f"model.{key}", kwargs[key], 1, integer=True)
     for key in ("dropout", "rnn_dropout"):
         if key in kwargs:
-            _check_number(key, kwargs[key], 0.0, 1.0)
+            check_number(f"model.{key}", kwargs[key], 0.0, 1.0, high_open=True)
     if causal and kwargs.get("bidirectional"):
         raise ValueError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
                          "and a bidirectional encoder would see the very tokens it predicts. "
