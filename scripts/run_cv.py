@@ -8,7 +8,8 @@ test accuracy / macro-F1 mean ± std and training time per epoch.
 Arguments after the options are Hydra overrides exactly as for train.py; ``{model}`` in them is replaced
 by each name of ``--models``. Runs are interleaved (fold by fold, every model within a fold) so CPU load
 from other work hits all models alike. Each run writes its own run directory under ``--out``; the
-summary goes to ``<out>/cv_summary.json`` and ``<out>/cv_summary.md``. Sets that ship their own test split
+summary goes to ``<out>/cv_summary.json`` and ``<out>/cv_summary.md``. Rerunning the same command resumes:
+runs whose ``results.json`` holds test metrics are read back instead of rerun. Sets that ship their own test split
 (TREC, SST, ...) have no folds: they run once.
 """
 from __future__ import annotations
@@ -97,11 +98,17 @@ def main(argv=None) -> Dict:
             label = model or cfg.model.name
             n_train = len(load_classification_data(cfg.task.data).splits["train"])
             run_dir = out / label / f"fold{fold}"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            print(f"[cv] {label} fold {fold}: {' '.join(overrides)}", flush=True)
-            t0 = time.time()
-            summary = run(cfg, run_dir, overrides)
-            wall = time.time() - t0
+            finished = run_dir / "results.json"
+            if finished.exists() and "test" in json.loads(finished.read_text()):
+                # resumable: a finished run is read back, not rerun (delete its folder to rerun it)
+                summary, wall = json.loads(finished.read_text()), float("nan")
+                print(f"[cv] {label} fold {fold}: finished before, read from {finished}", flush=True)
+            else:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                print(f"[cv] {label} fold {fold}: {' '.join(overrides)}", flush=True)
+                t0 = time.time()
+                summary = run(cfg, run_dir, overrides)
+                wall = time.time() - t0
             rate = summary.get("train_items_per_s") or float("nan")
             runs.append({"model": label, "fold": fold, "run_dir": str(run_dir), "n_train": n_train,
                          "best_valid_accuracy": summary["best_valid"],
