@@ -3,6 +3,8 @@
 Kept apart from the modules so that the parameter/initialization code stays readable. Three
 paths exist (see docs/ops.md):
 
+- the *stack path* (``sru.ops.cpu.stack``): the inference path of a plain stack (no layer norm,
+  projection or input_to_hidden) as one C call, tried first by ``SRU.forward``;
 - the *inference path* (``sru.ops.cpu.inference``): no autograd, CPU, float32/float64, no
   dropout masks: each layer's matmul plus one direct kernel call, for the whole stack;
 - the *fused training path* (``sru.ops.fused_layer``): eager CPU training of a plain k = 3 layer;
@@ -17,6 +19,7 @@ from torch import Tensor
 from sru.ops import _cpu_kernel_available
 from sru.ops.cpu.build import load_library
 from sru.ops.cpu.inference import forward_stack
+from sru.ops.cpu.stack import StackPlan
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 _KERNEL_DTYPES = (torch.float32, torch.float64)
@@ -61,7 +64,7 @@ def empty_outputs(input: Tensor, c0: Optional[Tensor], c_shape: Tuple[int, ...],
 
 def _eager_cpu(input: Tensor) -> bool:
     """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch."""
-    return (type(input) is Tensor and input.device.type == "cpu"
+    return (type(input) is Tensor and input.is_cpu
             and not torch.is_autocast_enabled("cpu")
             and not torch.compiler.is_compiling()
             and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap
@@ -127,3 +130,42 @@ def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> b
             and input.dtype == cell.weight.dtype == cell.weight_c.dtype == cell.bias.dtype
             and (c0 is None or c0.dtype == input.dtype)
             and _cpu_kernel_available())
+
+
+def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]:
+    """``SRU.forward``'s result through the stack path (``sru.ops.cpu.stack``), or None when that
+    path does not apply (then the general code runs and raises any argument error itself).
+
+    Every check here is a cheap flag or shape test: at one decoding step this function and the
+    C call are all the Python there is. The plan is cached in the module's ``__dict__`` (left
+    out of pickles by ``SRU.__getstate__``) and rebuilt when ``StackPlan.current`` says so.
+    """
+    if (torch.is_grad_enabled() or type(input) is not Tensor or input.dim() != 3
+            or input.dtype not in _KERNEL_DTYPES or input.shape[2] != sru.input_size
+            or sru.nn_rnn_compatible_return or sru._modules.get("input_to_hidden") is not None
+            or not _eager_cpu(input)):
+        return None
+    x = input.transpose(0, 1) if sru.batch_first else input
+    length, batch = x.shape[0], x.shape[1]
+    if length == 0 or batch == 0:
+        return None
+    if c0 is not None and (type(c0) is not Tensor or c0.dtype != x.dtype or not c0.is_contiguous()
+                           or c0.shape != (sru.num_layers, batch, sru.output_size)):
+        return None
+    if mask_pad is not None:
+        if type(mask_pad) is not Tensor or mask_pad.shape != input.shape[:2]:
+            return None
+        mask_pad = mask_pad.transpose(0, 1) if sru.batch_first else mask_pad
+        mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
+    plan = sru.__dict__.get("_stack_plan")
+    if plan is None or not plan.current(x.dtype):
+        lib = load_library() if _cpu_kernel_available() else None
+        if lib is None:
+            return None
+        plan = sru.__dict__["_stack_plan"] = StackPlan(lib, list(sru.rnn_lst._modules.values()), x.dtype)
+    if not plan.usable:
+        return None
+    out = plan.run(x.contiguous(), c0, mask_pad)
+    if out is None or not sru.batch_first:
+        return out
+    return out[0].transpose(0, 1), out[1]

@@ -17,9 +17,11 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from sru.dispatch import (check_float_tensor, check_mask_pad, empty_outputs,
-                          fuse_layer, inference_plan, run_inference_path, shape_of, state_dtype)
+                          fuse_layer, inference_plan, run_inference_path, shape_of, stack_inference,
+                          state_dtype)
 from sru.ops import elementwise_recurrence
 from sru.initialization import reset_cell_parameters
+from sru.ops.cpu.stack import GENERATION as STACK_GENERATION
 from sru.ops.fused_layer import linear_recurrence_cpu
 
 
@@ -114,6 +116,15 @@ class SRUCell(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         # A checkpoint's scale_x wins over the one computed at construction.
         self._scale_x_value = float(self.scale_x[0])
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        STACK_GENERATION[0] += 1  # cached stack plans (sru/ops/cpu/stack.py) must re-check cells
+
+    def _apply(self, fn, *args, **kwargs):
+        applied = super()._apply(fn, *args, **kwargs)  # .to(), .double(), ...: new storages
+        STACK_GENERATION[0] += 1
+        return applied
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -351,6 +362,11 @@ class SRU(nn.Module):
                 backend=backend,
             ))
 
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop("_stack_plan", None)  # raw pointers: rebuilt on the first call after loading
+        return state
+
     def __setstate__(self, state):
         super().__setstate__(state)
         # See SRUCell.__setstate__: official pickles predate these attributes.
@@ -378,6 +394,9 @@ class SRU(nn.Module):
                 input: Union[Tensor, PackedSequence],
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Union[Tensor, PackedSequence], Tensor]:
+        fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
+        if fast is not None:
+            return fast
         packed_lengths = None
         time_major = not self.batch_first
         if isinstance(input, PackedSequence):

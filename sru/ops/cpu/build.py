@@ -1,6 +1,7 @@
 """Build the fused CPU kernel on first use, cache it, and fall back cleanly when that fails.
 
-The kernel (``sru_recurrence.cpp``) is compiled with ``torch.utils.cpp_extension.load`` the
+The kernel (``sru_recurrence.cpp``, plus ``sru_stack.cpp``: a whole inference stack in one call;
+both include ``sru_args.h``) is compiled with ``torch.utils.cpp_extension.load`` the
 first time a CPU recurrence runs (never at import), into a cache directory:
 ``$TORCH_EXTENSIONS_DIR`` if set, else ``~/.cache/torch_extensions`` (``$XDG_CACHE_HOME``
 respected). The cache entry's name hashes the source, the compiler flags, torch's version and
@@ -33,6 +34,8 @@ from typing import Optional
 import torch
 
 SOURCE = Path(__file__).with_name("sru_recurrence.cpp")
+SOURCES = (SOURCE, SOURCE.with_name("sru_stack.cpp"))
+HEADERS = (SOURCE.with_name("sru_args.h"),)
 _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
 _error: Optional[str] = None
@@ -73,7 +76,8 @@ def _cpu_signature() -> str:
 def extension_name() -> str:
     """``sru_cpu_<hash>``: changes whenever the binary would differ."""
     key = hashlib.sha256()
-    parts = (SOURCE.read_bytes(), " ".join(compile_flags()).encode(), torch.__version__.encode(),
+    parts = (*(f.read_bytes() for f in SOURCES + HEADERS), " ".join(compile_flags()).encode(),
+             torch.__version__.encode(),
              os.environ.get("CXX", "c++").encode(), _cpu_signature().encode())
     for part in parts:
         key.update(part)
@@ -106,8 +110,8 @@ def _build(target: Path) -> None:
     _remove_abandoned_builds(target.parent, name)
     scratch = tempfile.mkdtemp(prefix=name + ".build-", dir=target.parent)
     try:
-        cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=compile_flags(),
-                           extra_ldflags=["-fopenmp"], build_directory=scratch,
+        cpp_extension.load(name=name, sources=[str(f) for f in SOURCES], extra_cflags=compile_flags(),
+                           extra_ldflags=["-fopenmp", "-ldl"], build_directory=scratch,
                            is_python_module=False, verbose=False)
         os.replace(os.path.join(scratch, name + ".so"), target)
     finally:

@@ -1,0 +1,54 @@
+// The argument structs of the fused CPU kernels, shared by sru_recurrence.cpp (one layer's
+// recurrence) and sru_stack.cpp (a whole inference stack in one call).
+#pragma once
+#include <cstdint>
+
+// Keep every field 8 bytes wide: the ctypes mirror in kernel.py must match this layout.
+struct SruArgs {
+  const void* U;            // (L, B, dirs*d*k)
+  const void* x;            // (L, B, dirs*d) or null (used only when skip_mode == 1)
+  const void* weight_c;     // (2*dirs*d) or (L, B, dirs*d*2) when per_step_weight
+  const void* bias;         // (2*dirs*d)
+  const void* c0;           // (B, dirs*d) or null (zeros)
+  const void* mask_c;       // (B, dirs*d) or null
+  const uint8_t* mask_pad;  // (L, B), nonzero = padded step, or null
+  void* h;                  // out (L, B, dirs*d)
+  void* c_all;              // forward: out, backward: in (L, B, dirs*d); forward may be null
+  void* c_last;             // out (B, dirs*d)
+  const void* grad_h;       // (L, B, dirs*d)
+  const void* grad_c_last;  // (B, dirs*d) or null (zeros)
+  void* grad_U;             // out (L, B, dirs*d*k)
+  void* grad_x;             // out (L, B, dirs*d) when skip_mode == 1
+  void* grad_weight_c;      // out: same shape as weight_c
+  void* grad_bias;          // out (2*dirs*d)
+  void* grad_partial;       // scratch (B, 4, dirs*d): per-row sums of gb_f, gb_r, gv_f, gv_r
+  void* grad_c0;            // out (B, dirs*d)
+  void* grad_mask_c;        // out (B, dirs*d), or null when mask_c needs no gradient
+  int64_t length, batch, hidden, dirs, k;
+  int64_t per_step_weight;  // bool
+  int64_t skip_mode;        // 0: no skip term, 1: x * scale_x (k == 3), 2: u3 (k == 4)
+  int64_t use_tanh;         // bool
+  int64_t num_threads;
+  double scale_x;
+};
+
+// One layer of an inference stack (sru_stack.cpp); mirrored by StackLayer in stack.py.
+struct StackLayer {
+  const void* weight;    // (in_features, dirs*d*k), row-major: U = x @ weight
+  const void* weight_c;  // (2*dirs*d)
+  const void* bias;      // (2*dirs*d)
+  int64_t in_features, hidden, dirs, k, skip_mode, use_tanh;
+  double scale_x;
+};
+
+// A whole stack at once; mirrored by StackArgs in stack.py.
+struct StackArgs {
+  const void* x;            // (L, B, layers[0].in_features)
+  const void* c0;           // (layers, B, dirs*d) or null (zeros)
+  const uint8_t* mask_pad;  // (L, B) or null
+  void* h;                  // out (L, B, dirs*d)
+  void* c_last;             // out (layers, B, dirs*d)
+  void* workspace;          // L*B*(max dirs*d*k + dirs*d) elements: U, one intermediate h
+  const StackLayer* layers;
+  int64_t num_layers, length, batch, num_threads;
+};

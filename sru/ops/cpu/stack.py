@@ -1,0 +1,129 @@
+"""A whole plain SRU stack in inference as one C call (``sru_stack.cpp``): the matmul of every
+layer through the BLAS torch uses, then the fused recurrence, with no Python between layers.
+
+Why: at one decoding step (L = 1, B = 1) reading a 512 x 1536 weight takes ~70-90 µs, and the
+per-layer Python of ``inference.forward_stack`` (an aten matmul call, allocations, a ctypes call
+per layer) plus ``SRU.forward``'s general argument handling added another ~60-90 µs for two
+layers. Here ``SRU.forward`` checks a handful of flags, reuses a plan cached on the module
+(rebuilt when a parameter's storage, dtype, mode or backend changes) and makes one ctypes call.
+
+"Plain" = every layer has its own weight (no projection, no ``custom_m``), no layer norm, the
+CPU backend, no dropout to draw (eval mode or zero dropout); anything else keeps the general
+inference path, which gives the same numbers (same BLAS routine, same recurrence kernel).
+"""
+import ctypes
+import threading
+from typing import Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+_DTYPES = (torch.float32, torch.float64)
+_ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
+GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
+
+
+class StackLayer(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_void_p) for name in ("weight", "weight_c", "bias")]
+                + [(name, ctypes.c_int64) for name in
+                   ("in_features", "hidden", "dirs", "k", "skip_mode", "use_tanh")]
+                + [("scale_x", ctypes.c_double)])
+
+
+class StackArgs(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_void_p) for name in ("x", "c0", "mask_pad", "h", "c_last", "workspace")]
+                + [("layers", ctypes.POINTER(StackLayer))]
+                + [(name, ctypes.c_int64) for name in ("num_layers", "length", "batch", "num_threads")])
+
+
+def configure_stack(lib: ctypes.CDLL) -> None:
+    """Declare the stack entry points and check the struct mirrors (once per library)."""
+    if getattr(lib, "_sru_stack_ready", False):
+        return
+    for name, struct in (("sru_stack_args_size", StackArgs), ("sru_stack_layer_size", StackLayer)):
+        getattr(lib, name).restype = ctypes.c_int64
+        if getattr(lib, name)() != ctypes.sizeof(struct):
+            raise RuntimeError(f"{struct.__name__} layout mismatch between sru_stack.cpp and stack.py")
+    for name in _ENTRY.values():
+        getattr(lib, name).argtypes = [ctypes.POINTER(StackArgs)]
+        getattr(lib, name).restype = ctypes.c_int
+    lib._sru_stack_ready = True
+
+
+# Bumped by every SRUCell attribute assignment and every ``_apply`` (.to(), .double(), ...): the
+# cheap way for a cached plan to notice a changed mode, backend or parameter (sru/modules.py).
+GENERATION = [0]
+
+
+class StackPlan:
+    """The C layer array of one stack for one dtype, or ``usable=False`` when the stack is not
+    plain (then the caller takes the general path until the cells change)."""
+
+    def __init__(self, lib: ctypes.CDLL, cells: Sequence, dtype: torch.dtype):
+        self.generation, self.dtype, self.usable = GENERATION[0], dtype, False
+        self.tensors = tuple(p for cell in cells for p in cell._parameters.values() if p is not None)
+        self.pointers = tuple(map(Tensor.data_ptr, self.tensors))
+        if dtype not in _DTYPES or not all(_plain(cell, dtype) for cell in cells):
+            return
+        configure_stack(lib)
+        self.call = getattr(lib, _ENTRY[dtype])
+        self.layers = (StackLayer * len(cells))()
+        for slot, cell in zip(self.layers, cells):
+            k, dirs = cell.num_matrices, 2 if cell.bidirectional else 1
+            slot.weight, slot.weight_c, slot.bias = (cell.weight.data_ptr(), cell.weight_c.data_ptr(),
+                                                     cell.bias.data_ptr())
+            slot.in_features, slot.hidden, slot.dirs, slot.k = cell.input_size, cell.hidden_size, dirs, k
+            slot.skip_mode = (1 if k == 3 else 2) if cell.has_skip_term else 0
+            slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
+        self.num_layers = len(cells)
+        self.width = cells[-1].output_size
+        self.per_row = max(cell.output_size * cell.num_matrices for cell in cells) + self.width
+        self._scratch = threading.local()
+        self.usable = True
+
+    def current(self, dtype: torch.dtype) -> bool:
+        """Whether the plan still describes the cells: no cell changed since it was built and
+        every parameter still has the storage it had (``p.data = ...`` assigns bypass the
+        generation counter; a stale pointer would read freed memory)."""
+        return (self.generation == GENERATION[0] and dtype is self.dtype
+                and tuple(map(Tensor.data_ptr, self.tensors)) == self.pointers)
+
+    def run(self, x: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """x contiguous (L, B, in); c0 None or contiguous (layers, B, width) in x's dtype;
+        mask_pad None or contiguous uint8 (L, B). Returns (h, c_last) like forward_stack, or None
+        when this torch has no BLAS symbol to call (the plan is then marked unusable)."""
+        length, batch = x.shape[0], x.shape[1]
+        h = x.new_empty(length, batch, self.width)
+        c_last = x.new_empty(self.num_layers, batch, self.width)
+        # U and one layer's output: scratch, reused by this thread while it is large enough
+        # (the GIL is released during the call, so another thread needs its own).
+        rows, scratch = length * batch, self._scratch.__dict__
+        workspace, args = scratch.get("buffer"), scratch.get("args")
+        if workspace is None or workspace.numel() < rows * self.per_row:
+            workspace = scratch["buffer"] = x.new_empty(rows * self.per_row)
+        if args is None:  # one argument struct per thread, refilled on every call
+            args = scratch["args"] = StackArgs(layers=self.layers, num_layers=self.num_layers)
+            scratch["ref"] = ctypes.byref(args)
+        args.x, args.c0 = x.data_ptr(), None if c0 is None else c0.data_ptr()
+        args.mask_pad = None if mask_pad is None else mask_pad.data_ptr()
+        args.h, args.c_last, args.workspace = h.data_ptr(), c_last.data_ptr(), workspace.data_ptr()
+        args.length, args.batch, args.num_threads = length, batch, torch.get_num_threads()
+        status = self.call(scratch["ref"])
+        if rows > 4096:
+            scratch.pop("buffer")  # a long sequence's U is not kept alive between calls
+        if status == GEMM_MISSING:
+            self.usable = False
+            return None
+        if status != 0:  # unreachable for valid SRUCells (checked when the plan was built)
+            raise RuntimeError(f"sru CPU stack kernel: unsupported layer layout (status {status})")
+        return h, c_last
+
+
+def _plain(cell, dtype: torch.dtype) -> bool:
+    params, norm = cell._parameters, cell._modules.get("layer_norm")
+    weight = params.get("weight")
+    return (weight is not None and params.get("weight_proj") is None and norm is None
+            and cell.backend in ("auto", "cpu")
+            and cell.__dict__.get("custom_m") is None and cell._modules.get("custom_m") is None
+            and not (cell.training and (cell.dropout > 0 or cell.rnn_dropout > 0))
+            and all(p.dtype == dtype and p.is_contiguous() for p in (weight, params["weight_c"], params["bias"])))
