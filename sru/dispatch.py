@@ -44,6 +44,29 @@ def check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -
                          f"(nonzero/True = padded step), got {got}")
 
 
+def check_stack_input(sru, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor],
+                      time_major: bool) -> Tuple[Tensor, Optional[Tensor]]:
+    """``SRU.forward``'s argument checks (one ValueError naming expected vs received); returns
+    input and mask_pad time-major."""
+    check_float_tensor("input", "SRU", input)
+    dims = "length, batch" if time_major else "batch, length"
+    if input.dim() != 3 or input.size(-1) != sru.input_size:
+        raise ValueError(f"SRU expected input of shape ({dims}, {sru.input_size}), "
+                         f"got {shape_of(input)}")
+    if mask_pad is not None:
+        check_mask_pad("SRU", mask_pad, shape_of(input)[:2], f"({dims})")
+    if not time_major:
+        input = input.transpose(0, 1)
+        mask_pad = None if mask_pad is None else mask_pad.transpose(0, 1)
+    if c0 is not None:
+        check_float_tensor("c0", "SRU", c0)
+        expected = (sru.num_layers, input.size(1), sru.output_size)
+        if shape_of(c0) != expected:
+            raise ValueError(f"SRU expected c0 of shape (num_layers, batch, "
+                             f"directions*hidden_size) = {expected}, got {shape_of(c0)}")
+    return input, mask_pad
+
+
 def state_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> torch.dtype:
     """The dtype the recurrence runs and keeps c in: float32 for half-precision inputs (c is
     accumulated over time), float16 only when ``amp_recurrence_fp16`` asks for it."""

@@ -9,14 +9,14 @@ this file only computes U with one matrix product and hands everything to
 """
 import contextlib
 import copy
-import math
 from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.dispatch import (check_float_tensor, check_mask_pad, empty_outputs,
+from sru.custom_m import custom_m_UV
+from sru.dispatch import (check_float_tensor, check_mask_pad, check_stack_input, empty_outputs,
                           fuse_layer, inference_plan, run_inference_path, shape_of, stack_inference,
                           state_dtype)
 from sru.ops import elementwise_recurrence
@@ -221,27 +221,7 @@ class SRUCell(nn.Module):
         """
         if self.custom_m is None:
             return self.compute_U(input), self.weight_c
-        ret = self.custom_m(input)
-        if isinstance(ret, (tuple, list)):
-            if len(ret) not in (1, 2):
-                raise ValueError(f"SRUCell expected custom_m to return U or (U, V), "
-                                 f"got a {type(ret).__name__} of {len(ret)} items")
-            U, V = ret[0], (ret[1] + self.weight_c if len(ret) == 2 else self.weight_c)
-        else:
-            U, V = ret, self.weight_c
-        length, batch = input.size(0), input.size(1)
-        expected_u = (length, batch, self.output_size * self.num_matrices)
-        if U.numel() != math.prod(expected_u) or U.size(-1) != expected_u[-1]:
-            raise ValueError(f"SRUCell expected custom_m's U of shape {expected_u}, "
-                             f"got {shape_of(U)}")
-        U = U.reshape(expected_u)
-        if V.dim() > 1:
-            expected_v = (length, batch, self.output_size * 2)
-            if V.numel() != math.prod(expected_v) or V.size(-1) != expected_v[-1]:
-                raise ValueError(f"SRUCell expected custom_m's V of shape {expected_v}, "
-                                 f"got {shape_of(V)}")
-            V = V.reshape(expected_v)
-        return U, V
+        return custom_m_UV(self, input)
 
     def apply_recurrence(self, U: Tensor, V: Tensor, residual: Tensor, c0: Optional[Tensor],
                          mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> List[Tensor]:
@@ -408,24 +388,8 @@ class SRU(nn.Module):
             mask_pad = (steps >= packed_lengths.unsqueeze(0)).to(input.device)
             time_major = True
 
-        check_float_tensor("input", "SRU", input)
-        dims = "length, batch" if time_major else "batch, length"
-        if input.dim() != 3 or input.size(-1) != self.input_size:
-            raise ValueError(f"SRU expected input of shape ({dims}, {self.input_size}), "
-                             f"got {shape_of(input)}")
-        if mask_pad is not None:
-            check_mask_pad("SRU", mask_pad, shape_of(input)[:2], f"({dims})")
-        if not time_major:
-            input = input.transpose(0, 1)
-            mask_pad = None if mask_pad is None else mask_pad.transpose(0, 1)
+        input, mask_pad = check_stack_input(self, input, c0, mask_pad, time_major)
         batch = input.size(1)
-        if c0 is not None:
-            check_float_tensor("c0", "SRU", c0)
-            expected = (self.num_layers, batch, self.output_size)
-            if shape_of(c0) != expected:
-                raise ValueError(f"SRU expected c0 of shape (num_layers, batch, "
-                                 f"directions*hidden_size) = {expected}, got {shape_of(c0)}")
-
         h = input if self.input_to_hidden is None else self.input_to_hidden(input)
         plan = inference_plan(self.rnn_lst, h)
         if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
