@@ -1,23 +1,30 @@
-"""End-to-end training throughput per task: SRU vs LSTM on the same batches, in one process.
+"""End-to-end training throughput per task: SRU vs its baseline on the same batches, in one process.
 
-    python scripts/bench_tasks.py [--tasks lm,lm_char,classification,ptb-paper] [--steps 10]
-                                  [--rounds 3] [--threads 2] [--precision fp32|bf16]
+    python scripts/bench_tasks.py [--tasks all | lm,lm_char,classification,squad,translation,speech,ptb-paper]
+                                  [--steps 10] [--rounds 3] [--threads 2] [--precision fp32|bf16]
                                   [--override KEY=VALUE ...] [--out DIR]
 
-For every task the config is composed exactly as ``train.py task=<name> model=<sru|lstm>`` would
-(``tasks.runner.compose``), the task builds its data, model and optimizer, and ``--steps`` training
-batches are taken once and replayed for both models (the same batches: the two tasks are built from
-one config but for the model and give identical batches; checked). The models then alternate,
-``--steps`` optimizer steps each per round, the order flipping every round, so load from other
-processes falls on both alike; items/s is the task's throughput key (tokens, sentences, frames)
-over the step time, and the ratio is the median of the per-round ratios.
+Every task compares two models (``PAIRS``): translation ``model=transformer_sru`` with
+``model=transformer``, every other task ``model=sru`` with ``model=lstm``. For each the config is
+composed exactly as ``train.py task=<name> model=<model>`` would (``tasks.runner.compose``), the task
+builds its data, model and optimizer, and ``--steps`` training batches are taken once and replayed for
+both models (the two tasks are built from one config but for the model and give identical batches;
+checked). The models then alternate, ``--steps`` optimizer steps each per round, the order flipping
+every round, so load from other processes falls on both alike; items/s is the task's throughput key
+(tokens, sentences, frames) over the step time, and the ratio (SRU model / baseline) is the median of
+the per-round ratios.
 
 Where each step goes, from hooks that do not change what runs: forward of the embedding(s), of the
-encoder (``model.encoder``) and of the rest (head, softmax/decoder and loss); backward of the encoder
-(from the gradient of its output arriving to the last gradient of its input or parameters) and of
-the rest; the optimizer (clipping, step, zero_grad). Any task whose model has an ``encoder`` can be
-named, including ones added later (squad, translation, speech): ``--tasks`` takes the ``task=``
-configs of ``conf/task/`` and the presets below.
+encoder and of the rest (head, attention, softmax/decoder and loss); backward of the encoder (for each
+encoder module, from the gradient of its output arriving to the last gradient of its parameters; the
+union of those spans) and of the rest; the optimizer (clipping, step, zero_grad). "Encoder" is the
+recurrent part the two models differ in (``encoder_modules``):
+  lm, lm_char, classification, speech: ``model.encoder`` (the SRU or LSTM stack);
+  squad: the reader's paragraph and question encoders (``doc_rnn``, ``question_rnn``);
+  translation: the SRU sublayers inside every Transformer encoder and decoder layer (what
+  ``transformer_sru`` adds). ``model=transformer`` has none, so its encoder parts are 0 and its
+  attention and feed-forward sublayers count as the rest in both models.
+``--tasks`` takes the ``task=`` configs of ``conf/task/`` (``all``: every one) and the presets below.
 """
 import argparse
 import contextlib
@@ -28,7 +35,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Tuple
 
 import torch
 from torch import nn
@@ -37,17 +44,46 @@ from tasks import build_task
 from tasks.base import move_to_device
 from tasks.optim import build_optimizer
 from tasks.runner import compose, find_conf_dir
+from tasks.squad.model import DocumentReader
+from tasks.translation.model import Seq2SeqTransformer, SRUSublayer
 
 # Paper setups composed by experiment files: label -> overrides for a model name.
 PRESETS: Dict[str, Callable[[str], List[str]]] = {
     "ptb-paper": lambda model: [f"experiment=paper/ptb_{model}"],  # 6 x 910, batch 32, bptt 35
 }
+# (SRU model, baseline) per task; every other task and preset: model=sru vs model=lstm.
+PAIRS: Dict[str, Tuple[str, str]] = {"translation": ("transformer_sru", "transformer")}
 PARTS = ("embedding", "encoder_fwd", "rest_fwd", "encoder_bwd", "rest_bwd", "optimizer")
 
 
 def task_configs() -> List[str]:
     """The ``task=`` choices: conf/task/*.yaml (lm_char is a config of the lm task)."""
     return sorted(p.stem for p in (find_conf_dir() / "task").glob("*.yaml"))
+
+
+def model_pair(task: str) -> Tuple[str, str]:
+    return PAIRS.get(task, ("sru", "lstm"))
+
+
+def encoder_modules(model: nn.Module) -> List[nn.Module]:
+    """The modules the breakdown times as "encoder": the recurrent part the compared models differ in."""
+    if isinstance(model, DocumentReader):
+        return [model.doc_rnn, model.question_rnn]
+    if isinstance(model, Seq2SeqTransformer):  # its `encoder` is a list of layers, never called as a whole
+        return [m for m in model.modules() if isinstance(m, SRUSublayer)]
+    encoder = getattr(model, "encoder", None)
+    return [encoder] if encoder is not None else []
+
+
+def tensors(x) -> List[torch.Tensor]:
+    """The tensors in nested dicts, lists and tuples (dicts in key order)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, dict):
+        return [t for k in sorted(x) for t in tensors(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in tensors(v)]
+    return []
 
 
 def overrides_for(task: str, model: str, extra: List[str]) -> List[str]:
@@ -65,19 +101,17 @@ class StepClock:
     def __init__(self, model: nn.Module):
         self.totals = dict.fromkeys(PARTS, 0.0)
         self._fwd_start: Dict[int, float] = {}
-        self._bwd_start: Optional[float] = None
-        self._bwd_end = 0.0
-        encoder = getattr(model, "encoder", None)
-        self.encoder = encoder
+        self._bwd: Dict[int, List[float]] = {}  # encoder i -> [its output's grad arrived, its last param grad]
+        self.encoders = encoder_modules(model)
         for module in model.modules():
             if isinstance(module, nn.Embedding):
                 self._time_forward(module, "embedding")
-        if encoder is not None:
+        for i, encoder in enumerate(self.encoders):
             self._time_forward(encoder, "encoder_fwd")
-            encoder.register_forward_hook(self._watch_encoder_grads)
+            encoder.register_forward_hook(lambda mod, args, out, i=i: self._watch_output(i, out))
             for p in encoder.parameters():
                 if p.requires_grad:
-                    p.register_post_accumulate_grad_hook(self._grad_done)
+                    p.register_post_accumulate_grad_hook(lambda p, i=i: self._grad_done(i))
 
     def _time_forward(self, module: nn.Module, part: str) -> None:
         def pre(mod, args):
@@ -88,28 +122,30 @@ class StepClock:
         module.register_forward_pre_hook(pre)
         module.register_forward_hook(post)
 
-    def _watch_encoder_grads(self, module, args, out) -> None:
-        """The encoder's backward starts when the grad of its output arrives and ends with the
-        last grad of its input or parameters."""
-        h = out[0] if isinstance(out, (tuple, list)) else out
-        if isinstance(h, torch.Tensor) and h.requires_grad:
-            h.register_hook(self._grad_arrives)
-        x = args[0] if args else None
-        if isinstance(x, torch.Tensor) and x.requires_grad:
-            x.register_hook(lambda g: self._grad_done(None))
+    def _watch_output(self, i: int, out) -> None:
+        """An encoder's backward starts when the first grad of its output(s) arrives."""
+        for t in tensors(out):
+            if t.requires_grad:
+                t.register_hook(lambda g, i=i: self._grad_arrives(i))
 
-    def _grad_arrives(self, grad):
-        if self._bwd_start is None:
-            self._bwd_start = time.perf_counter()
+    def _grad_arrives(self, i: int) -> None:
+        self._bwd.setdefault(i, [time.perf_counter(), 0.0])
 
-    def _grad_done(self, _):
-        self._bwd_end = max(self._bwd_end, time.perf_counter())
+    def _grad_done(self, i: int) -> None:
+        if i in self._bwd:
+            self._bwd[i][1] = time.perf_counter()
 
     def backward_done(self, total_s: float) -> None:
-        encoder = self._bwd_end - self._bwd_start if self._bwd_start is not None else 0.0
+        """Split one backward pass: the encoders' spans (their union, so overlaps count once) and the rest."""
+        encoder, covered = 0.0, float("-inf")
+        for begin, end in sorted(tuple(span) for span in self._bwd.values()):
+            begin = max(begin, covered)
+            if end > begin:
+                encoder += end - begin
+            covered = max(covered, end)
         self.totals["encoder_bwd"] += encoder
         self.totals["rest_bwd"] += total_s - encoder
-        self._bwd_start, self._bwd_end = None, 0.0
+        self._bwd = {}
 
 
 class Runner:
@@ -162,58 +198,51 @@ class Runner:
 
 
 def same_batches(a: list, b: list) -> bool:
-    def flat(x):
-        if isinstance(x, torch.Tensor):
-            return [x]
-        if isinstance(x, dict):
-            return [t for k in sorted(x) for t in flat(x[k])]
-        if isinstance(x, (list, tuple)):
-            return [t for v in x for t in flat(v)]
-        return []
-    fa, fb = flat(a), flat(b)
+    fa, fb = tensors(a), tensors(b)
     return len(fa) == len(fb) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(fa, fb))
 
 
 def bench_task(task: str, args) -> Dict:
-    runners = {m: Runner(compose(overrides_for(task, m, args.override)), args.precision)
-               for m in ("sru", "lstm")}
-    batches = runners["sru"].batches(args.steps)
-    if not same_batches(batches, runners["lstm"].batches(args.steps)):
-        raise RuntimeError(f"{task}: the SRU and LSTM configs give different batches; "
+    candidate, baseline = pair = model_pair(task)
+    runners = {m: Runner(compose(overrides_for(task, m, args.override)), args.precision) for m in pair}
+    batches = runners[candidate].batches(args.steps)
+    if not same_batches(batches, runners[baseline].batches(args.steps)):
+        raise RuntimeError(f"{task}: the {candidate} and {baseline} configs give different batches; "
                            "the comparison would not be like for like")
     for runner in runners.values():  # warm-up: kernel builds, allocator, first-step costs
         for batch in batches[:2]:
             runner.step(batch)
         runner.clock.totals = dict.fromkeys(PARTS, 0.0)
-    rounds = {m: [] for m in runners}
+    rounds = {m: [] for m in pair}
     for r in range(args.rounds):
-        for m in (["sru", "lstm"] if r % 2 == 0 else ["lstm", "sru"]):
+        for m in (pair if r % 2 == 0 else pair[::-1]):
             start, items = time.perf_counter(), 0.0
             for batch in batches:
                 items += runners[m].step(batch)
             rounds[m].append(items / (time.perf_counter() - start))
-    result = {"task": task, "steps_per_round": args.steps, "rounds": args.rounds,
-              "items": runners["sru"].task.throughput_key,
-              "ratio_sru_over_lstm": statistics.median(a / b for a, b in zip(rounds["sru"], rounds["lstm"]))}
+    ratios = [a / b for a, b in zip(rounds[candidate], rounds[baseline])]
+    result = {"task": task, "candidate": candidate, "baseline": baseline, "steps_per_round": args.steps,
+              "rounds": args.rounds, "items": runners[candidate].task.throughput_key,
+              "ratio_over_baseline": statistics.median(ratios), "ratio_rounds": ratios, "models": {}}
     for m, runner in runners.items():
         total_steps = args.steps * args.rounds
         parts = {k: v / total_steps * 1e3 for k, v in runner.parts().items()}
-        result[m] = {"items_per_s": statistics.median(rounds[m]), "items_per_s_rounds": rounds[m],
-                     "parameters": runner.parameters, "ms_per_step_parts": parts,
-                     "ms_per_step": sum(parts.values())}
+        result["models"][m] = {"items_per_s": statistics.median(rounds[m]), "items_per_s_rounds": rounds[m],
+                               "parameters": runner.parameters, "ms_per_step_parts": parts,
+                               "ms_per_step": sum(parts.values())}
     return result
 
 
 def markdown(results: List[Dict]) -> str:
-    head = ("| task | model | params | items/s (median) | SRU / LSTM | ms/step | " +
+    head = ("| task | model | params | items/s (median) | SRU / baseline | ms/step | " +
             " | ".join(PARTS) + " |")
     lines = [head, "|" + "---|" * (6 + len(PARTS))]
     for r in results:
-        for m in ("sru", "lstm"):
-            x = r[m]
+        for m in (r["candidate"], r["baseline"]):
+            x = r["models"][m]
             share = " | ".join(f"{x['ms_per_step_parts'][p]:.1f} ({100 * x['ms_per_step_parts'][p] / x['ms_per_step']:.0f}%)"
                                for p in PARTS)
-            ratio = f"**{r['ratio_sru_over_lstm']:.2f}x**" if m == "sru" else ""
+            ratio = f"**{r['ratio_over_baseline']:.2f}x**" if m == r["candidate"] else ""
             lines.append(f"| {r['task']} | {m} | {x['parameters'] / 1e6:.1f}M | {x['items_per_s']:.0f} {r['items']}/s "
                          f"| {ratio} | {x['ms_per_step']:.1f} | {share} |")
     return "\n".join(lines)
@@ -221,7 +250,8 @@ def markdown(results: List[Dict]) -> str:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="lm,lm_char,classification")
+    parser.add_argument("--tasks", default="all", help="comma-separated task configs and presets; all: every "
+                        "conf/task config")
     parser.add_argument("--steps", type=int, default=10, help="training steps per model per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
@@ -241,10 +271,11 @@ def main(argv=None) -> List[Dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
-    for task in args.tasks.split(","):
-        print(f"[{task}] building data and both models", flush=True)
-        results.append(bench_task(task, args))
-        print(f"[{task}] SRU / LSTM = {results[-1]['ratio_sru_over_lstm']:.2f}x", flush=True)
+    for task in task_configs() if args.tasks == "all" else args.tasks.split(","):
+        print(f"[{task}] building data and both models ({' and '.join(model_pair(task))})", flush=True)
+        r = bench_task(task, args)
+        results.append(r)
+        print(f"[{task}] {r['candidate']} / {r['baseline']} = {r['ratio_over_baseline']:.2f}x", flush=True)
     info = {"command": "python scripts/bench_tasks.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
             "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
