@@ -48,7 +48,7 @@ def main(argv=None):
         path = train_word2vec(corpus_sentences(settings.corpora), Path(args.out), settings, args.workers)
     else:
         path = offline_vectors_path(settings, workers=args.workers)
-    from tasks.classification.vectors import load_vectors
+    from tasks.vectors import load_vectors
     vectors = load_vectors(str(path))
     mr = mr_vocabulary()
     print(f"[word2vec] {path}: {len(vectors):,} words x {args.dim} ({time.time() - t0:.0f}s)")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tasks.classification.text import tokenize
-from tasks.classification.vectors import load_vectors
+from tasks.vectors import load_vectors
 from tasks.classification.word2vec import (OFFLINE_NAME, Word2VecSettings, cache_dir, coverage, imdb_texts,
                                            offline_vectors_path, train_word2vec)
 

@@ -20,7 +20,7 @@ from tasks.text import PAD, UNK, Vocabulary
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .metrics import count_logging_output, reduce_classification
 from .model import SentenceClassifier
-from .vectors import embedding_matrix, load_vectors
+from tasks.vectors import embedding_matrix, load_vectors
 
 SPLITS = ("train", "valid", "test")
 

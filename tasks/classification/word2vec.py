@@ -33,7 +33,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence
 
 from .text import tokenize
 
-OFFLINE_NAME = "offline_word2vec"  # the value of task.embedding.path that selects these vectors
+from tasks.vectors import OFFLINE_NAME  # noqa: F401  (the task.embedding.path value of these vectors)
 CORPORA = ("imdb", "wiki", "ptb")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB reviews carry HTML line breaks
 

@@ -100,7 +100,7 @@ class SquadTask(Task):
         vocab = Vocabulary.from_counts(counts, (PAD, UNK), int(t.get("min_freq", 1)), t.get("max_vocab"))
         if not emb.get("path"):
             return vocab
-        from tasks.classification.vectors import load_vectors
+        from tasks.vectors import load_vectors
         wanted = {w for s in SPLITS for ex in prepared[s] for w in ex.context_words + ex.question_words}
         self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
         # DrQA: the N most frequent question words come first and are fine-tuned, the rest stay fixed
@@ -158,7 +158,7 @@ class SquadTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        from tasks.classification.vectors import embedding_matrix
+        from tasks.vectors import embedding_matrix
         emb = self.task_cfg["embedding"]
         weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
                                         seed=int(self.cfg.get("seed") or 0))

@@ -1,4 +1,5 @@
-"""Pretrained word vectors from local word2vec (text or binary) or GloVe (text) files.
+"""Pretrained word vectors from local word2vec (text or binary) or GloVe (text) files, shared by the
+tasks that embed words (classification, SQuAD).
 
 Only the vectors of words we ask for are kept, so a 3M-word GoogleNews file costs one pass over the
 file, not its size in memory.
@@ -11,7 +12,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import torch
 
-from .word2vec import OFFLINE_NAME, offline_vectors_path
+OFFLINE_NAME = "offline_word2vec"  # task.embedding.path value: the vectors trained here (word2vec.py)
 
 
 def _detect_format(path: Path, fmt: str) -> str:
@@ -28,6 +29,8 @@ def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "
     ``path`` is a word2vec/GloVe file, or ``offline_word2vec``: the vectors trained here by
     ``tasks/classification/word2vec.py`` (cached; trained on first use, a few minutes)."""
     if str(path) == OFFLINE_NAME:
+        from tasks.classification.word2vec import offline_vectors_path  # trains them on first use
+
         path, fmt = str(offline_vectors_path()), "binary"
     p = Path(path).expanduser()
     if not p.is_file():
