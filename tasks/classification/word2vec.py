@@ -31,9 +31,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence
 
+from tasks.vectors import OFFLINE_NAME  # noqa: F401  (the task.embedding.path value of these vectors)
+
 from .text import tokenize
 
-from tasks.vectors import OFFLINE_NAME  # noqa: F401  (the task.embedding.path value of these vectors)
 CORPORA = ("imdb", "wiki", "ptb")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB reviews carry HTML line breaks
 
