@@ -19,12 +19,32 @@ extern "C" int sru_forward_f64(const SruArgs* a);
 
 namespace {
 
-// The Fortran BLAS interface (column-major, 32-bit integers), which torch's CPU wheels export
-// from their MKL (sgemm_/dgemm_); looked up at run time so that a torch without it only
-// disables this path (status 2) instead of failing to load the library.
+// The Fortran BLAS interface (column-major; integers by pointer), which torch's CPU wheels export
+// from their MKL (sgemm_/dgemm_); looked up at run time so that a torch without it only disables
+// this path (status 2) instead of failing to load the library. The integers are passed as int64
+// holding 32-bit values: on a little-endian machine that reads right whether the BLAS takes
+// 32-bit (LP64) or 64-bit (ILP64) integers, and a one-time 2 x 3 x 2 product checks the result.
 template <typename T>
-using Gemm = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
-                      const T*, const int*, const T*, const int*, const T*, T*, const int*);
+using Gemm = void (*)(const char*, const char*, const void*, const void*, const void*, const T*,
+                      const T*, const void*, const T*, const void*, const T*, T*, const void*);
+
+// out (rows, n) = in (rows, m) @ w (m, n), all row-major: in column-major terms
+// out^T (n, rows) = w^T (n, m) @ in^T (m, rows), so no transposes are needed.
+template <typename T>
+void matmul(Gemm<T> gemm, const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n) {
+  const int64_t M = n, N = rows, K = m;
+  const T one = 1, zero = 0;
+  gemm("N", "N", &M, &N, &K, &one, w, &M, in, &K, &zero, out, &M);
+}
+
+template <typename T>
+bool gemm_works(Gemm<T> gemm) {
+  const T in[6] = {1, 2, 3, 4, 5, 6};       // (2, 3)
+  const T w[6] = {1, 0, 0, 1, 1, 1};        // (3, 2)
+  T out[4] = {0, 0, 0, 0};
+  matmul<T>(gemm, in, w, out, 2, 3, 2);
+  return out[0] == 4 && out[1] == 5 && out[2] == 10 && out[3] == 11;
+}
 
 template <typename T>
 Gemm<T> find_gemm() {
@@ -37,18 +57,10 @@ Gemm<T> find_gemm() {
       void* torch_cpu = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
       if (torch_cpu != nullptr) found = dlsym(torch_cpu, name);
     }
-    return reinterpret_cast<Gemm<T>>(found);
+    const Gemm<T> candidate = reinterpret_cast<Gemm<T>>(found);
+    return candidate != nullptr && gemm_works<T>(candidate) ? candidate : nullptr;
   }();
   return gemm;
-}
-
-// out (rows, n) = in (rows, m) @ w (m, n), all row-major: in column-major terms
-// out^T (n, rows) = w^T (n, m) @ in^T (m, rows), so no transposes are needed.
-template <typename T>
-void matmul(Gemm<T> gemm, const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n) {
-  const int M = static_cast<int>(n), N = static_cast<int>(rows), K = static_cast<int>(m);
-  const T one = 1, zero = 0;
-  gemm("N", "N", &M, &N, &K, &one, w, &M, in, &K, &zero, out, &M);
 }
 
 // out (rows, n) = in (rows, m) @ w (m, n) for a few rows (decoding: rows = batch), where the
