@@ -91,8 +91,8 @@ def shape_statement(table: Table, cells: List[CellRuns]) -> str:
     quality = better_or_on_par(s, b, table.mode)
     verdict = "holds" if quality and speed > 1 else "does NOT hold"
     return (f"The paper's shape {verdict} here: {sru.cell.name} {table.metric} {s:.4g} vs {base.cell.name} {b:.4g} "
-            f"({'on par or better' if quality else 'worse'}; {'lower' if table.mode == 'min' else 'higher'} is "
-            f"better), training throughput SRU/{table.baseline} = {speed:.2f}x (measured in this run set).")
+            f"({'on par (within 2%) or better' if quality else 'worse by more than 2%'}; "
+            f"{'lower' if table.mode == 'min' else 'higher'} is better), training throughput SRU/{table.baseline} = {speed:.2f}x (measured in this run set).")
 
 
 def markdown_table(table: Table, cells: List[CellRuns]) -> List[str]:

@@ -48,11 +48,14 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
     Table("classification", "Table 1: sentence classification (test accuracy, %)", "accuracy", "max", "lstm",
           _classification_cells(),
           "The paper reports the best SRU per data set (10-fold CV where there is no test split); CPU scale: MR "
-          "fold 0 with the offline word2vec vectors."),
+          "fold 0 with the offline word2vec vectors, 8 epochs for every model (the 10-fold comparison: "
+          "docs/results.md)."),
     Table("squad", "Table 2: SQuAD v1.1 (dev EM / F1)", "f1", "max", "lstm", [
         Cell("SRU 6 layers", "sru", "paper/squad_sru", "cpu/squad_sru", 80.2),
         Cell("LSTM (DrQA)", "lstm", "paper/squad_lstm", "cpu/squad_lstm", 78.8)],
-        "CPU scale: the generated questions over gensim's Wikipedia sample, not SQuAD."),
+        "CPU scale: the generated questions over gensim's Wikipedia sample, not SQuAD; a 2 x 128 "
+        "bidirectional reader (the paper: 6 layers), one epoch over the first 960 training questions (30 "
+        "steps) for both units, so this compares equal steps, not equal time (docs/results_squad.md)."),
     Table("lm", "Table 3: Penn Treebank word LM (test perplexity)", "ppl", "min", "lstm", [
         Cell("SRU 6x910", "sru", "paper/ptb_sru", "cpu/ptb_sru", 60.3),
         Cell("SRU 5x980", "sru", "paper/ptb_sru_5x980", None, None),
@@ -63,17 +66,19 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
     Table("lm_char", "enwik8 character LM (test bits per character)", "bpc", "min", "lstm", [
         Cell("SRU 6 layers", "sru", "paper/enwik8_sru", "cpu/enwik8_sru", 1.19),
         Cell("LSTM 6 layers", "lstm", "paper/enwik8_lstm", "cpu/enwik8_lstm", None)],
-        "CPU scale: gensim's Wikipedia XML sample instead of enwik8."),
+        "CPU scale: gensim's Wikipedia XML sample instead of enwik8; width 256, batch 32, 300 steps for both."),
     Table("translation", "Table 4: WMT14 English-German (test BLEU)", "bleu", "max", "transformer", [
         Cell("Transformer + SRU", "transformer_sru", "paper/wmt14_transformer_sru", "cpu/translation_transformer_sru",
              28.4),
         Cell("Transformer", "transformer", "paper/wmt14_transformer", "cpu/translation_transformer", None)],
         "The paper: 28.4 with SRU, about +0.7 BLEU over the Transformer (its own number could not be read "
-        "here). CPU scale: sentence pairs of the Ding De-En dictionary."),
+        "here). CPU scale: sentence pairs of the Ding De-En dictionary, a 10-minute training budget for each "
+        "model (equal time), far from converged (BLEU < 1): it shows speed, not quality."),
     Table("speech", "Speech recognition (test WER, %)", "wer", "min", "lstm", [
         Cell("SRU", "sru", "paper/speech_sru", "cpu/speech_sru", None),
         Cell("LSTM", "lstm", "paper/speech_lstm", "cpu/speech_lstm", None)],
-        "The paper's Switchboard WER could not be read here. CPU scale: synthesised speech, unseen test voices."),
+        "The paper's Switchboard WER could not be read here. CPU scale: synthesised speech, unseen test "
+        "voices; a 3 x 128 bidirectional encoder, 15 epochs for both units (equal epochs)."),
 ]}
 
 

@@ -48,7 +48,7 @@ def test_shape_statement_says_when_the_shape_does_not_hold(tmp_path):
     _run(runs, "cpu/ptb_sru", 1, ppl=300.0, items=3000.0)
     _run(runs, "cpu/ptb_lstm", 1, ppl=200.0, items=1000.0)
     text = paper_report.main(["--runs", str(runs), "--out", str(tmp_path / "paper.md")])
-    assert "shape does NOT hold here" in text and "(worse;" in text
+    assert "shape does NOT hold here" in text and "(worse by more than 2%;" in text
 
 
 def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
