@@ -44,6 +44,35 @@ def check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -
                          f"(nonzero/True = padded step), got {got}")
 
 
+def check_cell_input(cell, input: Tensor, c0: Optional[Tensor],
+                     mask_pad: Optional[Tensor]) -> Tuple[Tensor, Optional[Tensor], bool]:
+    """``SRUCell.forward``'s argument checks (one ValueError naming expected vs received); returns
+    input as (L, B, d), mask_pad as (L, B), and whether the input was a single (B, d) step."""
+    check_float_tensor("input", "SRUCell", input)
+    if input.dim() not in (2, 3) or input.size(-1) != cell.input_size:
+        raise ValueError(f"SRUCell expected input of shape (length, batch, {cell.input_size}) "
+                         f"or (batch, {cell.input_size}), got {shape_of(input)}")
+    if cell.weight is not None and input.dtype != cell.weight.dtype \
+            and not torch.is_autocast_enabled(input.device.type):
+        raise ValueError(f"SRUCell expected input of dtype {cell.weight.dtype} (the "
+                         f"parameters' dtype), got {input.dtype}; convert the input or the "
+                         f"module (e.g. module.to({input.dtype}))")
+    single_step = input.dim() == 2
+    if single_step:
+        input = input.unsqueeze(0)
+        if mask_pad is not None and isinstance(mask_pad, Tensor) and mask_pad.dim() == 1:
+            mask_pad = mask_pad.unsqueeze(0)
+    length, batch = input.size(0), input.size(1)
+    if c0 is not None:  # None means zeros; the recurrence allocates nothing for it
+        check_float_tensor("c0", "SRUCell", c0)
+        if shape_of(c0) != (batch, cell.output_size):
+            raise ValueError(f"SRUCell expected c0 of shape (batch, directions*hidden_size) = "
+                             f"{(batch, cell.output_size)}, got {shape_of(c0)}")
+    if mask_pad is not None:
+        check_mask_pad("SRUCell", mask_pad, (length, batch), "(length, batch)")
+    return input, mask_pad, single_step
+
+
 def check_stack_input(sru, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor],
                       time_major: bool) -> Tuple[Tensor, Optional[Tensor]]:
     """``SRU.forward``'s argument checks (one ValueError naming expected vs received); returns

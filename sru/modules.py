@@ -16,8 +16,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from sru.custom_m import custom_m_UV
-from sru.dispatch import (check_float_tensor, check_mask_pad, check_stack_input, empty_outputs,
-                          fuse_layer, inference_plan, run_inference_path, shape_of, stack_inference,
+from sru.dispatch import (check_cell_input, check_stack_input, empty_outputs,
+                          fuse_layer, inference_plan, run_inference_path, stack_inference,
                           state_dtype)
 from sru.ops import elementwise_recurrence
 from sru.initialization import reset_cell_parameters
@@ -140,28 +140,8 @@ class SRUCell(nn.Module):
                 input: Tensor,
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-        check_float_tensor("input", "SRUCell", input)
-        if input.dim() not in (2, 3) or input.size(-1) != self.input_size:
-            raise ValueError(f"SRUCell expected input of shape (length, batch, {self.input_size}) "
-                             f"or (batch, {self.input_size}), got {shape_of(input)}")
-        if self.weight is not None and input.dtype != self.weight.dtype \
-                and not torch.is_autocast_enabled(input.device.type):
-            raise ValueError(f"SRUCell expected input of dtype {self.weight.dtype} (the "
-                             f"parameters' dtype), got {input.dtype}; convert the input or the "
-                             f"module (e.g. module.to({input.dtype}))")
-        single_step = input.dim() == 2
-        if single_step:
-            input = input.unsqueeze(0)
-            if mask_pad is not None and isinstance(mask_pad, Tensor) and mask_pad.dim() == 1:
-                mask_pad = mask_pad.unsqueeze(0)
+        input, mask_pad, single_step = check_cell_input(self, input, c0, mask_pad)
         length, batch = input.size(0), input.size(1)
-        if c0 is not None:  # None means zeros; the recurrence allocates nothing for it
-            check_float_tensor("c0", "SRUCell", c0)
-            if shape_of(c0) != (batch, self.output_size):
-                raise ValueError(f"SRUCell expected c0 of shape (batch, directions*hidden_size) = "
-                                 f"{(batch, self.output_size)}, got {shape_of(c0)}")
-        if mask_pad is not None:
-            check_mask_pad("SRUCell", mask_pad, (length, batch), "(length, batch)")
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
             h, c = empty_outputs(input, c0, (batch, self.output_size), self.output_size,
                                  self.amp_recurrence_fp16)
