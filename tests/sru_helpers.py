@@ -33,3 +33,15 @@ def _randomize(module, scale=0.5, seed=0):
 
 def _grads(module, *tensors):
     return [t.grad for t in tensors] + [p.grad for p in module.parameters() if p.requires_grad]
+
+
+def decode_step_by_step(rnn, x):
+    """(full-sequence (h, c), step-by-step (h, c)) of ``rnn`` on x (L, B, d) in the current grad
+    mode: the steps feed x[t:t+1] one at a time with the state carried, as a decoder does."""
+    h_full, c_full = rnn(x)
+    c, steps = None, []
+    for t in range(x.size(0)):
+        h_t, c = rnn(x[t:t + 1], c)
+        steps.append(h_t)
+    return (h_full, c_full), (torch.cat(steps), c)
+

@@ -13,7 +13,7 @@ import torch
 
 from sru import SRU
 from sru.ops import available_backends
-from sru_helpers import _randomize
+from sru_helpers import _randomize, decode_step_by_step
 
 pytestmark = pytest.mark.skipif("cpu" not in available_backends(),
                                 reason="the fused CPU kernel does not build here")
@@ -66,12 +66,8 @@ def test_decoding_2x512_step_by_step_equals_the_full_sequence(batch):
     rnn = _randomize(SRU(512, 512, num_layers=2)).eval()
     x = torch.randn(6, batch, 512, generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
-        h_full, c_full = rnn(x)
-        c, steps = None, []
-        for t in range(x.size(0)):
-            h_t, c = rnn(x[t:t + 1], c)
-            steps.append(h_t)
-    torch.testing.assert_close(torch.cat(steps), h_full, rtol=1e-5, atol=1e-5)
+        (h_full, c_full), (h_steps, c) = decode_step_by_step(rnn, x)
+    torch.testing.assert_close(h_steps, h_full, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(c, c_full, rtol=1e-5, atol=1e-5)
 
 
