@@ -99,9 +99,10 @@ def main(argv=None) -> Dict:
             n_train = len(load_classification_data(cfg.task.data).splits["train"])
             run_dir = out / label / f"fold{fold}"
             finished = run_dir / "results.json"
-            if finished.exists() and "test" in json.loads(finished.read_text()):
+            summary = json.loads(finished.read_text()) if finished.exists() else {}
+            if "test" in summary:
                 # resumable: a finished run is read back, not rerun (delete its folder to rerun it)
-                summary, wall = json.loads(finished.read_text()), float("nan")
+                wall = float("nan")
                 print(f"[cv] {label} fold {fold}: finished before, read from {finished}", flush=True)
             else:
                 run_dir.mkdir(parents=True, exist_ok=True)

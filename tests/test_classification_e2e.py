@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,15 @@ def test_cross_validation_driver_runs_folds_and_models(tmp_path):
     assert " ± " in result["summary"][0]["test_accuracy"]
     assert (tmp_path / "cv_summary.md").read_text().count("| lstm |") == 1
     assert (tmp_path / "cnn" / "fold2" / "results.json").is_file()
+
+    # Rerunning resumes: finished runs are read back (their results.json untouched), a missing one runs.
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/fold*/results.json")}
+    shutil.rmtree(tmp_path / "cnn" / "fold2")
+    again = run_cv.main(["--fold-list", "0,2", "--models", "lstm,cnn", "--out", str(tmp_path)] + overrides)
+    finished = {p: t for p, t in before.items() if "cnn/fold2" not in str(p)}
+    assert len(finished) == 3 and {p: p.stat().st_mtime_ns for p in finished} == finished
+    assert (tmp_path / "cnn" / "fold2" / "results.json").is_file()
+    assert [r["test_accuracy"] for r in again["runs"][:3]] == [r["test_accuracy"] for r in runs[:3]]
 
 
 def test_train_batches_are_a_pure_function_of_seed_and_epoch():
