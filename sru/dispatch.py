@@ -18,7 +18,7 @@ from torch import Tensor
 
 from sru.ops import _cpu_kernel_available
 from sru.ops.cpu.build import load_library
-from sru.ops.cpu.inference import forward_stack
+from sru.ops.cpu.inference import forward_stack, kernel_cell, skip_mode
 from sru.ops.cpu.stack import StackPlan
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -138,21 +138,14 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
     plan = []
     for cell in cells:
         params, norm = cell._parameters, cell._modules.get("layer_norm")
-        weight, weight_c, bias = params.get("weight"), params["weight_c"], params["bias"]
         proj = params.get("weight_proj")
-        if (weight is None or cell.backend not in ("auto", "cpu")
-                or cell.__dict__.get("custom_m") is not None or cell._modules.get("custom_m") is not None
-                or (cell.training and (cell.dropout > 0 or cell.rnn_dropout > 0))
-                or weight.dtype != dtype or weight_c.dtype != dtype or bias.dtype != dtype
-                or not (weight_c.is_contiguous() and bias.is_contiguous())
+        if (not kernel_cell(cell, dtype)
                 or (proj is not None and proj.dtype != dtype)
                 or (norm is not None and norm.weight is not None and norm.weight.dtype != dtype)):
             return None
-        k = cell.num_matrices
-        plan.append((weight, weight_c, bias, proj, norm, cell.normalize_after,
-                     cell.hidden_size, 2 if cell.bidirectional else 1, k,
-                     (1 if k == 3 else 2) if cell.has_skip_term else 0,
-                     cell.activation_type, cell._skip_scale))
+        plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
+                     cell.normalize_after, cell.hidden_size, 2 if cell.bidirectional else 1,
+                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale))
     return plan if _cpu_kernel_available() else None
 
 
@@ -211,7 +204,7 @@ def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]
         mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
     plan = sru.__dict__.get("_stack_plan")
     if plan is None or not plan.current(x.dtype):
-        lib = load_library() if _cpu_kernel_available() else None
+        lib = load_library()
         if lib is None:
             return None
         plan = sru.__dict__["_stack_plan"] = StackPlan(lib, list(sru.rnn_lst._modules.values()), x.dtype)

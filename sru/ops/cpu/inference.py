@@ -25,6 +25,26 @@ from .kernel import SruArgs
 _ENTRY = {torch.float32: "sru_forward_f32", torch.float64: "sru_forward_f64"}
 
 
+def kernel_cell(cell, dtype: torch.dtype) -> bool:
+    """Whether one SRUCell can run on the fused kernel without autograd in ``dtype``: its own
+    weight (no ``custom_m``), the CPU backend, no dropout mask to draw, weight / weight_c / bias in
+    ``dtype`` with weight_c and bias contiguous. The common part of ``sru.dispatch.inference_plan``
+    and of the stack path's ``sru.ops.cpu.stack`` eligibility. Reads ``_parameters`` directly
+    (``nn.Module.__getattr__`` costs about a microsecond an access)."""
+    params = cell._parameters
+    weight, weight_c, bias = params.get("weight"), params["weight_c"], params["bias"]
+    return not (weight is None or cell.backend not in ("auto", "cpu")
+                or cell.__dict__.get("custom_m") is not None or cell._modules.get("custom_m") is not None
+                or (cell.training and (cell.dropout > 0 or cell.rnn_dropout > 0))
+                or weight.dtype != dtype or weight_c.dtype != dtype or bias.dtype != dtype
+                or not (weight_c.is_contiguous() and bias.is_contiguous()))
+
+
+def skip_mode(cell) -> int:
+    """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
+    return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
+
+
 def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Optional[Tensor],
                   mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     """Run the layers of ``plan`` on x (L, B, d_in), in order.

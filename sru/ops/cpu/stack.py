@@ -18,6 +18,8 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from .inference import kernel_cell, skip_mode
+
 _DTYPES = (torch.float32, torch.float64)
 _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
 GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
@@ -69,11 +71,11 @@ class StackPlan:
         self.call = getattr(lib, _ENTRY[dtype])
         self.layers = (StackLayer * len(cells))()
         for slot, cell in zip(self.layers, cells):
-            k, dirs = cell.num_matrices, 2 if cell.bidirectional else 1
             slot.weight, slot.weight_c, slot.bias = (cell.weight.data_ptr(), cell.weight_c.data_ptr(),
                                                      cell.bias.data_ptr())
-            slot.in_features, slot.hidden, slot.dirs, slot.k = cell.input_size, cell.hidden_size, dirs, k
-            slot.skip_mode = (1 if k == 3 else 2) if cell.has_skip_term else 0
+            slot.in_features, slot.hidden = cell.input_size, cell.hidden_size
+            slot.dirs, slot.k = 2 if cell.bidirectional else 1, cell.num_matrices
+            slot.skip_mode = skip_mode(cell)
             slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
         self.num_layers = len(cells)
         self.width = cells[-1].output_size
@@ -120,10 +122,8 @@ class StackPlan:
 
 
 def _plain(cell, dtype: torch.dtype) -> bool:
-    params, norm = cell._parameters, cell._modules.get("layer_norm")
-    weight = params.get("weight")
-    return (weight is not None and params.get("weight_proj") is None and norm is None
-            and cell.backend in ("auto", "cpu")
-            and cell.__dict__.get("custom_m") is None and cell._modules.get("custom_m") is None
-            and not (cell.training and (cell.dropout > 0 or cell.rnn_dropout > 0))
-            and all(p.dtype == dtype and p.is_contiguous() for p in (weight, params["weight_c"], params["bias"])))
+    """A kernel cell (``inference.kernel_cell``) without projection or layer norm, whose weight
+    is contiguous (the C code reads it row-major)."""
+    params = cell._parameters
+    return (kernel_cell(cell, dtype) and params.get("weight_proj") is None
+            and cell._modules.get("layer_norm") is None and params["weight"].is_contiguous())
