@@ -27,8 +27,10 @@
 namespace {
 
 // exp for float that the compiler can vectorise (std::exp has no SIMD variant without
-// -ffast-math): Cody-Waite range reduction, degree-7 Taylor polynomial (error < 1e-8 relative,
-// below float rounding), then scale by 2^n built from the exponent bits. Its min/max only
+// -ffast-math): Cody-Waite range reduction, a degree-6 minimax polynomial on |r| <= ln(2)/2
+// (relative error 3e-9, below float rounding; fitted by scripts/fit_exp_poly.py) evaluated
+// Estrin-style (a shorter dependency chain than Horner: the k = 3 forward got ~1.07x faster), then
+// scale by 2^n built from the exponent bits. Its min/max only
 // vectorise with -fno-trapping-math (set by build.py).
 inline float fast_exp(float x) {
   x = std::min(std::max(x, -87.0f), 88.0f);  // keeps 2^n a normal float
@@ -41,14 +43,10 @@ inline float fast_exp(float x) {
   std::memcpy(&n, &shifted, sizeof(n));
   n -= 0x4B400000;  // the bit pattern of 1.5 * 2^23
   const float r = (x - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const float r2 = r * r, r4 = r2 * r2;
+  const float q = (0.49999993450978f + 0.16666520681344027f * r) +
+                  r2 * (0.04166838749705684f + 0.008368710680944448f * r) + r4 * 0.0013814607891620354f;
+  const float p = (1.0f + r) + r2 * q;
   const int32_t bits = (n + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
@@ -85,6 +83,23 @@ inline int64_t pick_chunk(int64_t rows, int64_t d, int64_t threads) {
   while (rows * nchunks < 4 * threads && d / (2 * nchunks) >= 64) nchunks *= 2;
   int64_t chunk = (d + nchunks - 1) / nchunks;
   return (chunk + 15) / 16 * 16;
+}
+
+// Batch rows per forward task: on one thread all of them (one walk through memory in order), up to
+// 64K states (256 KB of float, about L2); with more threads, groups small enough that there are
+// >= 4 tasks per thread to balance. One row per task for a single step (nothing to walk; the
+// group's larger state buffer measured 5% slower at L = 1, B = 32) and for bidirectional layers
+// (grouped, they measured 1.1-1.3x slower: each row's other half belongs to the other direction's
+// task; docs/benchmarks.md, "loop order").
+inline int64_t pick_group(int64_t length, int64_t batch, int64_t dirs, int64_t chunks, int64_t threads,
+                          int64_t chunk) {
+  if (length < 2 || dirs > 1) return 1;
+  int64_t group = std::max<int64_t>(1, std::min(batch, 65536 / chunk));
+  if (threads > 1) {
+    const int64_t want_groups = (4 * threads + chunks - 1) / chunks;
+    group = std::min(group, std::max<int64_t>(1, batch / want_groups));
+  }
+  return group;
 }
 
 // Like torch's grain size: below ~32K elements, waking threads costs more than it saves.
@@ -158,66 +173,79 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
   const int64_t chunk = pick_chunk(B * dirs, d, threads);
   const int64_t nchunks = (d + chunk - 1) / chunk;
-  const int64_t ntasks = B * dirs * nchunks;
+  const int64_t group = pick_group(L, B, dirs, nchunks, threads, chunk);
+  const int64_t ngroups = (B + group - 1) / group;
+  const int64_t ntasks = ngroups * dirs * nchunks;
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
-    std::vector<T> state(chunk);  // c when c_all is not stored (inference)
+    std::vector<T> state(group * chunk);  // c of each batch row when c_all is not stored
     constexpr bool planar = Cfg::PLANAR && std::is_same<T, float>::value;
     std::vector<T> planes(planar ? 3 * chunk : 0);  // one step's u0, u1, u2 rows
     // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; ++task) {
-      const int64_t b = task / nchunks / dirs, dir = task / nchunks % dirs;
+      const int64_t dir = task / nchunks % dirs, b0 = task / nchunks / dirs * group;
+      const int64_t b1 = std::min(B, b0 + group);
       const int64_t j0 = task % nchunks * chunk, n = std::min(chunk, d - j0);
       const int64_t col = dir * d + j0;  // offset inside one (dirs*d) row
-      T* cbuf = state.data();
-      for (int64_t j = 0; j < n; ++j) cbuf[j] = c0 ? c0[b * D + col + j] : T(0);
-      const T* c_prev = cbuf;
+      for (int64_t b = b0; b < b1; ++b) {
+        T* cb = state.data() + (b - b0) * chunk;
+        for (int64_t j = 0; j < n; ++j) cb[j] = c0 ? c0[b * D + col + j] : T(0);
+      }
       const T *vf = wc + col, *vr = wc + D + col, *bf = bias + col, *br = bias + D + col;
-      const T* m = MASK ? mask_c + b * D + col : nullptr;
 
+      // Time outside, the group's batch rows inside: one step of the group reads adjacent rows of
+      // U, x and h, so memory is walked in order (docs/ops.md, "loop order").
       for (int64_t s = 0; s < L; ++s) {
         const int64_t t = dir == 0 ? s : L - 1 - s;
-        const int64_t row = (t * B + b) * D + col;
-        T* c_next = c_all ? c_all + row : cbuf;  // in place when not stored
-        T* ht = h + row;
-        if (pad && pad[t * B + b]) {  // padded step: state carried, output 0
-          for (int64_t j = 0; j < n; ++j) { c_next[j] = c_prev[j]; ht[j] = T(0); }
-          c_prev = c_next;
-          continue;
-        }
-        const T* u = U + row * K;
-        const T* w = PERSTEP ? wc + row * 2 : nullptr;
-        const T* xt = SKIP == 1 ? x + row : nullptr;
-        // Where u0/u1/u2 of unit j are: planes[j], planes[chunk + j], ... or u[j*K + 0/1/2].
-        const T *g0 = u, *g1 = u + 1, *g2 = u + 2;
-        const int64_t S = planar ? 1 : K;
-        if constexpr (planar) {
-          T* p = planes.data();
-          deinterleave3(u, p, p + chunk, p + 2 * chunk, n);
-          g0 = p, g1 = p + chunk, g2 = p + 2 * chunk;
-        }
+        const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
+        for (int64_t b = b0; b < b1; ++b) {
+          T* cbuf = state.data() + (b - b0) * chunk;
+          const T* c_prev = s == 0 || !c_all ? cbuf : c_all + (t_prev * B + b) * D + col;
+          const int64_t row = (t * B + b) * D + col;
+          T* c_next = c_all ? c_all + row : cbuf;  // in place when not stored
+          T* ht = h + row;
+          if (pad && pad[t * B + b]) {  // padded step: state carried, output 0
+            for (int64_t j = 0; j < n; ++j) { c_next[j] = c_prev[j]; ht[j] = T(0); }
+            continue;
+          }
+          const T* m = MASK ? mask_c + b * D + col : nullptr;
+          const T* u = U + row * K;
+          const T* w = PERSTEP ? wc + row * 2 : nullptr;
+          const T* xt = SKIP == 1 ? x + row : nullptr;
+          // Where u0/u1/u2 of unit j are: planes[j], planes[chunk + j], ... or u[j*K + 0/1/2].
+          const T *g0 = u, *g1 = u + 1, *g2 = u + 2;
+          const int64_t S = planar ? 1 : K;
+          if constexpr (planar) {
+            T* p = planes.data();
+            deinterleave3(u, p, p + chunk, p + 2 * chunk, n);
+            g0 = p, g1 = p + chunk, g2 = p + 2 * chunk;
+          }
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) {
-          const T cp = c_prev[j];
-          const T u0 = g0[j * S];
-          const T f = sigmoid<T>(g1[j * S] + (PERSTEP ? w[2 * j] : vf[j]) * cp + bf[j]);
-          const T r = sigmoid<T>(g2[j * S] + (PERSTEP ? w[2 * j + 1] : vr[j]) * cp + br[j]);
-          const T c = u0 + f * (cp - u0);
-          c_next[j] = c;
-          const T g = TANH ? tanh_t<T>(c) : c;
-          const T rm = MASK ? r * m[j] : r;
-          if (SKIP == 0) {
-            ht[j] = rm * g;
-          } else {
-            const T xs = SKIP == 1 ? xt[j] * scale_x : u[j * K + 3];
-            ht[j] = xs + rm * (g - xs);
+          for (int64_t j = 0; j < n; ++j) {
+            const T cp = c_prev[j];
+            const T u0 = g0[j * S];
+            const T f = sigmoid<T>(g1[j * S] + (PERSTEP ? w[2 * j] : vf[j]) * cp + bf[j]);
+            const T r = sigmoid<T>(g2[j * S] + (PERSTEP ? w[2 * j + 1] : vr[j]) * cp + br[j]);
+            const T c = u0 + f * (cp - u0);
+            c_next[j] = c;
+            const T g = TANH ? tanh_t<T>(c) : c;
+            const T rm = MASK ? r * m[j] : r;
+            if (SKIP == 0) {
+              ht[j] = rm * g;
+            } else {
+              const T xs = SKIP == 1 ? xt[j] * scale_x : u[j * K + 3];
+              ht[j] = xs + rm * (g - xs);
+            }
           }
         }
-        c_prev = c_next;
       }
-      for (int64_t j = 0; j < n; ++j) c_last[b * D + col + j] = c_prev[j];
+      for (int64_t b = b0; b < b1; ++b) {
+        const T* c_end = c_all && L > 0 ? c_all + ((dir == 0 ? L - 1 : 0) * B + b) * D + col
+                                        : state.data() + (b - b0) * chunk;
+        for (int64_t j = 0; j < n; ++j) c_last[b * D + col + j] = c_end[j];
+      }
     }
   }
 }
