@@ -15,6 +15,7 @@ runs whose ``results.json`` holds test metrics are read back instead of rerun. S
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -23,6 +24,14 @@ from typing import Dict, List
 
 from tasks.results import format_mean_std as mean_std
 from tasks.runner import compose, run
+
+
+def _span(values) -> str:
+    """'min-max (mean m)' of the known values, '-' when none is known."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    return f"{min(known)}-{max(known)} (mean {sum(known) / len(known):.1f})"
 
 
 def summarize(runs: List[Dict], out: Path, argv=None, final: bool = True) -> Dict:
@@ -35,11 +44,14 @@ def summarize(runs: List[Dict], out: Path, argv=None, final: bool = True) -> Dic
                      "test_accuracy": mean_std([r["test_accuracy"] for r in mine]),
                      "test_macro_f1": mean_std([r["test_macro_f1"] for r in mine]),
                      "best_valid_accuracy": mean_std([r["best_valid_accuracy"] for r in mine]),
-                     "sec_per_epoch": mean_std([r["sec_per_epoch"] for r in mine])})
-    table = ["| model | folds | test accuracy (%) | test macro-F1 (%) | valid accuracy (%) | train s/epoch |",
-             "|---|---|---|---|---|---|"]
+                     "sec_per_epoch": mean_std([r["sec_per_epoch"] for r in mine]),
+                     "epochs_run": _span([r.get("epochs_run") for r in mine]),
+                     "best_epoch": _span([r.get("best_epoch") for r in mine])})
+    table = ["| model | folds | test accuracy (%) | test macro-F1 (%) | valid accuracy (%) | train s/epoch "
+             "| epochs run | best epoch |", "|---|---|---|---|---|---|---|---|"]
     table += [f"| {r['model']} | {len(r['folds'])} ({','.join(map(str, r['folds']))}) | {r['test_accuracy']} | "
-              f"{r['test_macro_f1']} | {r['best_valid_accuracy']} | {r['sec_per_epoch']} |" for r in rows]
+              f"{r['test_macro_f1']} | {r['best_valid_accuracy']} | {r['sec_per_epoch']} | {r['epochs_run']} "
+              f"| {r['best_epoch']} |" for r in rows]
     command = "python scripts/run_cv.py " + " ".join(sys.argv[1:] if argv is None else argv)
     result = {"command": command, "summary": rows, "runs": runs}
     out.mkdir(parents=True, exist_ok=True)
@@ -49,6 +61,20 @@ def summarize(runs: List[Dict], out: Path, argv=None, final: bool = True) -> Dic
         print("\n".join(table))
         print(f"[cv] mean ± sample std over folds; written to {out}/cv_summary.md")
     return result
+
+
+def epochs_of(run_dir: Path) -> Dict:
+    """{epochs_run, best_epoch} from the run's per-evaluation validation log (metrics_valid.csv), so
+    that runs with early stopping show how long they trained; {} when the log is missing."""
+    log = run_dir / "metrics_valid.csv"
+    if not log.exists():
+        return {}
+    with log.open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("epoch") and r.get("accuracy")]
+    if not rows:
+        return {}
+    best = max(rows, key=lambda r: float(r["accuracy"]))  # first of equal maxima, as the trainer keeps
+    return {"epochs_run": max(int(r["epoch"]) for r in rows), "best_epoch": int(best["epoch"])}
 
 
 def parse_args(argv=None):
@@ -115,7 +141,7 @@ def main(argv=None) -> Dict:
                          "best_valid_accuracy": summary["best_valid"],
                          "test_accuracy": summary["test"]["accuracy"], "test_macro_f1": summary["test"]["macro_f1"],
                          "train_examples_per_s": rate, "sec_per_epoch": n_train / rate, "wall_s": wall,
-                         "epochs": int(cfg.trainer.max_epochs or 0)})
+                         "max_epochs": int(cfg.trainer.max_epochs or 0), **epochs_of(run_dir)})
             print(f"[cv] {label} fold {fold}: test accuracy {runs[-1]['test_accuracy']:.2f}, "
                   f"{runs[-1]['sec_per_epoch']:.1f} s/epoch", flush=True)
             summarize(runs, out, argv, final=False)

@@ -227,6 +227,8 @@ class Trainer:
                 self.validate()
                 self.window_start = time.time()  # do not count eval time as training
             if self.should_stop():
+                if p.batch_in_epoch >= n_batches:  # the stop came with the epoch's last batch: count it
+                    p.epoch, p.batch_in_epoch = p.epoch + 1, 0
                 return True
             self.honour_stop_request()
             step_start, step_cpu = time.time(), time.process_time()

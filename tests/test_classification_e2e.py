@@ -130,6 +130,9 @@ def test_cross_validation_driver_runs_folds_and_models(tmp_path):
     assert [(r["model"], r["fold"]) for r in runs] == [("lstm", 0), ("cnn", 0), ("lstm", 2), ("cnn", 2)]
     # 3 folds of 24 rows: test = 8, validation carved from the other 16
     assert all(0 < r["n_train"] < 16 and r["sec_per_epoch"] > 0 for r in runs)
+    # how long each run trained (from its metrics_valid.csv): 2 epochs, best at 1 or 2
+    assert all(r["epochs_run"] == 2 and r["best_epoch"] in (1, 2) for r in runs)
+    assert result["summary"][0]["epochs_run"] == "2-2 (mean 2.0)"
     assert [r["model"] for r in result["summary"]] == ["lstm", "cnn"]
     assert " ± " in result["summary"][0]["test_accuracy"]
     assert (tmp_path / "cv_summary.md").read_text().count("| lstm |") == 1
