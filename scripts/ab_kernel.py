@@ -1,0 +1,75 @@
+"""A/B timing of two builds of the fused CPU recurrence kernel (sru/ops/cpu/sru_recurrence.cpp):
+the forward of each, compiled side by side with the flags build.py uses, on the same inputs.
+
+    git show HEAD~1:sru/ops/cpu/sru_recurrence.cpp > /tmp/old.cpp
+    python scripts/ab_kernel.py /tmp/old.cpp sru/ops/cpu/sru_recurrence.cpp
+
+Both sources must share the current sru_args.h (the struct the Python mirror describes). One
+thread, this thread's CPU time (robust to other processes), rounds interleaved; the speedup is the
+median over rounds of old/new. Inference (states not stored) and training (every step's c stored)
+per shape; k = 3, skip term on, unidirectional unless the shape says x2.
+"""
+import argparse
+import ctypes
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from sru.ops.cpu.build import compile_flags
+from sru.ops.cpu.kernel import SruArgs, configure_library
+
+HEADERS = Path(__file__).resolve().parents[1] / "sru" / "ops" / "cpu"
+SHAPES = [(32, 32, 256, 1), (64, 32, 512, 1), (128, 32, 512, 1), (256, 8, 1024, 1), (35, 32, 910, 1),
+          (64, 32, 512, 2), (1, 32, 512, 1), (1, 1, 512, 1)]  # (L, B, d, directions)
+
+
+def build(source: Path, out: Path) -> ctypes.CDLL:
+    subprocess.run(["g++", *compile_flags(), "-shared", "-fPIC", f"-I{HEADERS}", str(source), "-o", str(out)],
+                   check=True)
+    return configure_library(ctypes.CDLL(str(out)))
+
+
+def per_call_us(lib, args: SruArgs, calls: int) -> float:
+    start = time.thread_time()
+    for _ in range(calls):
+        lib.sru_forward_f32(ctypes.byref(args))
+    return (time.thread_time() - start) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--rounds", type=int, default=15)
+    opts = parser.parse_args()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        libs = {"old": build(opts.old, Path(tmp) / "old.so"), "new": build(opts.new, Path(tmp) / "new.so")}
+        print("| shape | mode | old µs | new µs | speedup (median of old/new) |\n|---|---|---|---|---|")
+        for L, B, d, dirs in SHAPES:
+            D = dirs * d
+            U, x, h = torch.randn(L * B, 3 * D), torch.randn(L * B, D), torch.empty(L * B, D)
+            weight_c, bias, c_last = torch.randn(2 * D), torch.randn(2 * D), torch.empty(B, D)
+            for mode in ("inference", "training"):
+                c_all = torch.empty(L * B, D) if mode == "training" else None
+                args = SruArgs(length=L, batch=B, num_threads=1, hidden=d, dirs=dirs, k=3, skip_mode=1,
+                               scale_x=1.0, U=U.data_ptr(), x=x.data_ptr(), weight_c=weight_c.data_ptr(),
+                               bias=bias.data_ptr(), h=h.data_ptr(), c_last=c_last.data_ptr(),
+                               c_all=None if c_all is None else c_all.data_ptr())
+                calls = max(3, int(2e7 / (L * B * D)))
+                times = {name: [] for name in libs}
+                for _ in range(opts.rounds):
+                    for name, lib in libs.items():
+                        times[name].append(per_call_us(lib, args, calls))
+                speedup = statistics.median(o / n for o, n in zip(times["old"], times["new"]))
+                print(f"| L={L} B={B} d={d}{' x2 directions' if dirs == 2 else ''} | {mode} | "
+                      f"{statistics.median(times['old']):.1f} | {statistics.median(times['new']):.1f} | "
+                      f"{speedup:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
