@@ -90,7 +90,7 @@ inline int64_t pick_chunk(int64_t rows, int64_t d, int64_t threads) {
 // >= 4 tasks per thread to balance. One row per task for a single step (nothing to walk; the
 // group's larger state buffer measured 5% slower at L = 1, B = 32) and for bidirectional layers
 // (grouped, they measured 1.1-1.3x slower: each row's other half belongs to the other direction's
-// task; docs/benchmarks.md, "loop order").
+// task; docs/ops.md, "Loop order").
 inline int64_t pick_group(int64_t length, int64_t batch, int64_t dirs, int64_t chunks, int64_t threads,
                           int64_t chunk) {
   if (length < 2 || dirs > 1) return 1;
@@ -196,7 +196,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
       const T *vf = wc + col, *vr = wc + D + col, *bf = bias + col, *br = bias + D + col;
 
       // Time outside, the group's batch rows inside: one step of the group reads adjacent rows of
-      // U, x and h, so memory is walked in order (docs/ops.md, "loop order").
+      // U, x and h, so memory is walked in order (docs/ops.md, "Loop order").
       for (int64_t s = 0; s < L; ++s) {
         const int64_t t = dir == 0 ? s : L - 1 - s;
         const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
