@@ -3,11 +3,18 @@ the forward of each, compiled side by side with the flags build.py uses, on the 
 
     git show HEAD~1:sru/ops/cpu/sru_recurrence.cpp > /tmp/old.cpp
     python scripts/ab_kernel.py /tmp/old.cpp sru/ops/cpu/sru_recurrence.cpp
+    python scripts/ab_kernel.py /tmp/old.cpp sru/ops/cpu/sru_recurrence.cpp --threads 2 --after-matmul
 
-Both sources must share the current sru_args.h (the struct the Python mirror describes). One
-thread, this thread's CPU time (robust to other processes), rounds interleaved; the speedup is the
-median over rounds of old/new. Inference (states not stored) and training (every step's c stored)
-per shape; k = 3, skip term on, unidirectional unless the shape says x2.
+Both sources must share the current headers (sru_args.h: the struct the Python mirror describes).
+Rounds are interleaved; the speedup is the median over rounds of old/new. Inference (states not
+stored) and training (every step's c stored) per shape; k = 3, skip term on, unidirectional unless
+the shape says x2.
+
+Default: one thread, this thread's CPU time (robust to other processes), the kernel called
+back to back (its inputs hot in cache). --after-matmul: before every timed call, x @ W writes U,
+as in a real layer, so the kernel finds U where the matmul's threads left it; then each call is
+timed alone, by the wall clock (with --threads > 1 the work is on several threads, which the
+calling thread's CPU time would not see).
 """
 import argparse
 import ctypes
@@ -24,7 +31,7 @@ from sru.ops.cpu.kernel import SruArgs, configure_library
 
 HEADERS = Path(__file__).resolve().parents[1] / "sru" / "ops" / "cpu"
 SHAPES = [(32, 32, 256, 1), (64, 32, 512, 1), (128, 32, 512, 1), (256, 8, 1024, 1), (35, 32, 910, 1),
-          (64, 32, 512, 2), (1, 32, 512, 1), (1, 1, 512, 1)]  # (L, B, d, directions)
+          (64, 32, 512, 2), (32, 8, 256, 1), (32, 2, 256, 1), (1, 32, 512, 1), (1, 1, 512, 1)]  # (L, B, d, dirs)
 
 
 def build(source: Path, out: Path) -> ctypes.CDLL:
@@ -34,10 +41,19 @@ def build(source: Path, out: Path) -> ctypes.CDLL:
 
 
 def per_call_us(lib, args: SruArgs, calls: int) -> float:
+    """Back to back, this thread's CPU time."""
     start = time.thread_time()
     for _ in range(calls):
         lib.sru_forward_f32(ctypes.byref(args))
     return (time.thread_time() - start) / calls * 1e6
+
+
+def after_matmul_us(lib, args: SruArgs, x: torch.Tensor, weight: torch.Tensor, U: torch.Tensor) -> float:
+    """One call right after x @ W has written U, wall clock."""
+    torch.mm(x, weight, out=U)
+    start = time.perf_counter()
+    lib.sru_forward_f32(ctypes.byref(args))
+    return (time.perf_counter() - start) * 1e6
 
 
 def main() -> None:
@@ -45,26 +61,37 @@ def main() -> None:
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1, help="kernel and matmul threads")
+    parser.add_argument("--after-matmul", action="store_true", help="time each call right after x @ W wrote U")
     opts = parser.parse_args()
-    torch.set_num_threads(1)
+    if opts.threads > 1 and not opts.after_matmul:
+        parser.error("--threads > 1 needs --after-matmul (wall-clock timing of single calls)")
+    torch.set_num_threads(opts.threads)
+    rounds = opts.rounds * (4 if opts.after_matmul else 1)  # single calls: more samples
     with tempfile.TemporaryDirectory() as tmp:
         libs = {"old": build(opts.old, Path(tmp) / "old.so"), "new": build(opts.new, Path(tmp) / "new.so")}
+        how = (f"{opts.threads} thread(s), right after x @ W, wall clock" if opts.after_matmul
+               else "1 thread, back to back, thread CPU time")
+        print(f"{how}, {rounds} interleaved rounds\n")
         print("| shape | mode | old µs | new µs | speedup (median of old/new) |\n|---|---|---|---|---|")
         for L, B, d, dirs in SHAPES:
             D = dirs * d
             U, x, h = torch.randn(L * B, 3 * D), torch.randn(L * B, D), torch.empty(L * B, D)
+            weight = torch.randn(D, 3 * D) / D ** 0.5
             weight_c, bias, c_last = torch.randn(2 * D), torch.randn(2 * D), torch.empty(B, D)
             for mode in ("inference", "training"):
                 c_all = torch.empty(L * B, D) if mode == "training" else None
-                args = SruArgs(length=L, batch=B, num_threads=1, hidden=d, dirs=dirs, k=3, skip_mode=1,
+                args = SruArgs(length=L, batch=B, num_threads=opts.threads, hidden=d, dirs=dirs, k=3, skip_mode=1,
                                scale_x=1.0, U=U.data_ptr(), x=x.data_ptr(), weight_c=weight_c.data_ptr(),
                                bias=bias.data_ptr(), h=h.data_ptr(), c_last=c_last.data_ptr(),
                                c_all=None if c_all is None else c_all.data_ptr())
                 calls = max(3, int(2e7 / (L * B * D)))
                 times = {name: [] for name in libs}
-                for _ in range(opts.rounds):
-                    for name, lib in libs.items():
-                        times[name].append(per_call_us(lib, args, calls))
+                for r in range(rounds):
+                    for name in (list(libs) if r % 2 == 0 else list(libs)[::-1]):
+                        lib = libs[name]
+                        times[name].append(after_matmul_us(lib, args, x, weight, U) if opts.after_matmul
+                                           else per_call_us(lib, args, calls))
                 speedup = statistics.median(o / n for o, n in zip(times["old"], times["new"]))
                 print(f"| L={L} B={B} d={d}{' x2 directions' if dirs == 2 else ''} | {mode} | "
                       f"{statistics.median(times['old']):.1f} | {statistics.median(times['new']):.1f} | "

@@ -39,14 +39,16 @@ def test_gradients_do_not_depend_on_thread_count():
         assert torch.equal(one[name], many[name]), name
 
 
-@pytest.mark.parametrize("threads,B,d", [(1, 40, 2048), (2, 11, 64), (2, 3, 300)])
+@pytest.mark.parametrize("threads,B,d", [(1, 40, 2048), (2, 11, 64), (2, 3, 300), (2, 1, 300)])
+@pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("grad", [True, False])
-def test_forward_batch_groups_match_reference(threads, B, d, grad):
-    """The forward walks time outside and a group of batch rows inside (pick_group); groups that do
-    not divide B (40 = 32 + 8 rows on one thread at d = 2048; 11 rows in groups of 2 on two
-    threads), both directions and padded steps give the reference's h and c_last, with states stored
-    (training) or carried in place (inference)."""
-    args = make_inputs(L=4, B=B, d=d, bidirectional=True, dtype=torch.float32, c0=True,
+def test_forward_batch_groups_match_reference(threads, B, d, bidirectional, grad):
+    """A unidirectional forward walks time outside and a group of batch rows inside (pick_group);
+    groups that do not divide B (40 = 32 + 8 rows on one thread at d = 2048; one block per thread
+    on two: 11 = 6 + 5, 3 = 2 + 1; a single row split into two chunks of units), padded steps, and
+    the bidirectional layout (one row per task) give the reference's h and c_last, with states
+    stored (training) or carried in place (inference)."""
+    args = make_inputs(L=4, B=B, d=d, bidirectional=bidirectional, dtype=torch.float32, c0=True,
                        lengths="random", seed=3)
     if not grad:
         args = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in args.items()}
