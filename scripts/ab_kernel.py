@@ -6,9 +6,9 @@ the forward of each, compiled side by side with the flags build.py uses, on the 
     python scripts/ab_kernel.py /tmp/old.cpp sru/ops/cpu/sru_recurrence.cpp --threads 2 --after-matmul
 
 Both sources must share the current headers (sru_args.h: the struct the Python mirror describes).
-Rounds are interleaved; the speedup is the median over rounds of old/new. Inference (states not
-stored) and training (every step's c stored) per shape; k = 3, skip term on, unidirectional unless
-the shape says x2.
+Rounds are interleaved; the speedup is the median over rounds of old/new. Per shape: the forward
+in inference (states not stored) and in training (every step's c stored), and the backward;
+k = 3, skip term on, unidirectional unless the shape says x2.
 
 Default: one thread, this thread's CPU time (robust to other processes), the kernel called
 back to back (its inputs hot in cache). --after-matmul: before every timed call, x @ W writes U,
@@ -40,20 +40,28 @@ def build(source: Path, out: Path) -> ctypes.CDLL:
     return configure_library(ctypes.CDLL(str(out)))
 
 
-def per_call_us(lib, args: SruArgs, calls: int) -> float:
+def per_call_us(entry, args: SruArgs, calls: int) -> float:
     """Back to back, this thread's CPU time."""
     start = time.thread_time()
     for _ in range(calls):
-        lib.sru_forward_f32(ctypes.byref(args))
+        entry(ctypes.byref(args))
     return (time.thread_time() - start) / calls * 1e6
 
 
-def after_matmul_us(lib, args: SruArgs, x: torch.Tensor, weight: torch.Tensor, U: torch.Tensor) -> float:
+def after_matmul_us(entry, args: SruArgs, x: torch.Tensor, weight: torch.Tensor, U: torch.Tensor) -> float:
     """One call right after x @ W has written U, wall clock."""
     torch.mm(x, weight, out=U)
     start = time.perf_counter()
-    lib.sru_forward_f32(ctypes.byref(args))
+    entry(ctypes.byref(args))
     return (time.perf_counter() - start) * 1e6
+
+
+def backward_buffers(L: int, B: int, D: int, c_all: torch.Tensor) -> dict:
+    """The backward's inputs beyond the forward's (the stored c of a forward run) and outputs."""
+    keep = {"c_all": c_all, "grad_h": torch.randn(L * B, D), "grad_U": torch.empty(L * B, 3 * D),
+            "grad_x": torch.empty(L * B, D), "grad_weight_c": torch.empty(2 * D), "grad_bias": torch.empty(2 * D),
+            "grad_partial": torch.empty(B, 4, D), "grad_c0": torch.empty(B, D)}
+    return keep
 
 
 def main() -> None:
@@ -79,19 +87,25 @@ def main() -> None:
             U, x, h = torch.randn(L * B, 3 * D), torch.randn(L * B, D), torch.empty(L * B, D)
             weight = torch.randn(D, 3 * D) / D ** 0.5
             weight_c, bias, c_last = torch.randn(2 * D), torch.randn(2 * D), torch.empty(B, D)
-            for mode in ("inference", "training"):
-                c_all = torch.empty(L * B, D) if mode == "training" else None
+            for mode in ("inference", "training", "backward"):
+                c_all = torch.empty(L * B, D) if mode != "inference" else None
                 args = SruArgs(length=L, batch=B, num_threads=opts.threads, hidden=d, dirs=dirs, k=3, skip_mode=1,
                                scale_x=1.0, U=U.data_ptr(), x=x.data_ptr(), weight_c=weight_c.data_ptr(),
                                bias=bias.data_ptr(), h=h.data_ptr(), c_last=c_last.data_ptr(),
                                c_all=None if c_all is None else c_all.data_ptr())
+                entry = {name: lib.sru_forward_f32 for name, lib in libs.items()}
+                if mode == "backward":
+                    libs["old"].sru_forward_f32(ctypes.byref(args))  # the states the backward reads
+                    buffers = backward_buffers(L, B, D, c_all)
+                    for name, tensor in buffers.items():
+                        setattr(args, name, tensor.data_ptr())
+                    entry = {name: lib.sru_backward_f32 for name, lib in libs.items()}
                 calls = max(3, int(2e7 / (L * B * D)))
                 times = {name: [] for name in libs}
                 for r in range(rounds):
                     for name in (list(libs) if r % 2 == 0 else list(libs)[::-1]):
-                        lib = libs[name]
-                        times[name].append(after_matmul_us(lib, args, x, weight, U) if opts.after_matmul
-                                           else per_call_us(lib, args, calls))
+                        times[name].append(after_matmul_us(entry[name], args, x, weight, U) if opts.after_matmul
+                                           else per_call_us(entry[name], args, calls))
                 speedup = statistics.median(o / n for o, n in zip(times["old"], times["new"]))
                 print(f"| L={L} B={B} d={d}{' x2 directions' if dirs == 2 else ''} | {mode} | "
                       f"{statistics.median(times['old']):.1f} | {statistics.median(times['new']):.1f} | "

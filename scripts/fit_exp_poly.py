@@ -1,4 +1,4 @@
-"""Fit the polynomial of the fused CPU kernel's float exp (sru/ops/cpu/sru_recurrence.cpp, fast_exp).
+"""Fit the polynomial of the fused CPU kernel's float exp (sru/ops/cpu/sru_math.h, fast_exp).
 
     python scripts/fit_exp_poly.py
 

@@ -5,12 +5,13 @@
 // one SruArgs struct. Equations: docs/spec.md#forward-recurrence and docs/spec.md#backward;
 // layouts: docs/spec.md#memory-layout; the executable reference: sru/ops/reference.py.
 //
-// Work split: one task = (batch row b, direction, a chunk of hidden units). Tasks are
-// independent across all time steps, so threads never synchronise inside the time loop; the
-// inner loop runs over contiguous hidden units and is vectorised (#pragma omp simd).
-// Backward sums the shared weight_c/bias gradients over time per task into a (B, 4, dirs*d)
-// buffer with one writer per element (no races), then over B in a fixed order (so results do
-// not depend on the thread count).
+// Work split: one task = (a block of batch rows, direction, a chunk of hidden units). Tasks are
+// independent across all time steps, so threads never synchronise inside the time loop; a task
+// walks time outside and its rows inside (adjacent rows of every (L, B, .) tensor, so memory is
+// read in order), and the inner loop runs over contiguous hidden units, vectorised
+// (#pragma omp simd). Backward sums the shared weight_c/bias gradients over time per row into a
+// (B, 4, dirs*d) buffer with one writer per element (no races), then over B in a fixed order (so
+// results do not depend on the thread count).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,58 +24,12 @@
 #endif
 
 #include "sru_args.h"
+#include "sru_math.h"
 
 namespace {
 
-// exp for float that the compiler can vectorise (std::exp has no SIMD variant without
-// -ffast-math): Cody-Waite range reduction, a degree-6 minimax polynomial on |r| <= ln(2)/2
-// (relative error 3e-9, below float rounding; fitted by scripts/fit_exp_poly.py) evaluated
-// Estrin-style (a shorter dependency chain than Horner: the k = 3 forward got ~1.07x faster), then
-// scale by 2^n built from the exponent bits. Its min/max only
-// vectorise with -fno-trapping-math (set by build.py).
-inline float fast_exp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);  // keeps 2^n a normal float
-  // n = round(x / ln 2) by adding 1.5 * 2^23: the sum's low mantissa bits then hold n itself,
-  // so no float->int conversion or sign select is needed (the fwd kernel got ~25% faster).
-  // Exact for |x / ln 2| < 2^22; the compiler may not re-associate it away (no -ffast-math).
-  const float shifted = x * 1.44269504088896341f + 12582912.0f;
-  const float nf = shifted - 12582912.0f;
-  int32_t n;
-  std::memcpy(&n, &shifted, sizeof(n));
-  n -= 0x4B400000;  // the bit pattern of 1.5 * 2^23
-  const float r = (x - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
-  const float r2 = r * r, r4 = r2 * r2;
-  const float q = (0.49999993450978f + 0.16666520681344027f * r) +
-                  r2 * (0.04166838749705684f + 0.008368710680944448f * r) + r4 * 0.0013814607891620354f;
-  const float p = (1.0f + r) + r2 * q;
-  const int32_t bits = (n + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
-inline float exp_t(float x) { return fast_exp(x); }
-inline double exp_t(double x) { return std::exp(x); }  // float64 is the exact path (gradcheck)
-
-template <typename T>
-inline T sigmoid(T x) { return T(1) / (T(1) + exp_t(-x)); }
-
-template <typename T>
-inline T tanh_t(T x) {
-  // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|); a short series near 0 avoids the
-  // cancellation in 1 - e. Written branch-free so the vector loop keeps it.
-  const T ax = std::abs(x);
-  const T e = exp_t(T(-2) * ax);
-  const T big = (T(1) - e) / (T(1) + e);
-  const T sx = std::min(ax, T(0.04));  // series argument, kept small so it cannot overflow
-  const T x2 = sx * sx;
-  const T small = sx * (T(1) + x2 * (T(-1) / T(3) + x2 * (T(2) / T(15) + x2 * (T(-17) / T(315)))));
-  // An arithmetic blend, not a select: GCC would not vectorise the select.
-  const T use_series = static_cast<T>(ax < T(0.04));
-  const T y = use_series * small + (T(1) - use_series) * big;
-  return std::copysign(y, x);
-}
-
+using sru_math::sigmoid;
+using sru_math::tanh_t;
 
 // Split hidden units into chunks so that there are at least `per_thread` tasks per thread, while
 // each chunk stays long enough (>= 64) for the vector loop to pay off.
@@ -85,16 +40,17 @@ inline int64_t pick_chunk(int64_t rows, int64_t d, int64_t threads, int64_t per_
   return (chunk + 15) / 16 * 16;
 }
 
-// Whether the forward walks a group of batch rows per step: not for a single step (nothing to walk;
+// Whether a task walks a group of batch rows per step: not for a single step (nothing to walk;
 // the group's larger state buffer measured 5% slower at L = 1, B = 32) nor for bidirectional layers
-// (grouped, they measured 1.1-1.3x slower: each row's other half belongs to the other direction's
-// task; docs/ops.md, "Loop order").
-inline bool grouped_forward(int64_t length, int64_t dirs) { return length >= 2 && dirs == 1; }
+// (grouped, their forward measured 1.1-1.3x slower: each row's other half belongs to the other
+// direction's task; docs/ops.md, "Loop order").
+inline bool grouped_walk(int64_t length, int64_t dirs) { return length >= 2 && dirs == 1; }
 
-// Batch rows per grouped forward task: up to 64K states (256 KB of float, about L2), and with
-// several threads one contiguous block of rows per thread. Right after the matmul that wrote U,
-// that measured 1.05-1.4x faster than 4 smaller blocks per thread (docs/ops.md, "Loop order"):
-// each step then reads one long run of adjacent rows of U, x and h.
+// Batch rows per grouped task: up to 64K states (256 KB of float, about L2), and with several
+// threads one contiguous block of rows per thread. Right after the matmul that wrote U, the
+// forward measured 1.05-1.11x faster at 2 threads than with 4 smaller blocks per thread, the
+// backward 1.4-1.6x faster than with one row per task (docs/ops.md, "Loop order"): each step
+// then reads one long run of adjacent rows.
 inline int64_t pick_group(int64_t batch, int64_t chunks, int64_t threads, int64_t chunk) {
   int64_t group = std::max<int64_t>(1, std::min(batch, 65536 / chunk));
   const int64_t want_groups = (threads + chunks - 1) / chunks;
@@ -170,7 +126,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
   T* c_last = static_cast<T*>(a.c_last);
   const T scale_x = static_cast<T>(a.scale_x);
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
-  const bool grouped = grouped_forward(L, dirs);
+  const bool grouped = grouped_walk(L, dirs);
   // Grouped: split the units only when there are fewer batch rows than threads.
   const int64_t chunk = grouped ? pick_chunk(B, d, threads, 1) : pick_chunk(B * dirs, d, threads);
   const int64_t nchunks = (d + chunk - 1) / chunk;
@@ -276,89 +232,103 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
   T* gmask = static_cast<T*>(a.grad_mask_c);
   const T scale_x = static_cast<T>(a.scale_x);
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
-  const int64_t chunk = pick_chunk(B * dirs, d, threads);
+  // Grouped like the forward: time outside (in reverse), a block of batch rows inside.
+  const bool grouped = grouped_walk(L, dirs);
+  const int64_t chunk = grouped ? pick_chunk(B, d, threads, 1) : pick_chunk(B * dirs, d, threads);
   const int64_t nchunks = (d + chunk - 1) / chunk;
-  const int64_t ntasks = B * dirs * nchunks;
+  const int64_t group = grouped ? pick_group(B, nchunks, threads, chunk) : 1;
+  const int64_t ngroups = (B + group - 1) / group;
+  const int64_t ntasks = ngroups * dirs * nchunks;
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
-    // gc, the initial state, and the sums over time: gb_f, gb_r, gv_f, gv_r, g_mask.
-    std::vector<T> buf(7 * chunk);
+    // Per row of the group: gc, the initial state, and the sums over time: gb_f, gb_r, gv_f,
+    // gv_r, g_mask.
+    std::vector<T> buf(group * 7 * chunk);
     // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; ++task) {
-      const int64_t b = task / nchunks / dirs, dir = task / nchunks % dirs;
+      const int64_t dir = task / nchunks % dirs, b0 = task / nchunks / dirs * group;
+      const int64_t b1 = std::min(B, b0 + group);
       const int64_t j0 = task % nchunks * chunk, n = std::min(chunk, d - j0);
       const int64_t col = dir * d + j0;
-      T *gc = buf.data(), *cinit = gc + chunk, *acc = cinit + chunk;
-      T *sbf = acc, *sbr = acc + chunk, *svf = acc + 2 * chunk, *svr = acc + 3 * chunk;
-      T* smask = acc + 4 * chunk;
-      std::fill(acc, acc + 5 * chunk, T(0));
-      for (int64_t j = 0; j < n; ++j) {
-        gc[j] = grad_c_last ? grad_c_last[b * D + col + j] : T(0);
-        cinit[j] = c0 ? c0[b * D + col + j] : T(0);
+      std::fill(buf.begin(), buf.end(), T(0));
+      for (int64_t b = b0; b < b1; ++b) {
+        T *gc = buf.data() + (b - b0) * 7 * chunk, *cinit = gc + chunk;
+        for (int64_t j = 0; j < n; ++j) {
+          gc[j] = grad_c_last ? grad_c_last[b * D + col + j] : T(0);
+          cinit[j] = c0 ? c0[b * D + col + j] : T(0);
+        }
       }
       const T *vf = wc + col, *vr = wc + D + col, *bf = bias + col, *br = bias + D + col;
-      const T* m = MASK ? mask_c + b * D + col : nullptr;
 
       for (int64_t s = L - 1; s >= 0; --s) {  // reverse order of the forward pass
         const int64_t t = dir == 0 ? s : L - 1 - s;
-        const int64_t row = (t * B + b) * D + col;
         const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
-        const T* c_prev = s == 0 ? cinit : c_all + (t_prev * B + b) * D + col;
-        T* gu = gU + row * K;
-        if (pad && pad[t * B + b]) {  // no gradient through a padded step; gc passes through
-          std::fill(gu, gu + n * K, T(0));
-          if (SKIP == 1) std::fill(gx + row, gx + row + n, T(0));
-          if (PERSTEP) std::fill(gwc + row * 2, gwc + row * 2 + 2 * n, T(0));
-          continue;
-        }
-        const T* u = U + row * K;
-        const T* w = PERSTEP ? wc + row * 2 : nullptr;
-        const T* ct = c_all + row;
-        const T* gh = grad_h + row;
-        const T* xt = SKIP == 1 ? x + row : nullptr;
-        T* gxt = SKIP == 1 ? gx + row : nullptr;
-        T* gw = PERSTEP ? gwc + row * 2 : nullptr;
+        for (int64_t b = b0; b < b1; ++b) {
+          T *gc = buf.data() + (b - b0) * 7 * chunk, *cinit = gc + chunk, *acc = cinit + chunk;
+          T *sbf = acc, *sbr = acc + chunk, *svf = acc + 2 * chunk, *svr = acc + 3 * chunk;
+          T* smask = acc + 4 * chunk;
+          const T* m = MASK ? mask_c + b * D + col : nullptr;
+          const int64_t row = (t * B + b) * D + col;
+          const T* c_prev = s == 0 ? cinit : c_all + (t_prev * B + b) * D + col;
+          T* gu = gU + row * K;
+          if (pad && pad[t * B + b]) {  // no gradient through a padded step; gc passes through
+            std::fill(gu, gu + n * K, T(0));
+            if (SKIP == 1) std::fill(gx + row, gx + row + n, T(0));
+            if (PERSTEP) std::fill(gwc + row * 2, gwc + row * 2 + 2 * n, T(0));
+            continue;
+          }
+          const T* u = U + row * K;
+          const T* w = PERSTEP ? wc + row * 2 : nullptr;
+          const T* ct = c_all + row;
+          const T* gh = grad_h + row;
+          const T* xt = SKIP == 1 ? x + row : nullptr;
+          T* gxt = SKIP == 1 ? gx + row : nullptr;
+          T* gw = PERSTEP ? gwc + row * 2 : nullptr;
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) {
-          const T cp = c_prev[j];
-          const T u0 = u[j * K];
-          const T vfj = PERSTEP ? w[2 * j] : vf[j];
-          const T vrj = PERSTEP ? w[2 * j + 1] : vr[j];
-          const T f = sigmoid<T>(u[j * K + 1] + vfj * cp + bf[j]);
-          const T r = sigmoid<T>(u[j * K + 2] + vrj * cp + br[j]);
-          const T c = ct[j];
-          const T g = TANH ? tanh_t<T>(c) : c;
-          const T dg = TANH ? T(1) - g * g : T(1);
-          const T mj = MASK ? m[j] : T(1);
-          const T xs = SKIP == 0 ? T(0) : (SKIP == 1 ? xt[j] * scale_x : u[j * K + 3]);
-          const T ghm = gh[j] * mj;
-          if (MASK) smask[j] += gh[j] * r * (g - xs);  // h = x' + m r (g - x')
-          const T gu2 = ghm * (g - xs) * r * (T(1) - r);
-          const T gct = ghm * r * dg + gc[j];
-          const T gu1 = gct * (cp - u0) * f * (T(1) - f);
-          gu[j * K] = gct * (T(1) - f);
-          gu[j * K + 1] = gu1;
-          gu[j * K + 2] = gu2;
-          if (K == 4) gu[j * K + 3] = SKIP == 2 ? gh[j] - ghm * r : T(0);
-          if (SKIP == 1) gxt[j] = (gh[j] - ghm * r) * scale_x;
-          gc[j] = gct * f + gu1 * vfj + gu2 * vrj;
-          sbf[j] += gu1;
-          sbr[j] += gu2;
-          if (PERSTEP) {
-            gw[2 * j] = gu1 * cp;
-            gw[2 * j + 1] = gu2 * cp;
-          } else {
-            svf[j] += gu1 * cp;
-            svr[j] += gu2 * cp;
+          for (int64_t j = 0; j < n; ++j) {
+            const T cp = c_prev[j];
+            const T u0 = u[j * K];
+            const T vfj = PERSTEP ? w[2 * j] : vf[j];
+            const T vrj = PERSTEP ? w[2 * j + 1] : vr[j];
+            const T f = sigmoid<T>(u[j * K + 1] + vfj * cp + bf[j]);
+            const T r = sigmoid<T>(u[j * K + 2] + vrj * cp + br[j]);
+            const T c = ct[j];
+            const T g = TANH ? tanh_t<T>(c) : c;
+            const T dg = TANH ? T(1) - g * g : T(1);
+            const T mj = MASK ? m[j] : T(1);
+            const T xs = SKIP == 0 ? T(0) : (SKIP == 1 ? xt[j] * scale_x : u[j * K + 3]);
+            const T ghm = gh[j] * mj;
+            if (MASK) smask[j] += gh[j] * r * (g - xs);  // h = x' + m r (g - x')
+            const T gu2 = ghm * (g - xs) * r * (T(1) - r);
+            const T gct = ghm * r * dg + gc[j];
+            const T gu1 = gct * (cp - u0) * f * (T(1) - f);
+            gu[j * K] = gct * (T(1) - f);
+            gu[j * K + 1] = gu1;
+            gu[j * K + 2] = gu2;
+            if (K == 4) gu[j * K + 3] = SKIP == 2 ? gh[j] - ghm * r : T(0);
+            if (SKIP == 1) gxt[j] = (gh[j] - ghm * r) * scale_x;
+            gc[j] = gct * f + gu1 * vfj + gu2 * vrj;
+            sbf[j] += gu1;
+            sbr[j] += gu2;
+            if (PERSTEP) {
+              gw[2 * j] = gu1 * cp;
+              gw[2 * j + 1] = gu2 * cp;
+            } else {
+              svf[j] += gu1 * cp;
+              svr[j] += gu2 * cp;
+            }
           }
         }
       }
-      for (int64_t j = 0; j < n; ++j) {
-        gc0[b * D + col + j] = gc[j];
-        if (gmask) gmask[b * D + col + j] = smask[j];
-        for (int q = 0; q < 4; ++q) partial[(b * 4 + q) * D + col + j] = acc[q * chunk + j];
+      for (int64_t b = b0; b < b1; ++b) {
+        const T *gc = buf.data() + (b - b0) * 7 * chunk, *acc = gc + 2 * chunk, *smask = acc + 4 * chunk;
+        for (int64_t j = 0; j < n; ++j) {
+          gc0[b * D + col + j] = gc[j];
+          if (gmask) gmask[b * D + col + j] = smask[j];
+          for (int q = 0; q < 4; ++q) partial[(b * 4 + q) * D + col + j] = acc[q * chunk + j];
+        }
       }
     }
     // (implicit barrier) Sum the per-row partials over the batch, in a fixed order so the
