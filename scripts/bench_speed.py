@@ -8,7 +8,11 @@
 Times inference (forward under no_grad) and a training step (forward + backward into the
 parameters and the input) for each candidate of ``bench_registry.py``. Candidates are
 interleaved round-robin inside one process (the order rotates every repeat) so that noise
-from other processes hits all of them alike; after a warm-up each measurement is the mean of
+from other processes hits all of them alike; within a round all candidates' inference runs,
+then all their training steps, so an inference sample follows another inference sample, not
+the same candidate's training step (whose buffers would still fill the caches; on 2 CPU
+threads that made the small shape's inference ratio ~5% worse, docs/benchmarks.md). After a
+warm-up each measurement is the mean of
 enough calls to last ``--min-ms``; we report medians and inter-quartile ranges, the ratio to
 the GEMM bound and the speedup over the LSTM (each the median over rounds of the per-round
 ratio, so load that drifts during the run cancels). Writes ``bench.json``, ``bench.md`` and
@@ -128,7 +132,7 @@ def paired_ratio(mine: Dict, other: Dict) -> float:
 
 
 def time_shape(candidates: Dict[str, registry.Candidate], args, timer) -> Dict[str, Dict]:
-    """Warm up and calibrate every (candidate, mode), then time them round-robin."""
+    """Warm up and calibrate every (candidate, mode), then time them round-robin, mode by mode."""
     numbers = {}
     for name, cand in candidates.items():
         for mode in MODES:
@@ -145,8 +149,8 @@ def time_shape(candidates: Dict[str, registry.Candidate], args, timer) -> Dict[s
         for rep in range(args.repeats):
             # Rotate the order each round so no candidate always runs right after the same one.
             shift = rep % len(names)
-            for name in names[shift:] + names[:shift]:
-                for mode in MODES:
+            for mode in MODES:
+                for name in names[shift:] + names[:shift]:
                     fn = getattr(candidates[name], mode)
                     samples[name, mode].append(timer(fn, numbers[name, mode]))
     finally:
