@@ -48,8 +48,8 @@ inline bool grouped_walk(int64_t length, int64_t dirs) { return length >= 2 && d
 
 // Batch rows per grouped task: up to 64K states (256 KB of float, about L2), and with several
 // threads one contiguous block of rows per thread. Right after the matmul that wrote U, the
-// forward measured 1.05-1.11x faster at 2 threads than with 4 smaller blocks per thread, the
-// backward 1.4-1.6x faster than with one row per task (docs/ops.md, "Loop order"): each step
+// forward measured 1.02-1.22x faster at 2 threads than with 4 smaller blocks per thread, the
+// backward 1.14-1.57x faster than with one row per task (docs/ops.md, "Loop order"): each step
 // then reads one long run of adjacent rows.
 inline int64_t pick_group(int64_t batch, int64_t chunks, int64_t threads, int64_t chunk) {
   int64_t group = std::max<int64_t>(1, std::min(batch, 65536 / chunk));
