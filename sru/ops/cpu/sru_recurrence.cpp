@@ -52,9 +52,9 @@ inline bool grouped_walk(int64_t length, int64_t dirs) { return length >= 2 && d
 // backward 1.14-1.57x faster than with one row per task (docs/ops.md, "Loop order"): each step
 // then reads one long run of adjacent rows.
 inline int64_t pick_group(int64_t batch, int64_t chunks, int64_t threads, int64_t chunk) {
-  int64_t group = std::max<int64_t>(1, std::min(batch, 65536 / chunk));
+  const int64_t group = std::min(batch, 65536 / std::max<int64_t>(chunk, 1));
   const int64_t want_groups = (threads + chunks - 1) / chunks;
-  return std::min(group, (batch + want_groups - 1) / want_groups);
+  return std::max<int64_t>(1, std::min(group, (batch + want_groups - 1) / want_groups));  // >= 1 for B = 0
 }
 
 // Like torch's grain size: below ~32K elements, waking threads costs more than it saves.
