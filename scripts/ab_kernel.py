@@ -58,10 +58,9 @@ def after_matmul_us(entry, args: SruArgs, x: torch.Tensor, weight: torch.Tensor,
 
 def backward_buffers(L: int, B: int, D: int, c_all: torch.Tensor) -> dict:
     """The backward's inputs beyond the forward's (the stored c of a forward run) and outputs."""
-    keep = {"c_all": c_all, "grad_h": torch.randn(L * B, D), "grad_U": torch.empty(L * B, 3 * D),
+    return {"c_all": c_all, "grad_h": torch.randn(L * B, D), "grad_U": torch.empty(L * B, 3 * D),
             "grad_x": torch.empty(L * B, D), "grad_weight_c": torch.empty(2 * D), "grad_bias": torch.empty(2 * D),
             "grad_partial": torch.empty(B, 4, D), "grad_c0": torch.empty(B, D)}
-    return keep
 
 
 def main() -> None:

@@ -57,6 +57,21 @@ inline int64_t pick_group(int64_t batch, int64_t chunks, int64_t threads, int64_
   return std::max<int64_t>(1, std::min(group, (batch + want_groups - 1) / want_groups));  // >= 1 for B = 0
 }
 
+// How one call (forward or backward) is cut into tasks of (a block of batch rows, direction,
+// a chunk of units). Grouped walks split the units only when there are fewer rows than threads.
+struct Split {
+  int64_t chunk, nchunks, group, ntasks;
+};
+
+inline Split split_work(int64_t length, int64_t batch, int64_t d, int64_t dirs, int64_t threads) {
+  const bool grouped = grouped_walk(length, dirs);
+  const int64_t chunk = grouped ? pick_chunk(batch, d, threads, 1) : pick_chunk(batch * dirs, d, threads);
+  const int64_t nchunks = (d + chunk - 1) / chunk;
+  const int64_t group = grouped ? pick_group(batch, nchunks, threads, chunk) : 1;
+  const int64_t ngroups = (batch + group - 1) / group;
+  return {chunk, nchunks, group, ngroups * dirs * nchunks};
+}
+
 // Like torch's grain size: below ~32K elements, waking threads costs more than it saves.
 inline bool worth_threads(int64_t threads, int64_t ntasks, int64_t elements) {
   return threads > 1 && ntasks > 1 && elements >= 32768;
@@ -126,13 +141,8 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
   T* c_last = static_cast<T*>(a.c_last);
   const T scale_x = static_cast<T>(a.scale_x);
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
-  const bool grouped = grouped_walk(L, dirs);
-  // Grouped: split the units only when there are fewer batch rows than threads.
-  const int64_t chunk = grouped ? pick_chunk(B, d, threads, 1) : pick_chunk(B * dirs, d, threads);
-  const int64_t nchunks = (d + chunk - 1) / chunk;
-  const int64_t group = grouped ? pick_group(B, nchunks, threads, chunk) : 1;
-  const int64_t ngroups = (B + group - 1) / group;
-  const int64_t ntasks = ngroups * dirs * nchunks;
+  const Split split = split_work(L, B, d, dirs, threads);
+  const int64_t chunk = split.chunk, nchunks = split.nchunks, group = split.group, ntasks = split.ntasks;
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
@@ -232,13 +242,9 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
   T* gmask = static_cast<T*>(a.grad_mask_c);
   const T scale_x = static_cast<T>(a.scale_x);
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
-  // Grouped like the forward: time outside (in reverse), a block of batch rows inside.
-  const bool grouped = grouped_walk(L, dirs);
-  const int64_t chunk = grouped ? pick_chunk(B, d, threads, 1) : pick_chunk(B * dirs, d, threads);
-  const int64_t nchunks = (d + chunk - 1) / chunk;
-  const int64_t group = grouped ? pick_group(B, nchunks, threads, chunk) : 1;
-  const int64_t ngroups = (B + group - 1) / group;
-  const int64_t ntasks = ngroups * dirs * nchunks;
+  // Split like the forward: time outside (in reverse), a block of batch rows inside.
+  const Split split = split_work(L, B, d, dirs, threads);
+  const int64_t chunk = split.chunk, nchunks = split.nchunks, group = split.group, ntasks = split.ntasks;
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
