@@ -56,6 +56,11 @@ CASES: Dict[str, dict] = {
     # 2*3*21 = 126 state columns: Triton's 32-column programs end partly empty.
     "awkward-L17-d21": dict(L=17, B=3, d=21, bidirectional=True, mask_c=True,
                             lengths=[17, 9, 4], options=dict(activation="tanh")),
+    # d = 37 = 4 * 8 + 5: the CPU kernel's AVX2 step (8 units at a time) and its generic tail.
+    "vector-tail-tanh-scale-x": dict(d=37, c0=True, mask_c=True, lengths=[5, 2, 4],
+                                     options=dict(activation="tanh", scale_x=1.7)),
+    "vector-tail-no-skip-tanh": dict(d=37, mask_c=True, options=dict(has_skip_term=False,
+                                                                     activation="tanh")),
     # d = 500 is not a multiple of any vector width or chunk; L = 63 is odd.
     "awkward-L63-d500": dict(L=63, B=2, d=500, mask_c=True, lengths=[63, 40],
                              interpreter=False),

@@ -24,6 +24,7 @@
 #endif
 
 #include "sru_args.h"
+#include "sru_avx2.h"
 #include "sru_math.h"
 
 namespace {
@@ -184,13 +185,18 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
           // Where u0/u1/u2 of unit j are: planes[j], planes[chunk + j], ... or u[j*K + 0/1/2].
           const T *g0 = u, *g1 = u + 1, *g2 = u + 2;
           const int64_t S = planar ? 1 : K;
+          int64_t done = 0;  // units already computed by the AVX2 step
           if constexpr (planar) {
+#ifdef SRU_HAVE_AVX2_STEP
+            done = sru_avx2::forward_step_k3<Cfg::SKIP, Cfg::TANH, Cfg::MASK>(
+                u, c_prev, vf, vr, bf, br, m, xt, scale_x, c_next, ht, n);
+#endif
             T* p = planes.data();
-            deinterleave3(u, p, p + chunk, p + 2 * chunk, n);
+            deinterleave3(u + 3 * done, p + done, p + chunk + done, p + 2 * chunk + done, n - done);
             g0 = p, g1 = p + chunk, g2 = p + 2 * chunk;
           }
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) {
+          for (int64_t j = done; j < n; ++j) {
             const T cp = c_prev[j];
             const T u0 = g0[j * S];
             const T f = sigmoid<T>(g1[j * S] + (PERSTEP ? w[2 * j] : vf[j]) * cp + bf[j]);
