@@ -15,41 +15,105 @@
 
 namespace sru_avx2 {
 
-// sru_math::fast_exp, eight lanes at a time.
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+// Every function works on N independent vectors, statement by statement over the N (GCC unrolls
+// these constant loops), so the instructions of N vectors interleave in program order. Why: one
+// vector's chain (exp, then the division, then c and h) is ~80 cycles long, longer than the core's
+// out-of-order window can overlap across loop iterations; with the work of several vectors side
+// by side the core always has independent instructions to issue.
+
+// sru_math::fast_exp on N vectors of eight lanes, in place.
+template <int N>
+inline void exp_n(__m256* x) {
   const __m256 magic = _mm256_set1_ps(12582912.0f);  // 1.5 * 2^23: round to an integer
-  const __m256 shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-  const __m256 nf = _mm256_sub_ps(shifted, magic);
-  const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(0x4B400000));
-  __m256 r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(1.42860682030941723e-6f), r);
-  const __m256 r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
-  const __m256 lo = _mm256_fmadd_ps(_mm256_set1_ps(0.16666520681344027f), r, _mm256_set1_ps(0.49999993450978f));
-  const __m256 hi = _mm256_fmadd_ps(_mm256_set1_ps(0.008368710680944448f), r, _mm256_set1_ps(0.04166838749705684f));
-  const __m256 q = _mm256_fmadd_ps(r4, _mm256_set1_ps(0.0013814607891620354f), _mm256_fmadd_ps(r2, hi, lo));
-  const __m256 p = _mm256_fmadd_ps(r2, q, _mm256_add_ps(_mm256_set1_ps(1.0f), r));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  __m256 nf[N], r[N], r2[N], q[N];
+  __m256i n[N];
+  for (int i = 0; i < N; ++i)
+    x[i] = _mm256_min_ps(_mm256_max_ps(x[i], _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  for (int i = 0; i < N; ++i) {
+    const __m256 shifted = _mm256_fmadd_ps(x[i], _mm256_set1_ps(1.44269504088896341f), magic);
+    nf[i] = _mm256_sub_ps(shifted, magic);
+    n[i] = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(0x4B400000));
+  }
+  for (int i = 0; i < N; ++i) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(0.693145751953125f), x[i]);
+  for (int i = 0; i < N; ++i) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(1.42860682030941723e-6f), r[i]);
+  for (int i = 0; i < N; ++i) r2[i] = _mm256_mul_ps(r[i], r[i]);
+  for (int i = 0; i < N; ++i) {
+    const __m256 lo = _mm256_fmadd_ps(_mm256_set1_ps(0.16666520681344027f), r[i], _mm256_set1_ps(0.49999993450978f));
+    const __m256 hi = _mm256_fmadd_ps(_mm256_set1_ps(0.008368710680944448f), r[i], _mm256_set1_ps(0.04166838749705684f));
+    const __m256 r4 = _mm256_mul_ps(r2[i], r2[i]);
+    q[i] = _mm256_fmadd_ps(r4, _mm256_set1_ps(0.0013814607891620354f), _mm256_fmadd_ps(r2[i], hi, lo));
+  }
+  for (int i = 0; i < N; ++i) {
+    const __m256 p = _mm256_fmadd_ps(r2[i], q[i], _mm256_add_ps(_mm256_set1_ps(1.0f), r[i]));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(n[i], _mm256_set1_epi32(127)), 23);
+    x[i] = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  }
 }
 
-inline __m256 sigmoid8(__m256 x) {
+template <int N>
+inline void sigmoid_n(__m256* x) {  // 1 / (1 + exp(-x)), in place
   const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+  for (int i = 0; i < N; ++i) x[i] = _mm256_sub_ps(_mm256_setzero_ps(), x[i]);
+  exp_n<N>(x);
+  for (int i = 0; i < N; ++i) x[i] = _mm256_div_ps(one, _mm256_add_ps(one, x[i]));
 }
 
 // sru_math::tanh_t: sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), a series below |x| = 0.04.
-inline __m256 tanh8(__m256 x) {
+template <int N>
+inline void tanh_n(const __m256* x, __m256* y) {
   const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), cut = _mm256_set1_ps(0.04f);
-  const __m256 ax = _mm256_andnot_ps(sign, x);
-  const __m256 e = exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), ax));
-  const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
-  const __m256 x2 = _mm256_mul_ps(ax, ax);
-  __m256 s = _mm256_fmadd_ps(x2, _mm256_set1_ps(-17.0f / 315.0f), _mm256_set1_ps(2.0f / 15.0f));
-  s = _mm256_fmadd_ps(x2, s, _mm256_set1_ps(-1.0f / 3.0f));
-  const __m256 small = _mm256_mul_ps(ax, _mm256_fmadd_ps(x2, s, one));
-  const __m256 y = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, cut, _CMP_LT_OQ));
-  return _mm256_or_ps(y, _mm256_and_ps(sign, x));
+  __m256 ax[N], e[N];
+  for (int i = 0; i < N; ++i) ax[i] = _mm256_andnot_ps(sign, x[i]);
+  for (int i = 0; i < N; ++i) e[i] = _mm256_mul_ps(_mm256_set1_ps(-2.0f), ax[i]);
+  exp_n<N>(e);
+  for (int i = 0; i < N; ++i) {
+    const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e[i]), _mm256_add_ps(one, e[i]));
+    const __m256 x2 = _mm256_mul_ps(ax[i], ax[i]);
+    __m256 s = _mm256_fmadd_ps(x2, _mm256_set1_ps(-17.0f / 315.0f), _mm256_set1_ps(2.0f / 15.0f));
+    s = _mm256_fmadd_ps(x2, s, _mm256_set1_ps(-1.0f / 3.0f));
+    const __m256 small = _mm256_mul_ps(ax[i], _mm256_fmadd_ps(x2, s, one));
+    const __m256 v = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax[i], cut, _CMP_LT_OQ));
+    y[i] = _mm256_or_ps(v, _mm256_and_ps(sign, x[i]));
+  }
+}
+
+// Units [j, j + 8N) of one row of one step (the arguments of forward_step_k3).
+template <int N, int SKIP, bool TANH, bool MASK>
+inline void forward_block_k3(int64_t j, const float* u, const float* c_prev, const float* vf,
+                             const float* vr, const float* bf, const float* br, const float* mask,
+                             const float* xt, float scale_x, float* c_next, float* ht) {
+  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+  __m256 u0[N], cp[N], gate[2 * N], cn[N], g[N];  // gate: N forget-gate, then N reset-gate inputs
+  for (int i = 0; i < N; ++i) {
+    // The blends and permutes of deinterleave3: lane l of u0/u1/u2 = unit j+8i+l's u0/u1/u2.
+    const int64_t at = j + 8 * i;
+    const float* p = u + 3 * at;
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
+    u0[i] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), p0);
+    const __m256 u1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), p1);
+    const __m256 u2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), p2);
+    cp[i] = _mm256_loadu_ps(c_prev + at);
+    gate[i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vf + at), cp[i], u1), _mm256_loadu_ps(bf + at));
+    gate[N + i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vr + at), cp[i], u2), _mm256_loadu_ps(br + at));
+  }
+  sigmoid_n<2 * N>(gate);
+  for (int i = 0; i < N; ++i) {
+    cn[i] = _mm256_fmadd_ps(gate[i], _mm256_sub_ps(cp[i], u0[i]), u0[i]);  // u0 + f (c_prev - u0)
+    _mm256_storeu_ps(c_next + j + 8 * i, cn[i]);
+  }
+  if constexpr (TANH) tanh_n<N>(cn, g); else for (int i = 0; i < N; ++i) g[i] = cn[i];
+  for (int i = 0; i < N; ++i) {
+    const int64_t at = j + 8 * i;
+    const __m256 rm = MASK ? _mm256_mul_ps(gate[N + i], _mm256_loadu_ps(mask + at)) : gate[N + i];
+    if constexpr (SKIP == 0) {
+      _mm256_storeu_ps(ht + at, _mm256_mul_ps(rm, g[i]));
+    } else {
+      const __m256 xs = _mm256_mul_ps(_mm256_loadu_ps(xt + at), _mm256_set1_ps(scale_x));
+      _mm256_storeu_ps(ht + at, _mm256_fmadd_ps(rm, _mm256_sub_ps(g[i], xs), xs));  // x' + r (g - x')
+    }
+  }
 }
 
 // One row of one step: units [0, n8) with n8 = n rounded down to a multiple of 8, which it
@@ -59,32 +123,12 @@ template <int SKIP, bool TANH, bool MASK>
 inline int64_t forward_step_k3(const float* u, const float* c_prev, const float* vf, const float* vr,
                                const float* bf, const float* br, const float* mask, const float* xt,
                                float scale_x, float* c_next, float* ht, int64_t n) {
-  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
-  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
-  const __m256 scale = _mm256_set1_ps(scale_x);
+  constexpr int kWide = 2;  // vectors side by side
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    // The blends and permutes of deinterleave3: lane i of u0/u1/u2 = unit j+i's u0/u1/u2.
-    const float* p = u + 3 * j;
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
-    const __m256 u0 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), p0);
-    const __m256 u1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), p1);
-    const __m256 u2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), p2);
-    const __m256 cp = _mm256_loadu_ps(c_prev + j);
-    const __m256 f = sigmoid8(_mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vf + j), cp, u1), _mm256_loadu_ps(bf + j)));
-    const __m256 r = sigmoid8(_mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vr + j), cp, u2), _mm256_loadu_ps(br + j)));
-    const __m256 cn = _mm256_fmadd_ps(f, _mm256_sub_ps(cp, u0), u0);  // u0 + f (c_prev - u0)
-    _mm256_storeu_ps(c_next + j, cn);
-    const __m256 g = TANH ? tanh8(cn) : cn;
-    const __m256 rm = MASK ? _mm256_mul_ps(r, _mm256_loadu_ps(mask + j)) : r;
-    if constexpr (SKIP == 0) {
-      _mm256_storeu_ps(ht + j, _mm256_mul_ps(rm, g));
-    } else {
-      const __m256 xs = _mm256_mul_ps(_mm256_loadu_ps(xt + j), scale);
-      _mm256_storeu_ps(ht + j, _mm256_fmadd_ps(rm, _mm256_sub_ps(g, xs), xs));  // x' + r (g - x')
-    }
-  }
+  for (; j + 8 * kWide <= n; j += 8 * kWide)
+    forward_block_k3<kWide, SKIP, TANH, MASK>(j, u, c_prev, vf, vr, bf, br, mask, xt, scale_x, c_next, ht);
+  for (; j + 8 <= n; j += 8)
+    forward_block_k3<1, SKIP, TANH, MASK>(j, u, c_prev, vf, vr, bf, br, mask, xt, scale_x, c_next, ht);
   return j;
 }
 
