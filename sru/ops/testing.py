@@ -57,7 +57,7 @@ CASES: Dict[str, dict] = {
     "awkward-L17-d21": dict(L=17, B=3, d=21, bidirectional=True, mask_c=True,
                             lengths=[17, 9, 4], options=dict(activation="tanh")),
     # d = 37 = 4 * 8 + 5: the CPU kernel's AVX2 step (8 units at a time) and its generic tail.
-    "vector-tail-tanh-scale-x": dict(d=37, c0=True, mask_c=True, lengths=[5, 2, 4],
+    "vector-tail-tanh-scale-x": dict(d=37, c0=True, mask_c="grad", lengths=[5, 2, 4],
                                      options=dict(activation="tanh", scale_x=1.7)),
     "vector-tail-no-skip-tanh": dict(d=37, mask_c=True, options=dict(has_skip_term=False,
                                                                      activation="tanh")),

@@ -1,19 +1,53 @@
-// The float32 k = 3 forward step of sru_recurrence.cpp written with AVX2 + FMA intrinsics.
+// U's layout in AVX2 for the fused CPU kernels (sru_recurrence.cpp): the float32 k = 3 forward
+// and backward steps in AVX2 + FMA intrinsics, and the de-interleave of the generic loop's tail.
 //
 // Why: U stores each unit's (u0, u1, u2) side by side. The generic vector loop needs them as
 // three unit-stride rows, so it first copies them apart into a buffer (deinterleave3) and then
-// reads them back. Here the same blends and permutes happen in registers and feed the gate math
-// directly: no buffer round trip, one pass over the row. The arithmetic is sru_math.h's (the
-// same exp polynomial, clamps and tanh series), so results agree with the generic loop to float
-// rounding (FMA contraction may differ). docs/ops.md, "Loop order", has the measurements.
+// reads them back. The steps below do the same blends and permutes in registers and feed the gate
+// math directly (the backward also interleaves grad U back in registers), and they work on two
+// vectors at a time (see exp_n). The arithmetic is sru_math.h's (the same exp polynomial, clamps
+// and tanh series), so results agree with the generic loop to float rounding (FMA contraction may
+// differ). Measurements: docs/ops.md, "AVX2 steps".
 #pragma once
-#if defined(__AVX2__) && defined(__FMA__)
-#define SRU_HAVE_AVX2_STEP 1
-#include <immintrin.h>
-
 #include <cstdint>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 namespace sru_avx2 {
+
+// U's (u0, u1, u2) triples of n units -> three contiguous rows. The forward loop then reads
+// unit-stride vectors instead of stride-3 ones, which GCC builds from many permutes: the k = 3
+// forward got ~1.2x faster on AVX2 (docs/benchmarks.md, small shapes). On AVX2: 24 floats =
+// 3 loads, 6 blends and 3 lane permutes; elsewhere a plain loop.
+inline void deinterleave3(const float* u, float* u0, float* u1, float* u2, int64_t n) {
+  int64_t j = 0;
+#ifdef __AVX2__
+  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+  for (; j + 8 <= n; j += 8) {
+    const float* p = u + 3 * j;
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
+    // lane i of x/y/z holds element 3i/3i+1/3i+2 after the permute
+    const __m256 x = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24);
+    const __m256 y = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49);
+    const __m256 z = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92);
+    _mm256_storeu_ps(u0 + j, _mm256_permutevar8x32_ps(x, p0));
+    _mm256_storeu_ps(u1 + j, _mm256_permutevar8x32_ps(y, p1));
+    _mm256_storeu_ps(u2 + j, _mm256_permutevar8x32_ps(z, p2));
+  }
+#endif
+  for (; j < n; ++j) {
+    u0[j] = u[3 * j];
+    u1[j] = u[3 * j + 1];
+    u2[j] = u[3 * j + 2];
+  }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define SRU_HAVE_AVX2_STEP 1
 
 // Every function works on N independent vectors, statement by statement over the N (GCC unrolls
 // these constant loops), so the instructions of N vectors interleave in program order. Why: one
@@ -132,5 +166,82 @@ inline int64_t forward_step_k3(const float* u, const float* c_prev, const float*
   return j;
 }
 
+// One row of one backward step (float32, k = 3, gate weights shared over time): the pointers the
+// generic loop of backward_kernel uses, each at the row's first unit.
+struct BackwardRow {
+  const float *u, *c_prev, *c, *grad_h, *x, *mask, *vf, *vr, *bf, *br;
+  float *grad_c, *sum_mask, *sum_bf, *sum_br, *sum_vf, *sum_vr, *grad_u, *grad_x;
+  float scale_x;
+};
+
+// Units [j, j + 8N) of the backward: the generic loop's equations (docs/spec.md#backward), with
+// grad U's (gu0, gu1, gu2) triples interleaved in registers (the inverse of the loads' shuffle).
+template <int N, int SKIP, bool TANH, bool MASK>
+inline void backward_block_k3(int64_t j, const BackwardRow& w) {
+  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);  // p0, p2: their own inverses
+  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+  const __m256i p1_inverse = _mm256_setr_epi32(5, 0, 3, 6, 1, 4, 7, 2);
+  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 u0[N], cp[N], gate[2 * N], g[N];
+  for (int i = 0; i < N; ++i) {
+    const int64_t at = j + 8 * i;
+    const float* p = w.u + 3 * at;
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
+    u0[i] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), p0);
+    const __m256 u1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), p1);
+    const __m256 u2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), p2);
+    cp[i] = _mm256_loadu_ps(w.c_prev + at);
+    gate[i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(w.vf + at), cp[i], u1), _mm256_loadu_ps(w.bf + at));
+    gate[N + i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(w.vr + at), cp[i], u2), _mm256_loadu_ps(w.br + at));
+    g[i] = _mm256_loadu_ps(w.c + at);
+  }
+  sigmoid_n<2 * N>(gate);  // f, then r
+  if constexpr (TANH) tanh_n<N>(g, g);
+  for (int i = 0; i < N; ++i) {
+    const int64_t at = j + 8 * i;
+    const __m256 f = gate[i], r = gate[N + i];
+    const __m256 dg = TANH ? _mm256_fnmadd_ps(g[i], g[i], one) : one;  // 1 - g^2
+    const __m256 xs = SKIP == 0 ? _mm256_setzero_ps()
+                                : _mm256_mul_ps(_mm256_loadu_ps(w.x + at), _mm256_set1_ps(w.scale_x));
+    const __m256 gh = _mm256_loadu_ps(w.grad_h + at);
+    const __m256 ghm = MASK ? _mm256_mul_ps(gh, _mm256_loadu_ps(w.mask + at)) : gh;
+    const __m256 g_xs = _mm256_sub_ps(g[i], xs);
+    if constexpr (MASK)  // h = x' + m r (g - x')
+      _mm256_storeu_ps(w.sum_mask + at, _mm256_fmadd_ps(_mm256_mul_ps(gh, r), g_xs, _mm256_loadu_ps(w.sum_mask + at)));
+    const __m256 gu2 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(ghm, g_xs), r), _mm256_sub_ps(one, r));
+    const __m256 gct = _mm256_fmadd_ps(_mm256_mul_ps(ghm, r), dg, _mm256_loadu_ps(w.grad_c + at));
+    const __m256 gu1 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gct, _mm256_sub_ps(cp[i], u0[i])), f),
+                                     _mm256_sub_ps(one, f));
+    const __m256 gu0 = _mm256_mul_ps(gct, _mm256_sub_ps(one, f));
+    // Interleave (gu0, gu1, gu2) back into U's layout: undo the permutes, then the blends.
+    const __m256 x = _mm256_permutevar8x32_ps(gu0, p0), y = _mm256_permutevar8x32_ps(gu1, p1_inverse),
+                 z = _mm256_permutevar8x32_ps(gu2, p2);
+    float* out = w.grad_u + 3 * at;
+    _mm256_storeu_ps(out, _mm256_blend_ps(_mm256_blend_ps(x, y, 0x92), z, 0x24));
+    _mm256_storeu_ps(out + 8, _mm256_blend_ps(_mm256_blend_ps(z, x, 0x92), y, 0x24));
+    _mm256_storeu_ps(out + 16, _mm256_blend_ps(_mm256_blend_ps(y, z, 0x92), x, 0x24));
+    if constexpr (SKIP == 1)  // grad x = (gh - m gh r) scale_x
+      _mm256_storeu_ps(w.grad_x + at, _mm256_mul_ps(_mm256_fnmadd_ps(ghm, r, gh), _mm256_set1_ps(w.scale_x)));
+    const __m256 vfj = _mm256_loadu_ps(w.vf + at), vrj = _mm256_loadu_ps(w.vr + at);
+    _mm256_storeu_ps(w.grad_c + at, _mm256_fmadd_ps(gu2, vrj, _mm256_fmadd_ps(gu1, vfj, _mm256_mul_ps(gct, f))));
+    _mm256_storeu_ps(w.sum_bf + at, _mm256_add_ps(_mm256_loadu_ps(w.sum_bf + at), gu1));
+    _mm256_storeu_ps(w.sum_br + at, _mm256_add_ps(_mm256_loadu_ps(w.sum_br + at), gu2));
+    _mm256_storeu_ps(w.sum_vf + at, _mm256_fmadd_ps(gu1, cp[i], _mm256_loadu_ps(w.sum_vf + at)));
+    _mm256_storeu_ps(w.sum_vr + at, _mm256_fmadd_ps(gu2, cp[i], _mm256_loadu_ps(w.sum_vr + at)));
+  }
+}
+
+// The backward of one row of one step: units [0, n8) as forward_step_k3 (returns n8).
+template <int SKIP, bool TANH, bool MASK>
+inline int64_t backward_step_k3(const BackwardRow& w, int64_t n) {
+  constexpr int kWide = 2;
+  int64_t j = 0;
+  for (; j + 8 * kWide <= n; j += 8 * kWide) backward_block_k3<kWide, SKIP, TANH, MASK>(j, w);
+  for (; j + 8 <= n; j += 8) backward_block_k3<1, SKIP, TANH, MASK>(j, w);
+  return j;
+}
+
+#endif  // __AVX2__ && __FMA__
+
 }  // namespace sru_avx2
-#endif

@@ -19,10 +19,6 @@
 #include <type_traits>
 #include <vector>
 
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
-
 #include "sru_args.h"
 #include "sru_avx2.h"
 #include "sru_math.h"
@@ -95,35 +91,6 @@ struct Runtime {
   bool TANH, MASK, PERSTEP;
 };
 
-// U's (u0, u1, u2) triples of n units -> three contiguous rows. The forward loop then reads
-// unit-stride vectors instead of stride-3 ones, which GCC builds from many permutes: the k = 3
-// forward got ~1.2x faster on AVX2 (docs/benchmarks.md, small shapes). On AVX2: 24 floats =
-// 3 loads, 6 blends and 3 lane permutes; elsewhere a plain loop.
-inline void deinterleave3(const float* u, float* u0, float* u1, float* u2, int64_t n) {
-  int64_t j = 0;
-#ifdef __AVX2__
-  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
-  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
-  for (; j + 8 <= n; j += 8) {
-    const float* p = u + 3 * j;
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
-    // lane i of x/y/z holds element 3i/3i+1/3i+2 after the permute
-    const __m256 x = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24);
-    const __m256 y = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49);
-    const __m256 z = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92);
-    _mm256_storeu_ps(u0 + j, _mm256_permutevar8x32_ps(x, p0));
-    _mm256_storeu_ps(u1 + j, _mm256_permutevar8x32_ps(y, p1));
-    _mm256_storeu_ps(u2 + j, _mm256_permutevar8x32_ps(z, p2));
-  }
-#endif
-  for (; j < n; ++j) {
-    u0[j] = u[3 * j];
-    u1[j] = u[3 * j + 1];
-    u2[j] = u[3 * j + 2];
-  }
-}
-
 template <typename T, class Cfg>
 void forward_kernel(const SruArgs& a, const Cfg cfg) {
   const int64_t K = cfg.K;
@@ -192,7 +159,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
                 u, c_prev, vf, vr, bf, br, m, xt, scale_x, c_next, ht, n);
 #endif
             T* p = planes.data();
-            deinterleave3(u + 3 * done, p + done, p + chunk + done, p + 2 * chunk + done, n - done);
+            sru_avx2::deinterleave3(u + 3 * done, p + done, p + chunk + done, p + 2 * chunk + done, n - done);
             g0 = p, g1 = p + chunk, g2 = p + 2 * chunk;
           }
 #pragma omp simd
@@ -298,8 +265,15 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
           const T* xt = SKIP == 1 ? x + row : nullptr;
           T* gxt = SKIP == 1 ? gx + row : nullptr;
           T* gw = PERSTEP ? gwc + row * 2 : nullptr;
+          int64_t done = 0;  // units already computed by the AVX2 step
+#ifdef SRU_HAVE_AVX2_STEP
+          if constexpr (Cfg::PLANAR && std::is_same<T, float>::value) {
+            done = sru_avx2::backward_step_k3<Cfg::SKIP, Cfg::TANH, Cfg::MASK>(
+                {u, c_prev, ct, gh, xt, m, vf, vr, bf, br, gc, smask, sbf, sbr, svf, svr, gu, gxt, scale_x}, n);
+          }
+#endif
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) {
+          for (int64_t j = done; j < n; ++j) {
             const T cp = c_prev[j];
             const T u0 = u[j * K];
             const T vfj = PERSTEP ? w[2 * j] : vf[j];
