@@ -17,26 +17,45 @@
 
 namespace sru_avx2 {
 
+#ifdef __AVX2__
+// 8 units' (u0, u1, u2) triples at p (24 floats) -> three vectors, lane l = unit l: 3 loads,
+// 6 blends, 3 lane permutes.
+inline void split3(const float* p, __m256& u0, __m256& u1, __m256& u2) {
+  const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
+  // After the blends, lane i of x / y / z holds some unit's u0 / u1 / u2; the permutes sort them.
+  const __m256 x = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24);
+  const __m256 y = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49);
+  const __m256 z = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92);
+  u0 = _mm256_permutevar8x32_ps(x, _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5));
+  u1 = _mm256_permutevar8x32_ps(y, _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6));
+  u2 = _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7));
+}
+
+// The inverse of split3: three vectors of 8 units -> their 24 interleaved floats at p. The
+// permutes are undone first (two of the three are their own inverse), then the blends.
+inline void join3(float* p, __m256 u0, __m256 u1, __m256 u2) {
+  const __m256 x = _mm256_permutevar8x32_ps(u0, _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5));
+  const __m256 y = _mm256_permutevar8x32_ps(u1, _mm256_setr_epi32(5, 0, 3, 6, 1, 4, 7, 2));
+  const __m256 z = _mm256_permutevar8x32_ps(u2, _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7));
+  _mm256_storeu_ps(p, _mm256_blend_ps(_mm256_blend_ps(x, y, 0x92), z, 0x24));
+  _mm256_storeu_ps(p + 8, _mm256_blend_ps(_mm256_blend_ps(z, x, 0x92), y, 0x24));
+  _mm256_storeu_ps(p + 16, _mm256_blend_ps(_mm256_blend_ps(y, z, 0x92), x, 0x24));
+}
+#endif
+
 // U's (u0, u1, u2) triples of n units -> three contiguous rows. The forward loop then reads
 // unit-stride vectors instead of stride-3 ones, which GCC builds from many permutes: the k = 3
-// forward got ~1.2x faster on AVX2 (docs/benchmarks.md, small shapes). On AVX2: 24 floats =
-// 3 loads, 6 blends and 3 lane permutes; elsewhere a plain loop.
+// forward got ~1.2x faster on AVX2 (docs/benchmarks.md, small shapes). On AVX2 through split3;
+// elsewhere a plain loop.
 inline void deinterleave3(const float* u, float* u0, float* u1, float* u2, int64_t n) {
   int64_t j = 0;
 #ifdef __AVX2__
-  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
-  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
   for (; j + 8 <= n; j += 8) {
-    const float* p = u + 3 * j;
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
-    // lane i of x/y/z holds element 3i/3i+1/3i+2 after the permute
-    const __m256 x = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24);
-    const __m256 y = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49);
-    const __m256 z = _mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92);
-    _mm256_storeu_ps(u0 + j, _mm256_permutevar8x32_ps(x, p0));
-    _mm256_storeu_ps(u1 + j, _mm256_permutevar8x32_ps(y, p1));
-    _mm256_storeu_ps(u2 + j, _mm256_permutevar8x32_ps(z, p2));
+    __m256 a, b, c;
+    split3(u + 3 * j, a, b, c);
+    _mm256_storeu_ps(u0 + j, a);
+    _mm256_storeu_ps(u1 + j, b);
+    _mm256_storeu_ps(u2 + j, c);
   }
 #endif
   for (; j < n; ++j) {
@@ -111,27 +130,28 @@ inline void tanh_n(const __m256* x, __m256* y) {
   }
 }
 
+// The forget- and reset-gate inputs of units [j, j + 8N), before the sigmoid: gate[i] =
+// u1 + v_f c_prev + b_f, gate[N + i] = u2 + v_r c_prev + b_r; also u0 and c_prev.
+template <int N>
+inline void gate_inputs(int64_t j, const float* u, const float* c_prev, const float* vf, const float* vr,
+                        const float* bf, const float* br, __m256* u0, __m256* cp, __m256* gate) {
+  for (int i = 0; i < N; ++i) {
+    const int64_t at = j + 8 * i;
+    __m256 u1, u2;
+    split3(u + 3 * at, u0[i], u1, u2);
+    cp[i] = _mm256_loadu_ps(c_prev + at);
+    gate[i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vf + at), cp[i], u1), _mm256_loadu_ps(bf + at));
+    gate[N + i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vr + at), cp[i], u2), _mm256_loadu_ps(br + at));
+  }
+}
+
 // Units [j, j + 8N) of one row of one step (the arguments of forward_step_k3).
 template <int N, int SKIP, bool TANH, bool MASK>
 inline void forward_block_k3(int64_t j, const float* u, const float* c_prev, const float* vf,
                              const float* vr, const float* bf, const float* br, const float* mask,
                              const float* xt, float scale_x, float* c_next, float* ht) {
-  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
-  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
   __m256 u0[N], cp[N], gate[2 * N], cn[N], g[N];  // gate: N forget-gate, then N reset-gate inputs
-  for (int i = 0; i < N; ++i) {
-    // The blends and permutes of deinterleave3: lane l of u0/u1/u2 = unit j+8i+l's u0/u1/u2.
-    const int64_t at = j + 8 * i;
-    const float* p = u + 3 * at;
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
-    u0[i] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), p0);
-    const __m256 u1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), p1);
-    const __m256 u2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), p2);
-    cp[i] = _mm256_loadu_ps(c_prev + at);
-    gate[i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vf + at), cp[i], u1), _mm256_loadu_ps(bf + at));
-    gate[N + i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(vr + at), cp[i], u2), _mm256_loadu_ps(br + at));
-  }
+  gate_inputs<N>(j, u, c_prev, vf, vr, bf, br, u0, cp, gate);
   sigmoid_n<2 * N>(gate);
   for (int i = 0; i < N; ++i) {
     cn[i] = _mm256_fmadd_ps(gate[i], _mm256_sub_ps(cp[i], u0[i]), u0[i]);  // u0 + f (c_prev - u0)
@@ -178,24 +198,10 @@ struct BackwardRow {
 // grad U's (gu0, gu1, gu2) triples interleaved in registers (the inverse of the loads' shuffle).
 template <int N, int SKIP, bool TANH, bool MASK>
 inline void backward_block_k3(int64_t j, const BackwardRow& w) {
-  const __m256i p0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);  // p0, p2: their own inverses
-  const __m256i p1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
-  const __m256i p1_inverse = _mm256_setr_epi32(5, 0, 3, 6, 1, 4, 7, 2);
-  const __m256i p2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
   const __m256 one = _mm256_set1_ps(1.0f);
   __m256 u0[N], cp[N], gate[2 * N], g[N];
-  for (int i = 0; i < N; ++i) {
-    const int64_t at = j + 8 * i;
-    const float* p = w.u + 3 * at;
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8), c = _mm256_loadu_ps(p + 16);
-    u0[i] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), p0);
-    const __m256 u1 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), p1);
-    const __m256 u2 = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), p2);
-    cp[i] = _mm256_loadu_ps(w.c_prev + at);
-    gate[i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(w.vf + at), cp[i], u1), _mm256_loadu_ps(w.bf + at));
-    gate[N + i] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(w.vr + at), cp[i], u2), _mm256_loadu_ps(w.br + at));
-    g[i] = _mm256_loadu_ps(w.c + at);
-  }
+  gate_inputs<N>(j, w.u, w.c_prev, w.vf, w.vr, w.bf, w.br, u0, cp, gate);
+  for (int i = 0; i < N; ++i) g[i] = _mm256_loadu_ps(w.c + j + 8 * i);
   sigmoid_n<2 * N>(gate);  // f, then r
   if constexpr (TANH) tanh_n<N>(g, g);
   for (int i = 0; i < N; ++i) {
@@ -214,13 +220,7 @@ inline void backward_block_k3(int64_t j, const BackwardRow& w) {
     const __m256 gu1 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(gct, _mm256_sub_ps(cp[i], u0[i])), f),
                                      _mm256_sub_ps(one, f));
     const __m256 gu0 = _mm256_mul_ps(gct, _mm256_sub_ps(one, f));
-    // Interleave (gu0, gu1, gu2) back into U's layout: undo the permutes, then the blends.
-    const __m256 x = _mm256_permutevar8x32_ps(gu0, p0), y = _mm256_permutevar8x32_ps(gu1, p1_inverse),
-                 z = _mm256_permutevar8x32_ps(gu2, p2);
-    float* out = w.grad_u + 3 * at;
-    _mm256_storeu_ps(out, _mm256_blend_ps(_mm256_blend_ps(x, y, 0x92), z, 0x24));
-    _mm256_storeu_ps(out + 8, _mm256_blend_ps(_mm256_blend_ps(z, x, 0x92), y, 0x24));
-    _mm256_storeu_ps(out + 16, _mm256_blend_ps(_mm256_blend_ps(y, z, 0x92), x, 0x24));
+    join3(w.grad_u + 3 * at, gu0, gu1, gu2);  // back into U's layout
     if constexpr (SKIP == 1)  // grad x = (gh - m gh r) scale_x
       _mm256_storeu_ps(w.grad_x + at, _mm256_mul_ps(_mm256_fnmadd_ps(ghm, r, gh), _mm256_set1_ps(w.scale_x)));
     const __m256 vfj = _mm256_loadu_ps(w.vf + at), vrj = _mm256_loadu_ps(w.vr + at);
