@@ -128,3 +128,30 @@ def test_cpu_timer_counts_this_threads_cpu_time_and_needs_one_thread():
     import time
     assert timer(lambda: time.sleep(0.01), 2) < 0.005  # sleeping uses no CPU
     assert timer(lambda: sum(range(20000)), 2) > 0
+
+
+def test_processes_report_each_process_and_the_median(tmp_path):
+    """bench_processes.py reruns bench_speed.py in fresh processes; every ratio comes back once
+    per process, with its median."""
+    import statistics
+
+    out = tmp_path / "procs"
+    cmd = [sys.executable, str(REPO / "scripts" / "bench_processes.py"), "--processes", "2", "--out", str(out),
+           "--", "--device", "cpu", "--threads", "1", "--shapes", "tiny", "--repeats", "1", "--warmup", "1",
+           "--min-ms", "0", "--candidates", "gemm-bound,sru-cpu"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    ratios = [r for r in summary["ratios"] if r["candidate"] == "sru-cpu" and r["ratio"] == "inference / GEMM"]
+    assert ratios, summary["ratios"]
+    for r in ratios:
+        assert len(r["per_process"]) == 2 and all(v > 0 for v in r["per_process"])
+        assert r["median"] == statistics.median(r["per_process"])
+    assert (out / "process_0" / "bench.json").exists() and (out / "process_1" / "bench.json").exists()
+    assert "| sru-cpu | inference / GEMM |" in (out / "summary.md").read_text()
+
+
+def test_processes_refuse_an_out_for_bench_speed(tmp_path):
+    cmd = [sys.executable, str(REPO / "scripts" / "bench_processes.py"), "--", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 2 and "pass --out to this script" in proc.stderr
