@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sru.ops import available_backends, elementwise_recurrence, elementwise_recurrence_reference
 from sru.ops.cpu import load_error, load_library
-from sru.ops.testing import backend_fn, forward_backward, make_inputs, upstream_grads
+from sru.ops.testing import as_float64, backend_fn, forward_backward, make_inputs, upstream_grads
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,8 +83,7 @@ def test_tanh_is_accurate_near_zero():
     options = dict(activation="tanh", has_skip_term=False)
     with torch.no_grad():
         h, c = fused(**args, **options)
-    want = elementwise_recurrence_reference(
-        **{k: v.double() if isinstance(v, torch.Tensor) else v for k, v in args.items()}, **options)
+    want = elementwise_recurrence_reference(**as_float64(args), **options)
     torch.testing.assert_close(h.double(), want[0], rtol=1e-5, atol=1e-10)
     torch.testing.assert_close(c.double(), want[1], rtol=1e-5, atol=1e-10)
 
