@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import torch
+from conftest import ROOT, compose
 from torch import nn
 
-from conftest import ROOT, compose
-from tasks.encoders import ENCODERS, build_encoder, check_encoder_config
+from tasks.common.encoders import ENCODERS, build_encoder, check_encoder_config
 
 SRU_CFG = {"name": "sru", "hidden_size": 6, "num_layers": 3, "dropout": 0.0, "rnn_dropout": 0.0}
 LSTM_CFG = {"name": "lstm", "hidden_size": 6, "num_layers": 3, "dropout": 0.0}

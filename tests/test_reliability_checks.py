@@ -1,6 +1,6 @@
 """Divergence, bad config, bad data, full disk, resume bookkeeping (issue 10, items 2, 3, 4, 6, 7).
 
-Each test runs the real pipeline (tasks.runner.run) on the tiny LM fixture or calls the real function.
+Each test runs the real pipeline (tasks.engine.runner.run) on the tiny LM fixture or calls the real function.
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import subprocess
 
 import pytest
 import torch
-
+from conftest import compose, tiny_lm_overrides
 from omegaconf import OmegaConf
 
-from conftest import compose, tiny_lm_overrides
-from tasks import runner
-from tasks.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
-from tasks.errors import CheckpointWriteError, ConfigError, DataError, NonFiniteError, ResumeError, RunLockedError
-from tasks.results import read_metrics
-from tasks.run_lock import RunLock
+from tasks.engine import runner
+from tasks.engine.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
+from tasks.engine.errors import (CheckpointWriteError, ConfigError, DataError, NonFiniteError, ResumeError,
+                                 RunLockedError)
+from tasks.engine.results import read_metrics
+from tasks.engine.run_lock import RunLock
 
 
 # ---- item 2: nothing non-finite is ever saved ------------------------------------------------------
@@ -243,8 +243,8 @@ def test_sigterm_in_process_finishes_wandb_and_writes_last_but_not_best(run_trai
 
     import wandb
 
-    from tasks.errors import TrainingInterrupted
-    from tasks.trainer import Trainer
+    from tasks.engine.errors import TrainingInterrupted
+    from tasks.engine.trainer import Trainer
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

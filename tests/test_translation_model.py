@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import compose
 from omegaconf import OmegaConf
 
-from conftest import compose
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
 from tasks.translation.search import beam_search, greedy_search
 
@@ -113,7 +113,7 @@ def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
     ("model.dropout=1.5", "model.dropout"),
 ])
 def test_bad_model_config_fails_with_the_key(override, message):
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     with pytest.raises(ValueError, match=message):
         build_task(compose(["task=translation", "model=transformer_sru", override])).check_config()
 

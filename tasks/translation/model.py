@@ -263,6 +263,3 @@ def check_model_config(cfg: Mapping[str, Any]) -> None:
         if not 0.0 <= float(sru[key]) < 1.0:
             raise ValueError(f"model.sru.{key}: expected a number in [0, 1), received {sru[key]!r}")
 
-
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())  # tied weights are one Parameter: counted once

@@ -3,8 +3,8 @@
 Byte fallback is on: characters unseen in training are encoded as their UTF-8 bytes, never as
 ``<unk>``, so decoding gives back the input text exactly. One model for both languages, so source and target share ids and the embeddings can be tied three
 ways (encoder input, decoder input, decoder output), as in the Transformer base setup. Ids 0..3 are
-fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.text``'s translation
-vocabulary, so ``Subwords.vocabulary`` is a ``tasks.text.Vocabulary`` whose ids ARE the model's ids.
+fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.common.text``'s translation
+vocabulary, so ``Subwords.vocabulary`` is a ``tasks.common.text.Vocabulary`` whose ids ARE the model's ids.
 
 The trained model is cached under the data cache (keyed by the training text and the settings) and
 its serialized proto travels with the run: in the checkpoint's task state and as ``spm.model`` in the
@@ -17,7 +17,7 @@ import io
 from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Sequence
 
-from tasks.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
 
 MODEL_TYPES = ("unigram", "bpe")
 

@@ -5,7 +5,7 @@
 Command-line overrides arrive as whatever YAML makes of them (``trainer.max_steps=abc`` is the string
 "abc"), and a wrong value used to surface minutes later as a TypeError deep inside the loop, or was
 accepted silently (``max_steps=-1`` trained 0 steps). Every error here names the key, the value received
-and the allowed range. Model keys are checked by ``tasks.encoders.check_encoder_config`` and task-specific
+and the allowed range. Model keys are checked by ``tasks.common.encoders.check_encoder_config`` and task-specific
 keys by each task's ``check_config()``, both also before data loading.
 """
 from __future__ import annotations
@@ -15,9 +15,18 @@ import re
 from collections.abc import Sequence
 from typing import Any, Mapping, Optional
 
-from tasks.errors import ConfigError
+from omegaconf import OmegaConf
+
+from tasks.engine.devices import PRECISIONS
+from tasks.engine.errors import ConfigError
+from tasks.engine.optim import OPTIMIZERS, SCHEDULES
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def as_plain(cfg: Any) -> Any:
+    """A composed (OmegaConf) config node as plain dicts/lists, interpolations resolved; anything else as is."""
+    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
 
 
 def _number_kind(integer: bool) -> str:
@@ -62,9 +71,6 @@ def check_bool(key: str, value: Any) -> None:
 
 def check_trainer(t: Mapping[str, Any]) -> None:
     """Types and ranges of every trainer.* key the loop reads."""
-    from tasks.evaluation import PRECISIONS
-    from tasks.optim import OPTIMIZERS, SCHEDULES
-
     check_number("trainer.max_epochs", t.get("max_epochs"), 1, integer=True, allow_none=True)
     check_number("trainer.max_steps", t.get("max_steps"), 1, integer=True, allow_none=True)
     if t.get("max_epochs") is None and t.get("max_steps") is None:
