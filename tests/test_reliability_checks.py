@@ -87,7 +87,7 @@ def test_perplexity_is_not_capped():
     ("trainer.optimizer.lr=abc", "trainer.optimizer.lr: expected a number >= 0, received 'abc'"),
     ("task.batch_size=0", "task.batch_size: expected an integer >= 1, received 0"),
     ("task.batch_size=-3", "task.batch_size: expected an integer >= 1, received -3"),
-    ("task.eval_batch_size=0", "task.eval_batch_size: expected an integer >= 1 or null, received 0"),
+    ("task.eval_batch_size=0", "task.eval_batch_size: expected an integer >= 1, received 0"),
     ("model.hidden_size=-5", "model.hidden_size: expected an integer >= 1, received -5"),
     ("model.dropout=1.5", "model.dropout: expected a number in [0.0, 1.0), received 1.5"),
     ("task.emb_dropout=1.0", "task.emb_dropout: expected a number in [0, 1), received 1.0"),

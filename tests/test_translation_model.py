@@ -109,7 +109,7 @@ def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
     ("model.norm=middle", "model.norm: expected one of"),
     ("model.sru.mode=everywhere", "model.sru.mode: expected one of"),
     ("model.attention_heads=5", "divisible"),
-    ("+model.hidden_size=3", "unknown keys"),
+    ("+model.hidden_size=3", "model.hidden_size: not a key of model"),
     ("model.dropout=1.5", "model.dropout"),
 ])
 def test_bad_model_config_fails_with_the_key(override, message):

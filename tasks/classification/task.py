@@ -11,11 +11,15 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tasks.classification.presets import PRESETS
+from tasks.classification.schema import ClassificationConfig
 from tasks.common.batching import global_batches, shard_batches, split_batch
 from tasks.common.encoders import build_encoder, check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.base import LoggingOutput, Task
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .metrics import count_logging_output, reduce_classification
@@ -30,6 +34,7 @@ class ClassificationTask(Task):
     monitor_mode = "max"
     throughput_key = "nsentences"
     models = ("sru", "lstm", "cnn")
+    schema = ClassificationConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -42,8 +47,13 @@ class ClassificationTask(Task):
         self._epoch_start: Optional[float] = None
 
     def check_config(self) -> None:
-        super().check_config()  # model name
+        super().check_config()  # model name, task.* types and ranges
         check_encoder_config(self.cfg["model"], causal=self.causal)
+        check_choice("task.data.name", self.task_cfg["data"].get("name"), [*sorted(PRESETS), None])
+        data = self.task_cfg["data"]
+        if data.get("fold") is not None and data["fold"] >= data["cv_folds"]:
+            raise ConfigError(f"task.data.fold: expected 0 <= fold < task.data.cv_folds={data['cv_folds']}, "
+                              f"received {data['fold']}")
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -23,47 +23,42 @@ encoder, which would see the tokens it predicts. New encoders are one line of th
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable, Dict, Mapping
 
 from torch import nn
 
 from tasks.common.cnn_encoder import CNNEncoder
+from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig
 from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
-from tasks.engine.config_checks import as_plain, check_number
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import as_plain, check_schema
 
-# The one table of encoders: ``model=<name>`` -> class. A new encoder is one line here.
+# The one table of encoders: ``model=<name>`` -> class, and the schema of its config group. A new
+# encoder is one line in each.
 ENCODERS: Dict[str, Callable[..., nn.Module]] = {
     "sru": SRUEncoder,
     "lstm": LSTMEncoder,
     "cnn": CNNEncoder,
 }
+MODEL_SCHEMAS: Dict[str, type] = {
+    "sru": SRUConfig,
+    "lstm": LSTMConfig,
+    "cnn": CNNConfig,
+}
 
 
 def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
-    """Reject an encoder config before any data is loaded: unknown name or keys, bad ranges, and a
-    bidirectional encoder for a causal task."""
-    kwargs = dict(as_plain(cfg))
-    name = kwargs.pop("name", None)
+    """Reject an encoder config before any data is loaded: unknown name or keys, bad types and ranges
+    (``MODEL_SCHEMAS``), and a bidirectional encoder for a causal task."""
+    name = cfg.get("name")
     if name not in ENCODERS:
-        raise ValueError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
-                         f"Pick one with model=<name>.")
-    params = inspect.signature(ENCODERS[name].__init__).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(kwargs) - set(params))
-        if unknown:
-            raise ValueError(f"model={name}: unknown model config keys {unknown}; "
-                             f"see conf/model/{name}.yaml for the accepted keys")
-    for key in ("hidden_size", "num_layers", "filters"):
-        if key in kwargs:
-            check_number(f"model.{key}", kwargs[key], 1, integer=True)
-    for key in ("dropout", "rnn_dropout"):
-        if key in kwargs:
-            check_number(f"model.{key}", kwargs[key], 0.0, 1.0, high_open=True)
-    if causal and kwargs.get("bidirectional"):
-        raise ValueError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
-                         "and a bidirectional encoder would see the very tokens it predicts. "
-                         "Set model.bidirectional=false.")
+        raise ConfigError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
+                          f"Pick one with model=<name>.")
+    check_schema(cfg, MODEL_SCHEMAS[name], "model", see=f"conf/model/{name}.yaml")
+    if causal and cfg.get("bidirectional"):
+        raise ConfigError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
+                          "and a bidirectional encoder would see the very tokens it predicts. "
+                          "Set model.bidirectional=false.")
 
 
 def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:

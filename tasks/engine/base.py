@@ -47,6 +47,7 @@ from torch import Tensor, nn
 
 from tasks.engine.devices import move_to_device
 from tasks.engine.errors import ConfigError
+from tasks.engine.schema import check_schema
 
 LoggingOutput = Dict[str, float]
 Record = Dict[str, Any]
@@ -65,6 +66,7 @@ class Task:
       causal          True when the model must not see the future (LM, a decoder): the runner refuses
                       a bidirectional encoder before loading data
       models          the ``model=<name>`` values this task accepts, listed in the error for any other
+      schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/schema.py)
     """
 
     name: str = "base"
@@ -73,6 +75,7 @@ class Task:
     throughput_key: str = "nsentences"
     causal: bool = False
     models: Tuple[str, ...] = ()
+    schema: Optional[type] = None
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg
@@ -81,13 +84,16 @@ class Task:
     def check_config(self) -> None:
         """Fail fast, before any data is loaded, on task/model keys this task cannot use.
 
-        The default refuses a ``model=<name>`` outside ``models``. Tasks extend it with their keys (and,
-        over a shared encoder, ``tasks.common.encoders.check_encoder_config``).
+        The default refuses a ``model=<name>`` outside ``models`` and checks ``task.*`` against the
+        task's ``schema``. Tasks extend it with rules across keys (and, over a shared encoder,
+        ``tasks.common.encoders.check_encoder_config``).
         """
         model = self.cfg.get("model") if hasattr(self.cfg, "get") else None
         if model is not None and self.models and model.get("name") not in self.models:
             raise ConfigError(f"model={model.get('name')}: task={self.name} accepts model= one of "
                               f"{list(self.models)}")
+        if self.schema is not None:
+            check_schema(self.cfg["task"], self.schema, "task", see=f"conf/task/{self.name}.yaml")
 
     def encoder_input_size(self) -> Optional[int]:
         """Width of the vectors this task feeds its shared encoder (``tasks.common.encoders``), known

@@ -19,10 +19,9 @@ from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Task
-from tasks.engine.config_checks import check_choice, check_number
-from tasks.lm.data import (EOS, LEVELS, SOURCES, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize,
-                           window)
+from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
+from tasks.lm.schema import LMConfig
 
 MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
@@ -32,6 +31,7 @@ class LanguageModelingTask(Task):
     throughput_key = "ntokens"
     causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
     models = ("sru", "lstm")
+    schema = LMConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -47,14 +47,6 @@ class LanguageModelingTask(Task):
     def check_config(self) -> None:
         super().check_config()  # model name
         check_encoder_config(self.cfg["model"], causal=self.causal)
-
-        t, data = self.task_cfg, self.task_cfg["data"]
-        check_number("task.bptt", t.get("bptt"), 1, integer=True)
-        check_number("task.emb_size", t.get("emb_size"), 1, integer=True, allow_none=True)
-        check_choice("task.data.source", data.get("source"), SOURCES)
-        check_choice("task.data.level", data.get("level"), LEVELS)
-        check_number("task.data.max_vocab", data.get("max_vocab"), 2, integer=True, allow_none=True)
-        check_number("task.data.max_train_tokens", data.get("max_train_tokens"), 1, integer=True, allow_none=True)
 
     def setup(self) -> None:
         t0 = time.time()

@@ -21,11 +21,12 @@ from torch import Tensor, nn
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task
-from tasks.speech.data import SOURCES, SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
+from tasks.speech.data import SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
+from tasks.speech.schema import SpeechConfig
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
@@ -37,6 +38,7 @@ class SpeechRecognitionTask(Task):
     monitor_mode = "min"
     throughput_key = "nframes"  # 10 ms feature frames per second
     models = ("sru", "lstm")
+    schema = SpeechConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -48,21 +50,8 @@ class SpeechRecognitionTask(Task):
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
-        super().check_config()  # model name
+        super().check_config()  # model name, task.* types and ranges
         check_encoder_config(self.cfg["model"], causal=self.causal)
-        t = self.task_cfg
-        if t["data"]["source"] not in SOURCES:
-            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
-        if t["features"]["cmvn"] not in ("utterance", "global", "none"):
-            raise ValueError(f"task.features.cmvn: expected utterance, global or none, received {t['features']['cmvn']!r}")
-        if t["decoder"] not in ("greedy", "beam"):
-            raise ValueError(f"task.decoder: expected greedy or beam, received {t['decoder']!r}")
-        for key in ("max_frames", "batch_size", "eval_max_frames", "beam_size"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
-        for key in ("n_mels", "stack", "skip"):
-            if not isinstance(t["features"][key], int) or t["features"][key] < 1:
-                raise ValueError(f"task.features.{key}: expected a positive integer, received {t['features'][key]!r}")
 
     # ---- data ---------------------------------------------------------------------------------
     def _log_mels(self, split: str, utts: List[Utterance]) -> List[Tensor]:

@@ -23,9 +23,10 @@ from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Record, Task
-from tasks.engine.config_checks import as_plain
+from tasks.engine.schema import as_plain
+from tasks.squad.schema import SquadConfig
 
-from .data import SOURCES, SPLITS, load_squad_file, split_files
+from .data import SPLITS, load_squad_file, split_files
 from .features import NUM_FEATURES, EncodedExample, collate, encode_split
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader
@@ -37,6 +38,7 @@ class SquadTask(Task):
     monitor_mode = "max"
     throughput_key = "nsentences"
     models = ("sru", "lstm")  # the reader stacks recurrent encoders (DrQA)
+    schema = SquadConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -53,14 +55,9 @@ class SquadTask(Task):
         self.last_epoch: Dict[str, float] = {}
 
     def check_config(self) -> None:
-        super().check_config()  # model name
-        check_encoder_config(self.cfg["model"], causal=self.causal)
-        t = self.task_cfg
-        if t["data"]["source"] not in SOURCES:
-            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
-        for key in ("batch_size", "eval_batch_size", "max_answer_len"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
+        super().check_config()  # model name, task.* types and ranges
+        overlay = {k: v for k, v in (as_plain(self.task_cfg.get("encoder")) or {}).items() if v is not None}
+        check_encoder_config({**as_plain(self.cfg["model"]), **overlay}, causal=self.causal)
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Sequence
 
 from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.engine.schema import check_schema
+from tasks.translation.schema import SubwordConfig
 
 MODEL_TYPES = ("unigram", "bpe")
 
@@ -59,11 +61,7 @@ class Subwords:
 
 
 def check_subword_config(cfg: Mapping[str, Any]) -> None:
-    if cfg["model_type"] not in MODEL_TYPES:
-        raise ValueError(f"task.subwords.model_type: expected one of {list(MODEL_TYPES)}, received {cfg['model_type']!r}")
-    if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < 300:
-        raise ValueError(f"task.subwords.vocab_size: expected an integer >= 300 (256 byte-fallback pieces, the "
-                         f"specials and the characters), received {cfg['vocab_size']!r}")
+    check_schema(cfg, SubwordConfig, "task.subwords")  # vocab_size >= 300: 256 byte-fallback pieces, specials, chars
 
 
 def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path) -> Subwords:

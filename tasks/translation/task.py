@@ -25,12 +25,14 @@ from torch import Tensor, nn
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Record, Task
-from tasks.engine.config_checks import as_plain
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import as_plain
 from tasks.translation.data import SPLITS, load_pairs
 from tasks.translation.metrics import bleu_from_statistics, chrf_from_statistics, signatures, translation_statistics
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
+from tasks.translation.schema import TranslationConfig
 from tasks.translation.search import beam_search, greedy_search
-from tasks.translation.subwords import Subwords, check_subword_config, train_subwords
+from tasks.translation.subwords import Subwords, train_subwords
 
 
 class TranslationTask(Task):
@@ -40,6 +42,7 @@ class TranslationTask(Task):
     throughput_key = "ntokens"   # target tokens
     causal = False               # the encoder sees the whole source; the decoder is causal by construction
     models = ("transformer", "transformer_sru")
+    schema = TranslationConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -54,24 +57,10 @@ class TranslationTask(Task):
     def check_config(self) -> None:
         """Task keys and the model=transformer / transformer_sru keys (not shared encoders, so the
         default encoder check does not apply)."""
-        super().check_config()  # model name
+        super().check_config()  # model name, task.* types and ranges
         t = self.task_cfg
         if self.src == self.tgt:
-            raise ValueError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
-        if t["data"]["source"] not in ("dictionary", "files", "hub"):
-            raise ValueError(f"task.data.source: expected dictionary | files | hub, received {t['data']['source']!r}")
-        check_subword_config(t["subwords"])
-        for key in ("max_subwords", "max_tokens", "max_sentences", "eval_max_tokens", "eval_max_sentences"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
-        if not 0.0 <= float(t["label_smoothing"]) < 1.0:
-            raise ValueError(f"task.label_smoothing: expected a number in [0, 1), received {t['label_smoothing']!r}")
-        dec = t["decoding"]
-        for key in ("valid_beam_size", "beam_size", "max_len_b"):
-            if not isinstance(dec[key], int) or dec[key] < 1:
-                raise ValueError(f"task.decoding.{key}: expected a positive integer, received {dec[key]!r}")
-        if self.model_cfg is None:
-            raise ValueError("task=translation needs model=transformer or model=transformer_sru")
+            raise ConfigError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
         check_model_config(self.model_cfg)
         if t["max_subwords"] + 2 > self.model_cfg["max_positions"]:
             raise ValueError(f"task.max_subwords={t['max_subwords']} needs model.max_positions >= "
