@@ -3,8 +3,8 @@
     check_run_config(cfg)      # trainer.*, seed, and the task keys every task shares
 
 Command-line overrides arrive as whatever YAML makes of them (``trainer.max_steps=abc`` is the string
-"abc"), and a wrong value used to surface minutes later as a TypeError deep inside the loop, or was
-accepted silently (``max_steps=-1`` trained 0 steps). Every error here names the key, the value received
+"abc"); unchecked, a wrong value surfaces minutes later as a TypeError deep inside the loop, or is
+accepted silently (``max_steps=-1`` trains 0 steps). Every error here names the key, the value received
 and the allowed range. Model keys are checked by ``tasks.common.encoders.check_encoder_config`` and task-specific
 keys by each task's ``check_config()``, both also before data loading.
 """
