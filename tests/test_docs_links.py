@@ -83,3 +83,28 @@ def test_paper_numbers_doc_lists_every_reported_number():
     assert len(reported) >= 5, reported
     missing = sorted(r for r in reported if f"{r:g}" not in doc)
     assert not missing, f"reported in scripts/paper_tables.py but not in docs/paper_numbers.md: {missing}"
+
+
+def test_relative_file_links_exist():
+    """Every Markdown link to a file of the repository (``[text](../tasks/engine/base.py)``) names one that
+    exists, so moving a module cannot leave a doc pointing at its old place."""
+    missing = {}
+    for md in [p for p in _sources() if p.suffix == ".md"]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", md.read_text()):
+            if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+                continue
+            if not (md.parent / target).exists():
+                missing.setdefault(str(md.relative_to(ROOT)), []).append(target)
+    assert not missing, f"links to files that do not exist: {missing}"
+
+
+def test_repository_paths_named_in_docs_exist():
+    """Every source path a doc names in passing (``tasks/common/encoders.py``, ``scripts/bench_speed.py``)
+    exists: the docs follow the code when modules move."""
+    pattern = r"\b(?:tasks|sru|scripts|tests|conf|docs)/[\w./\-]+\.(?:py|md|yaml|cpp|h)\b"
+    missing = {}
+    for md in [p for p in _sources() if p.suffix == ".md"]:
+        for path in sorted(set(re.findall(pattern, md.read_text()))):
+            if not (ROOT / path).exists():
+                missing.setdefault(str(md.relative_to(ROOT)), []).append(path)
+    assert not missing, f"paths that do not exist: {missing}"
