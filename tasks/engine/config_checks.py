@@ -3,8 +3,8 @@
     check_run_config(cfg)      # seed, trainer.* (schema + the rules across keys), the environment
 
 Command-line overrides arrive as whatever YAML makes of them (``trainer.max_steps=abc`` is the string
-"abc"), and a wrong value used to surface minutes later as a TypeError deep inside the loop, or was
-accepted silently (``max_steps=-1`` trained 0 steps). Every error names the key, the value received
+"abc"); unchecked, a wrong value surfaces minutes later as a TypeError deep inside the loop, or is
+accepted silently (``max_steps=-1`` trains 0 steps). Every error names the key, the value received
 and what is allowed. The types and ranges of the keys live in the schemas (``trainer_schema.py``,
 ``tasks/common/model_schemas.py``, each task's ``schema.py``); the task's keys and its model's are
 checked by ``Task.check_config()``, also before data loading.

@@ -5,8 +5,8 @@
         with stop.deferred():             # the training loop
             ...; if stop.requested(): save last.pt; raise TrainingInterrupted(...)
 
-Why: SLURM preemption sends SIGTERM (then SIGKILL after a grace period) and Ctrl-C sends SIGINT; both
-used to kill the run and lose every step since the last evaluation. While deferred, the first signal
+Why: SLURM preemption sends SIGTERM (then SIGKILL after a grace period) and Ctrl-C sends SIGINT; by
+default both kill the run and lose every step since the last evaluation. While deferred, the first signal
 only sets a flag that the trainer reads after each optimizer step (under DDP every rank all-reduces
 it, so all ranks stop at the same step); a second signal exits at once with status 128+signal.
 
