@@ -19,11 +19,14 @@ from tasks.engine.base import Task
 VOCAB = 11
 
 
+EMBED = 8
+
+
 class ToyTagger(nn.Module):
     def __init__(self, encoder_cfg):
         super().__init__()
-        self.embed = nn.Embedding(VOCAB, 8)
-        self.encoder = build_encoder(encoder_cfg, 8)
+        self.embed = nn.Embedding(VOCAB, EMBED)
+        self.encoder = build_encoder(encoder_cfg, EMBED)
         self.out = nn.Linear(self.encoder.output_size, VOCAB)
 
     def forward(self, tokens, mask_pad):
@@ -60,6 +63,9 @@ class ToyTask(Task):
         for index in self._plan(split, epoch, seed)[start:]:
             tokens, mask_pad, _ = pad_collate([self.data[split][i] for i in index])
             yield {"ids": torch.tensor(index), "tokens": tokens, "mask_pad": mask_pad}
+
+    def encoder_input_size(self):
+        return EMBED
 
     def build_model(self):
         torch.manual_seed(0)
