@@ -52,6 +52,7 @@ def test_files_source_with_test_split_carves_validation():
     assert {r.label for r in data.splits["valid"]} == {"neg", "pos"}
 
 
+@pytest.mark.slow
 def test_hub_code_path_on_local_folder_in_hub_schema(monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     cfg = data_cfg(source="hub", hub_name=str(FIX / "hub_schema"), hub_splits={"train": "train", "test": "test"})

@@ -40,6 +40,7 @@ def tiny_classification_overrides(model: str, epochs: int = 12):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sru", "lstm", "cnn"])
 def test_tiny_classification_trains_end_to_end(model, run_train, tmp_path):
     summary = run_train(tiny_classification_overrides(model), tmp_path)
@@ -56,6 +57,7 @@ def test_tiny_classification_trains_end_to_end(model, run_train, tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["test"]["accuracy"] == test["accuracy"]
 
 
+@pytest.mark.slow
 def test_default_task_config_composes_for_every_model():
     from tasks.engine.registry import build_task
     for model in ("sru", "lstm", "cnn"):
@@ -64,6 +66,7 @@ def test_default_task_config_composes_for_every_model():
         assert build_task(cfg).monitor == "accuracy"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exp", sorted(p.stem for p in (ROOT / "conf/experiment/paper").glob("classification_*.yaml")))
 def test_paper_experiments_compose(exp):
     cfg = compose([f"experiment=paper/{exp}"])
@@ -118,6 +121,7 @@ def test_metrics_are_exact_when_summed_over_batches():
     assert m["macro_f1"] == pytest.approx(100 * (2 / 3 + 1 / 2 + 2 / 3) / 3)
 
 
+@pytest.mark.slow
 def test_cross_validation_driver_runs_folds_and_models(tmp_path):
     import importlib.util
     spec = importlib.util.spec_from_file_location("run_cv", ROOT / "scripts" / "run_cv.py")

@@ -42,6 +42,7 @@ def _instantiate(cfg):
     return task
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_instantiates(experiment):
     assert Path(CONF / "experiment" / f"{experiment}.yaml").read_text().startswith("# @package _global_")

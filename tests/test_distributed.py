@@ -22,6 +22,7 @@ def torchrun(nproc, *args, cwd=ROOT, timeout=300, env=None):
     return proc
 
 
+@pytest.mark.slow
 def test_helpers_with_two_gloo_processes(tmp_path):
     torchrun(2, str(ROOT / "tests" / "distributed_worker.py"), str(tmp_path))
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
@@ -102,6 +103,7 @@ def assert_same_weights(a, b, tol=1e-5):
         assert torch.allclose(a[name].float(), b[name].float(), rtol=tol, atol=tol), name
 
 
+@pytest.mark.slow
 def test_lm_ddp_two_processes_match_one_process_and_resume(run_train, tmp_path, monkeypatch):
     from conftest import tiny_lm_overrides
 
@@ -149,6 +151,7 @@ CLASSIFICATION = [
 ]
 
 
+@pytest.mark.slow
 def test_classification_ddp_two_processes_match_one_process(run_train, tmp_path, monkeypatch):
     for var in D.TORCHRUN_VARS:
         monkeypatch.delenv(var, raising=False)

@@ -34,6 +34,7 @@ def test_causal_tasks_refuse_bidirectional_encoders_and_bad_values_name_the_key(
         check_encoder_config({**LSTM_CFG, "highway_bias": -3})
 
 
+@pytest.mark.slow
 def test_bidirectional_language_model_fails_before_loading_data():
     proc = subprocess.run([sys.executable, "train.py", "task=lm", "model.bidirectional=true",
                            "task.data.source=files", "task.data.train_file=/nonexistent/train.txt"],

@@ -13,6 +13,7 @@ from tasks.engine.results import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_tiny_lm_trains_end_to_end(model, run_train, tmp_path):
     summary = run_train(tiny_lm_overrides(model, steps=24) + ["trainer.plot=true"], tmp_path)

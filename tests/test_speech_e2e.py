@@ -10,9 +10,9 @@ import pytest
 
 from tasks.speech.synth import synthesise_voice
 
-pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
                                 reason="espeak-ng and sox are needed to synthesise the test clips "
-                                       "(apt-get install -y espeak-ng sox)")
+                                       "(apt-get install -y espeak-ng sox)")]
 TEXTS = ["one two", "three four five", "six", "seven eight", "nine zero one", "two two"]
 
 

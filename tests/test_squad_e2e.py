@@ -27,6 +27,7 @@ def tiny_squad_overrides(model: str, steps: int = 40):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path, capsys, monkeypatch):
     summary = run_train(tiny_squad_overrides(model), tmp_path)

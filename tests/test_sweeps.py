@@ -1,3 +1,4 @@
+import pytest
 """Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py."""
 import json
 import os
@@ -26,6 +27,7 @@ def train(*args, timeout=300):
     return proc
 
 
+@pytest.mark.slow
 def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     # 2 optimizers x 2 seeds = 4 jobs (Hydra varies the last key fastest); "bogus" is not an optimizer: jobs 2, 3 crash
     train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}")
@@ -48,6 +50,7 @@ def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     assert (tmp_path / "results.md").is_file() and (tmp_path / "valid_curves.png").is_file()
 
 
+@pytest.mark.slow
 def test_optuna_sweep_two_trials(tmp_path):
     # keys given on the command line are fixed by the sweeper, so leave the searched ones out
     searched = ("trainer.optimizer.lr=", "task.emb_dropout=", "task.out_dropout=")
@@ -60,6 +63,7 @@ def test_optuna_sweep_two_trials(tmp_path):
                                         "task.emb_dropout", "task.out_dropout"}
 
 
+@pytest.mark.slow
 def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
     # the hydra/launcher=slurm code path (pickled job, submitit environment) on this machine; 2 tasks = 2 ranks
     train("-m", *FAST, "hydra/launcher=local", "hydra.launcher.tasks_per_node=2", f"hydra.sweep.dir={tmp_path}")

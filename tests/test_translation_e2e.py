@@ -31,6 +31,7 @@ def tiny_translation_overrides(model: str, cache_dir, steps: int = 80):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["transformer", "transformer_sru"])
 def test_tiny_translation_trains_and_sacrebleu_cli_agrees(model, run_train, tmp_path):
     run_dir = tmp_path / "run"
@@ -69,6 +70,7 @@ def test_default_config_is_english_to_german_transformer():
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
 
 
+@pytest.mark.slow
 def test_stop_and_resume_matches_uninterrupted_run(run_train, tmp_path):
     """8 steps straight vs 3, stop, resume to 8 (mid-epoch: 2 batches an epoch), dropout on: identical
     losses, and the resumed run checks the subword model saved in its checkpoint."""

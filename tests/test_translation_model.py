@@ -70,6 +70,7 @@ def test_decoder_is_causal_and_padding_does_not_leak(model_name, norm, sru_mode)
     torch.testing.assert_close(model(src, src_pad, prev), model(other_pad, src_pad, prev))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[::2])
 def test_beam_one_equals_greedy_and_beams_are_valid(model_name, norm, sru_mode):
     model = tiny_model(model_name, norm, sru_mode, seed=4)

@@ -40,6 +40,7 @@ def test_offline_name_resolves_to_the_cached_file(tmp_path, monkeypatch):
     assert set(vectors) == {"great", "plot"} and vectors["great"].shape == (12,)
 
 
+@pytest.mark.slow
 def test_offline_vectors_are_trained_once_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SRU_CACHE_DIR", str(tmp_path))
     # real PTB training text, few dims and a high min_count so it takes seconds
@@ -53,6 +54,7 @@ def test_offline_vectors_are_trained_once_then_cached(tmp_path, monkeypatch):
     assert other.key() != settings.key()  # a change of setting never returns stale vectors
 
 
+@pytest.mark.slow
 def test_imdb_corpus_is_not_the_mr_evaluation_data():
     from tasks.classification.sources import load_movie_reviews
     mr = {r.text for rows in load_movie_reviews("rotten_tomatoes").values() for r in rows}
@@ -61,6 +63,7 @@ def test_imdb_corpus_is_not_the_mr_evaluation_data():
     assert not any("<br" in t for t in texts[:500])  # HTML line breaks removed before tokenising
 
 
+@pytest.mark.slow
 def test_paper_cells_use_the_paper_regime_from_one_shared_base():
     from pathlib import Path
 
