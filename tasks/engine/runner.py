@@ -34,6 +34,7 @@ from tasks.engine.interrupts import StopSignals, in_submitit_job
 from tasks.engine.registry import build_task, task_class
 from tasks.engine.run_lock import LOCK_NAME, RunLock, read_lock
 from tasks.engine.sweep_failures import report_failures
+from tasks.engine.sweeps import TrialPruned, validation_callbacks_for_job
 from tasks.engine.trainer import evaluate_best, fit
 
 # One id per process: run folders started in the same second by different processes never collide.
@@ -200,10 +201,12 @@ def check_before_work(cfg: DictConfig):
 
 
 def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
-        stop_signals: Optional[StopSignals] = None) -> Dict[str, Any]:
+        stop_signals: Optional[StopSignals] = None, validation_callbacks: Sequence = ()) -> Dict[str, Any]:
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
+    ``validation_callbacks``: called as ``callback(step, metrics)`` after each validation (an Optuna trial's
+    reporter, tasks/engine/sweeps.py); one may raise to stop the run.
     The walk is straight down: the config this run uses (a resume: the saved one plus trainer.* /
     logger.* overrides), checked once and the task built once, before any process group, lock or data;
     then the process group (once), the run lock, the task's data, training, test.
@@ -219,14 +222,14 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
         run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
         with RunLock(run_dir, enabled=distributed.is_main()):  # one process owns a run dir at a time
             try:
-                return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals)
+                return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals, validation_callbacks)
             except TrainingInterrupted as stop:
                 stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
                 raise
 
 
 def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: distributed.DistInfo,
-                stop_signals: StopSignals):
+                stop_signals: StopSignals, validation_callbacks: Sequence = ()):
     if cfg.seed is not None:  # 0 is a seed too
         seed_everything(int(cfg.seed))
     if cfg.trainer.num_threads:
@@ -236,7 +239,7 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
 
     task.setup()
     result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
-                 dist_info=dist_info)
+                 dist_info=dist_info, validation_callbacks=validation_callbacks)
 
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
@@ -278,7 +281,8 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
                 with contextlib.ExitStack() as stack:
                     if distributed.env_rank() != 0:  # ranks > 0 print nothing (their errors still reach stderr)
                         stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
-                    summary = run(cfg, run_dir, hydra_cfg.overrides.task, stop_signals)
+                    callbacks = validation_callbacks_for_job(cfg, run_dir)  # an Optuna sweep's trial reporter
+                    summary = run(cfg, run_dir, hydra_cfg.overrides.task, stop_signals, callbacks)
             finally:
                 distributed.cleanup()
     except RunError as err:  # (in a sweep, report_failures has recorded it instead)
@@ -291,6 +295,9 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
         if stop.checkpoint is not None and in_submitit_job() and callable(previous) and stop.signum != signal.SIGINT:
             previous(stop.signum, None)  # submitit: pickle the job for requeue, requeue it, exit
         raise SystemExit(EXIT_INTERRUPTED if stop.checkpoint is not None else 128 + stop.signum) from None
+    except TrialPruned as pruned:  # the run dir has pruned.json; the sweeper counts the trial as pruned
+        print(f"[train] {pruned}", flush=True)
+        return pruned.value
     except KeyboardInterrupt:  # Ctrl-C before our handlers were installed (imports, composing)
         print("[train] interrupted (SIGINT) before training started: nothing to save", file=sys.stderr, flush=True)
         raise SystemExit(128 + 2) from None

@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
@@ -97,8 +97,10 @@ def scale_gradients(model: nn.Module, factor: float) -> None:
 
 class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None,
-                 stop_signals: Optional[StopSignals] = None, dist_info: Optional[distributed.DistInfo] = None):
+                 stop_signals: Optional[StopSignals] = None, dist_info: Optional[distributed.DistInfo] = None,
+                 validation_callbacks: Sequence[Callable[[int, Dict[str, float]], None]] = ()):
         self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
+        self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = Path(run_dir)
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
         self.best_path = self.run_dir / "checkpoints" / "best.pt"
@@ -316,6 +318,8 @@ class Trainer:
                           f"best_{task.monitor}": p.best_metric})
         self.save(metrics, improved)
         self.last_metrics = metrics
+        for callback in self.validation_callbacks:  # after the save: a callback that stops the run keeps it
+            callback(p.step, metrics)
         return metrics
 
     def save(self, metrics: Optional[Dict[str, float]], improved: bool) -> None:
@@ -390,12 +394,12 @@ class Trainer:
 
 def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
         config_to_save: Optional[Dict[str, Any]] = None, stop_signals: Optional[StopSignals] = None,
-        dist_info: Optional[distributed.DistInfo] = None) -> FitResult:
+        dist_info: Optional[distributed.DistInfo] = None, validation_callbacks: Sequence = ()) -> FitResult:
     """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``).
 
     ``dist_info``: the runner's one ``distributed.setup`` (it has checked the config too); None when
     called directly, and then both happen here."""
-    return Trainer(cfg, task, run_dir, config_to_save, stop_signals, dist_info).train(resume)
+    return Trainer(cfg, task, run_dir, config_to_save, stop_signals, dist_info, validation_callbacks).train(resume)
 
 
 def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:
