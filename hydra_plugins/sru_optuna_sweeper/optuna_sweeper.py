@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import socket
 import time
 from pathlib import Path
 from typing import Any, List, Optional
@@ -26,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.sru_optuna_sweeper import config as _config  # noqa: F401  (registers the config groups)
 
 log = logging.getLogger(__name__)
+WORKER = f"{socket.gethostname()}:{os.getpid()}"  # recorded on each trial this process runs
 
 
 class OptunaSweeper(Sweeper):
@@ -142,6 +145,7 @@ class OptunaSweeper(Sweeper):
                 study.sampler = self.instantiate(self.sampler_cfg, seed_offset=len(trials) + len(asked))
                 trial = study.ask(self.space)
                 trial.set_user_attr("run_dir", str(self.sweep_dir / str(trial.number)))
+                trial.set_user_attr("worker", WORKER)
                 if heartbeat is not None:
                     heartbeat.add(trial._trial_id)
                 asked.append(trial)

@@ -54,6 +54,7 @@ def trial_rows(study) -> List[Dict[str, Any]]:
     keys = sorted({k for t in study.trials for k in t.params})
     return [{"number": t.number, "state": t.state.name, "value": t.value, "steps": t.user_attrs.get("steps"),
              **{k: t.params.get(k) for k in keys}, "run_dir": t.user_attrs.get("run_dir", ""),
+             "worker": t.user_attrs.get("worker", ""),
              "note": t.user_attrs.get("failure") or t.user_attrs.get("interrupted") or ""} for t in study.trials]
 
 
@@ -103,6 +104,9 @@ def plot_study(study, out: Path) -> Path:
         best.append(running)
     axes[0].step([t.number for t in done], best, where="post", color="C1", label="best so far")
     axes[0].set(xlabel="trial", ylabel="objective", title="optimisation history")
+    values = [t.value for t in done + pruned]
+    if values and min(values) > 0 and max(values) > 100 * min(values):
+        axes[0].set_yscale("log")  # e.g. perplexities of diverged trials next to good ones
     axes[0].legend()
     try:  # needs two complete trials with different parameter values
         importances = optuna.importance.get_param_importances(study)
