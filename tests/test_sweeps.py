@@ -1,16 +1,16 @@
-import pytest
-"""Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py."""
+"""Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py.
+(Shared studies, workers, restarts and pruning: tests/test_optuna_sweeps.py.)"""
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import collect_results  # noqa: E402
+import pytest
 import yaml
 from conftest import ROOT, tiny_lm_overrides
 
 sys.path.insert(0, str(ROOT / "scripts"))
+import collect_results  # noqa: E402
 
 # a few steps only: these tests check the sweep machinery, not learning
 FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("trainer.max_steps")] + [
@@ -61,6 +61,12 @@ def test_optuna_sweep_two_trials(tmp_path):
     assert best["best_value"] == min(values)  # the sweeper minimised the value train.py returned
     assert set(best["best_params"]) == {"trainer.optimizer.lr", "model.dropout", "model.rnn_dropout",
                                         "task.emb_dropout", "task.out_dropout"}
+    # the overrides that rerun the best trial alone: the fixed keys and the best trial's sampled values
+    assert f"trainer.optimizer.lr={best['best_params']['trainer.optimizer.lr']!r}" in best["best_overrides"]
+    assert not any(o.startswith("hparams_search=") for o in best["best_overrides"])
+    assert best["best_run_dir"] == str(tmp_path / str(best["best_trial"])) and best["total_steps"] == 8
+    assert len((tmp_path / "trials.csv").read_text().splitlines()) == 3  # header + 2 trials
+    assert (tmp_path / "optimization.png").is_file()
 
 
 @pytest.mark.slow
