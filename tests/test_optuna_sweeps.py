@@ -80,7 +80,7 @@ def test_killed_sweep_restarts_and_retries_the_interrupted_trial(tmp_path):
     assert len(complete) == 3 and [t.number for t in failed] == [1]  # finished trial 0 was kept
     retry = next(t for t in complete if t.system_attrs.get("failed_trial") == 1)
     assert retry.params == failed[0].params  # the interrupted trial ran again, with its parameters
-    assert "heartbeat" in failed[0].user_attrs["interrupted"]
+    assert "heartbeat" in failed[0].user_attrs["interrupted"] and not retry.user_attrs["interrupted"]
     assert not (tmp_path / "sweep" / "1" / "results.json").exists()
 
 
@@ -100,7 +100,8 @@ def test_median_pruner_stops_a_bad_trial_early(tmp_path):
     bad = tmp_path / "sweep" / "2"
     pruned = json.loads((bad / "pruned.json").read_text())
     assert pruned["step"] == 4 and trials[2].user_attrs["steps"] == 4  # its first validation, of 6
-    assert trials[2].intermediate_values == {4: pruned["value"]}
+    assert pruned["monitor"] == "ppl" and trials[2].intermediate_values == {4: pruned["value"]}
+    assert sorted(trials[0].intermediate_values) == [4, 8, 12, 16, 20, 24]  # every validation reported
     assert pruned["value"] > trials[0].intermediate_values[4]
     assert not (bad / "failure.json").exists() and not (bad / "results.json").exists()
     assert (bad / "checkpoints" / "last.pt").is_file()  # stopped cleanly: after its validation's save

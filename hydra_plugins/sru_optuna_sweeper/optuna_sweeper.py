@@ -56,14 +56,12 @@ class OptunaSweeper(Sweeper):
 
     # ---- the worker loop ----------------------------------------------------------------------------
     def sweep(self, arguments: List[str]) -> None:
-        from optuna.storages import RetryFailedTrialCallback
-
         from tasks.engine import sweep_results, sweeps
 
         self.space, self.fixed = sweeps.search_space(self.params, arguments)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, self.sweep_dir / "multirun.yaml")
-        self.retry = RetryFailedTrialCallback(max_retry=self.max_retry)
+        self.retry = sweeps.retry_callback(self.max_retry)
         with self.storage_lock():
             study = self.open_study()
         heartbeat = sweeps.Heartbeat(study._storage, self.heartbeat_interval) if self.storage_url else None
@@ -146,6 +144,8 @@ class OptunaSweeper(Sweeper):
                 trial = study.ask(self.space)
                 trial.set_user_attr("run_dir", str(self.sweep_dir / str(trial.number)))
                 trial.set_user_attr("worker", WORKER)
+                if trial.user_attrs.get("interrupted"):  # a re-queued copy carries its original's attrs
+                    trial.set_user_attr("interrupted", None)
                 if heartbeat is not None:
                     heartbeat.add(trial._trial_id)
                 asked.append(trial)

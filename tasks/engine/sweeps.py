@@ -6,7 +6,7 @@
   ``interval(a, b)``, ``tag(log, interval(a, b))``, ``choice(x, y)``, ``range(a, b)``) -> distributions.
 * ``Heartbeat`` / ``fail_stale_trials``: a worker stamps each trial it runs every ``interval`` seconds; a
   RUNNING trial whose stamp is older than the grace period belongs to a killed worker: it is marked FAIL
-  and re-queued (Optuna's ``RetryFailedTrialCallback``), so a restarted sweep retries it. The stamp is a
+  and re-queued (Optuna's ``RetryHeartbeatStaleTrialCallback``), so a restarted sweep retries it. The stamp is a
   trial system attr, so it works the same on every storage (RDB and journal).
 * ``validation_callbacks_for_job``: the job side of pruning: a callback for ``fit(validation_callbacks=)``
   that reports each validation to the trial and raises ``TrialPruned`` when the pruner says stop.
@@ -157,6 +157,18 @@ class Heartbeat:
                 self._stamp(trial_id)
 
 
+def retry_callback(max_retry: Optional[int]):
+    """Optuna's callback that re-queues a failed trial's parameters as a WAITING trial (at most max_retry times)."""
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        return RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+
+
 def fail_trial(study, trial_id: int, reason: str, retry) -> bool:
     """Mark a trial FAIL (with ``reason``) and re-queue a copy of it through ``retry``; False if another
     worker finished it first."""
@@ -193,11 +205,11 @@ class TrialReporter:
     when the pruner says so, write ``pruned.json`` into the run dir and raise ``TrialPruned``.
     Rank 0 talks to the study; under DDP every rank follows its decision."""
 
-    def __init__(self, trial, number: int, monitor: str, run_dir: Path, last_step: Optional[int]):
-        self.trial, self.number, self.monitor, self.run_dir, self.last_step = trial, number, monitor, run_dir, last_step
+    def __init__(self, trial, number: int, run_dir: Path, last_step: Optional[int]):
+        self.trial, self.number, self.run_dir, self.last_step = trial, number, run_dir, last_step
 
-    def __call__(self, step: int, metrics: Mapping[str, float]) -> None:
-        value, prune = float(metrics[self.monitor]), False
+    def __call__(self, step: int, metrics: Mapping[str, float], monitor: str) -> None:
+        value, prune = float(metrics[monitor]), False
         if self.trial is not None and math.isfinite(value):
             self.trial.report(value, step)
             # the run's last validation only reports: pruning a finished trial would save nothing
@@ -205,9 +217,9 @@ class TrialReporter:
         prune = distributed.broadcast_object(prune)
         if prune:
             if distributed.is_main():
-                record = {"trial": self.number, "step": step, "monitor": self.monitor, "value": value}
+                record = {"trial": self.number, "step": step, "monitor": monitor, "value": value}
                 (self.run_dir / PRUNED_FILE).write_text(json.dumps(record, indent=1) + "\n")
-            raise TrialPruned(self.number, step, value, self.monitor)
+            raise TrialPruned(self.number, step, value, monitor)
 
 
 def job_trial(sweeper_cfg: Mapping[str, Any], number: int):
@@ -232,8 +244,6 @@ def validation_callbacks_for_job(cfg: Mapping[str, Any], run_dir: Path) -> list:
     """[TrialReporter] inside a job of the Optuna sweeper, else [] (single runs, other sweepers)."""
     from hydra.core.hydra_config import HydraConfig
 
-    from tasks.engine.registry import task_class
-
     if not HydraConfig.initialized():
         return []
     sweeper_cfg = HydraConfig.get().sweeper
@@ -241,5 +251,4 @@ def validation_callbacks_for_job(cfg: Mapping[str, Any], run_dir: Path) -> list:
     if number is None:
         return []
     trial = job_trial(sweeper_cfg, int(number)) if distributed.env_rank() == 0 else None
-    monitor = task_class(cfg["task"]["name"]).monitor
-    return [TrialReporter(trial, int(number), monitor, Path(run_dir), cfg["trainer"].get("max_steps"))]
+    return [TrialReporter(trial, int(number), Path(run_dir), cfg["trainer"].get("max_steps"))]

@@ -98,7 +98,7 @@ def scale_gradients(model: nn.Module, factor: float) -> None:
 class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None,
                  stop_signals: Optional[StopSignals] = None, dist_info: Optional[distributed.DistInfo] = None,
-                 validation_callbacks: Sequence[Callable[[int, Dict[str, float]], None]] = ()):
+                 validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = Path(run_dir)
@@ -319,7 +319,7 @@ class Trainer:
         self.save(metrics, improved)
         self.last_metrics = metrics
         for callback in self.validation_callbacks:  # after the save: a callback that stops the run keeps it
-            callback(p.step, metrics)
+            callback(p.step, metrics, task.monitor)
         return metrics
 
     def save(self, metrics: Optional[Dict[str, float]], improved: bool) -> None:
