@@ -106,3 +106,37 @@ def test_median_pruner_stops_a_bad_trial_early(tmp_path):
     assert not (bad / "failure.json").exists() and not (bad / "results.json").exists()
     assert (bad / "checkpoints" / "last.pt").is_file()  # stopped cleanly: after its validation's save
     assert "pruned: 1" in (tmp_path / "sweep" / "optimization_results.yaml").read_text()
+
+
+def test_search_space_syntax_and_fixed_keys():
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    from tasks.engine.sweeps import search_space, trial_overrides
+
+    params = {"trainer.optimizer.lr": "tag(log, interval(1e-4, 1e-2))", "model.dropout": "interval(0, 0.5)",
+              "model.num_layers": "range(1, 4)", "model.name_x": "choice(a, b)"}
+    space, fixed = search_space(params, ["model.dropout=0.1", "model.hidden_size=64,128", "seed=3"])
+    assert space["trainer.optimizer.lr"] == FloatDistribution(1e-4, 1e-2, log=True)
+    assert space["model.num_layers"] == IntDistribution(1, 3)  # range's stop is excluded, like Python's
+    assert space["model.name_x"] == CategoricalDistribution(["a", "b"])
+    assert space["model.hidden_size"] == CategoricalDistribution([64, 128])  # a command-line sweep joins
+    assert "model.dropout" not in space and fixed == ["model.dropout=0.1", "seed=3"]  # a plain value is fixed
+    assert trial_overrides({"trainer.optimizer.lr": 0.001, "x": None, "y": True}, fixed) == [
+        "model.dropout=0.1", "seed=3", "trainer.optimizer.lr=0.001", "x=null", "y=true"]
+    with pytest.raises(ValueError, match="range"):
+        search_space({"a": "range(0.5, 2.5)"}, [])
+
+
+def test_sweeper_config_groups_compose():
+    from hydra import compose, initialize_config_dir
+
+    import tasks.engine.runner  # noqa: F401  (registers the config resolvers)
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["hparams_search=lm_optuna", "hydra/sweeper/pruner=successive_halving",
+                                           "hydra.sweeper.pruner.reduction_factor=3"], return_hydra_config=True)
+    sweeper = cfg.hydra.sweeper
+    assert sweeper._target_ == "hydra_plugins.sru_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert sweeper.sampler._target_ == "optuna.samplers.TPESampler" and sweeper.sampler.n_startup_trials == 5
+    assert sweeper.pruner._target_ == "optuna.pruners.SuccessiveHalvingPruner" and sweeper.pruner.reduction_factor == 3
+    assert sweeper.direction == "minimize" and "trainer.optimizer.lr" in sweeper.params
