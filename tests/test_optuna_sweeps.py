@@ -140,3 +140,27 @@ def test_sweeper_config_groups_compose():
     assert sweeper.sampler._target_ == "optuna.samplers.TPESampler" and sweeper.sampler.n_startup_trials == 5
     assert sweeper.pruner._target_ == "optuna.pruners.SuccessiveHalvingPruner" and sweeper.pruner.reduction_factor == 3
     assert sweeper.direction == "minimize" and "trainer.optimizer.lr" in sweeper.params
+
+
+@pytest.mark.slow
+def test_submitit_jobs_with_two_ddp_ranks_report_and_prune(tmp_path):
+    # the hydra/launcher=slurm code path on this machine: trials 0 and 1 run side by side as two jobs of one
+    # batch, each job 2 DDP ranks, reporting to the SQLite study from their own processes; trial 2 (queued bad)
+    # is pruned at its first validation, and both of its ranks stop there
+    study = optuna.create_study(study_name="lm_optuna", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    for lr in (0.03, 0.02, 1e-7):
+        study.enqueue_trial({"trainer.optimizer.lr": lr})
+    extra = ["model.dropout=0", "model.rnn_dropout=0", "task.emb_dropout=0", "task.out_dropout=0",
+             "hydra/launcher=local", "hydra.launcher.tasks_per_node=2", "hydra.sweeper.n_jobs=2",
+             "hydra/sweeper/pruner=median", "hydra.sweeper.pruner.n_startup_trials=2"]
+    proc = start(sweep_args(tmp_path, 3, extra=extra), tmp_path / "worker.log")
+    finish(proc, tmp_path / "worker.log", timeout=600)
+    trials = load(tmp_path).trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
+    assert all(sorted(t.intermediate_values) == [4, 8, 12] for t in trials[:2])  # reported by the jobs
+    assert json.loads((tmp_path / "sweep" / "2" / "pruned.json").read_text())["step"] == 4
+    logs = {p.name: p.read_text() for p in (tmp_path / "sweep" / ".submitit").glob("*/*_log.out")}
+    rank0 = [text for name, text in logs.items() if name.endswith("_0_log.out")]
+    assert sum("DDP: 2 processes" in text for text in rank0) == 2  # trials 0 and 1 finished under DDP
+    pruned = sorted(name for name, text in logs.items() if "pruned at step 4" in text)
+    assert len(pruned) == 2 and pruned[0].endswith("_0_log.out")  # both ranks of trial 2's job stopped

@@ -81,7 +81,10 @@ class OptunaSweeper(Sweeper):
             if heartbeat is not None:
                 heartbeat.close()
             sweeps.IN_PROCESS_STUDIES.pop(self.study_name, None)
-        sweep_results.write_results(study, self.sweep_dir, self.fixed)
+            try:  # also when stopped: the table shows where the study is
+                sweep_results.write_results(study, self.sweep_dir, self.fixed)
+            except Exception as err:  # noqa: BLE001 - never hide the error that stopped the sweep
+                log.error("could not write the sweep results into %s: %s", self.sweep_dir, err)
 
     def open_study(self):
         import optuna
@@ -180,7 +183,7 @@ class OptunaSweeper(Sweeper):
         outcome = sweep_results.read_run_dir(run_dir)
         if outcome.get("steps") is not None:
             trial.set_user_attr("steps", outcome["steps"])
-        value = ret._return_value if ret.status == JobStatus.COMPLETED else None
+        value = ret.return_value if ret.status == JobStatus.COMPLETED else None
         if outcome["state"] == "pruned":
             study.tell(trial, state=TrialState.PRUNED)
         elif outcome["state"] == "failed" or not isinstance(value, (int, float)) or not math.isfinite(value):
