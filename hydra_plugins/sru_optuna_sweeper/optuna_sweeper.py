@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 from hydra.plugins.sweeper import Sweeper
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.sru_optuna_sweeper import config as _config  # noqa: F401  (registers the config groups)
 
@@ -44,7 +44,8 @@ class OptunaSweeper(Sweeper):
         self.heartbeat_interval = float(heartbeat_interval)
         self.grace_period = float(grace_period) if grace_period is not None else 4 * self.heartbeat_interval
         self.sampler_cfg, self.pruner_cfg = sampler, pruner
-        self.params = OmegaConf.to_container(params, resolve=True) if isinstance(params, DictConfig) else dict(params or {})
+        self.params = (OmegaConf.to_container(params, resolve=True) if isinstance(params, DictConfig)
+                       else dict(params or {}))
 
     def setup(self, *, hydra_context, task_function, config: DictConfig) -> None:
         from hydra.core.plugins import Plugins

@@ -205,8 +205,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
-    ``validation_callbacks``: called as ``callback(step, metrics, monitor)`` after each validation (an Optuna trial's
-    reporter, tasks/engine/sweeps.py); one may raise to stop the run.
+    ``validation_callbacks``: called as ``callback(step, metrics, monitor)`` after each validation (an Optuna
+    trial's reporter, tasks/engine/sweeps.py); one may raise to stop the run.
     The walk is straight down: the config this run uses (a resume: the saved one plus trainer.* /
     logger.* overrides), checked once and the task built once, before any process group, lock or data;
     then the process group (once), the run lock, the task's data, training, test.

@@ -79,7 +79,8 @@ def summary(study, fixed: Sequence[str]) -> Dict[str, Any]:
         best = study.best_trial
         out.update(best_trial=best.number, best_value=best.value, best_params=dict(best.params),
                    # `python train.py <best_overrides>` reruns the best trial alone (not the sweep again)
-                   best_overrides=[o for o in trial_overrides(best.params, fixed) if not o.startswith("hparams_search=")],
+                   best_overrides=[o for o in trial_overrides(best.params, fixed)
+                                   if not o.startswith("hparams_search=")],
                    best_run_dir=best.user_attrs.get("run_dir"))
     return out
 
