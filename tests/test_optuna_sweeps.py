@@ -1,5 +1,6 @@
-"""The Optuna sweeper (hydra_plugins/sru_optuna_sweeper) through the real train.py, on a SQLite study:
-parallel workers, a killed and restarted worker, pruning. Read back with optuna itself."""
+"""The Optuna sweeper (hydra_plugins/sru_optuna_sweeper) through the real train.py, on SQLite (and journal
+file) studies: parallel workers, a killed and restarted worker, pruning, submitit jobs with DDP ranks.
+Read back with optuna itself."""
 import json
 import os
 import signal
@@ -16,10 +17,14 @@ from optuna.trial import TrialState  # noqa: E402
 SEARCHED = ("trainer.optimizer.lr=", "task.emb_dropout=", "task.out_dropout=")
 
 
-def sweep_args(tmp_path, n_trials, steps=12, extra=()):
+def storage_url(tmp_path, kind="sqlite"):
+    return f"sqlite:///{tmp_path / 'study.db'}" if kind == "sqlite" else str(tmp_path / "study.journal")
+
+
+def sweep_args(tmp_path, n_trials, steps=12, extra=(), storage="sqlite"):
     fixed = [o for o in tiny_lm_overrides("sru", steps=steps) if not o.startswith(SEARCHED)]
     return ["train.py", "hparams_search=lm_optuna", *fixed, "model.hidden_size=16", "model.num_layers=1",
-            f"hydra.sweeper.storage=sqlite:///{tmp_path / 'study.db'}", f"hydra.sweeper.n_trials={n_trials}",
+            f"hydra.sweeper.storage={storage_url(tmp_path, storage)}", f"hydra.sweeper.n_trials={n_trials}",
             f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweeper.heartbeat_interval=1",
             "hydra.sweeper.grace_period=4", *extra]
 
@@ -37,16 +42,19 @@ def finish(proc, log_path, timeout=400):
     assert proc.wait(timeout=timeout) == 0, f"worker failed:\n{log_path.read_text()[-4000:]}"
 
 
-def load(tmp_path):
-    return optuna.load_study(study_name="lm_optuna", storage=f"sqlite:///{tmp_path / 'study.db'}")
+def load(tmp_path, storage="sqlite"):
+    from tasks.engine.sweeps import open_storage
+
+    return optuna.load_study(study_name="lm_optuna", storage=open_storage(storage_url(tmp_path, storage)))
 
 
 @pytest.mark.slow
-def test_two_workers_share_one_sqlite_study(tmp_path):
-    workers = [start(sweep_args(tmp_path, 4), tmp_path / f"worker{i}.log") for i in range(2)]
+@pytest.mark.parametrize("storage", ["sqlite", "journal"])
+def test_two_workers_share_one_study(tmp_path, storage):
+    workers = [start(sweep_args(tmp_path, 4, storage=storage), tmp_path / f"worker{i}.log") for i in range(2)]
     for i, proc in enumerate(workers):
         finish(proc, tmp_path / f"worker{i}.log")
-    trials = load(tmp_path).trials
+    trials = load(tmp_path, storage).trials
     assert [t.number for t in trials] == [0, 1, 2, 3]  # exactly the asked number: none lost, none extra
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert len({t.user_attrs["worker"] for t in trials}) == 2  # both workers pulled trials
