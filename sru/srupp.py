@@ -1,0 +1,361 @@
+"""SRU++: SRU layers whose U comes from an attention block (``sru.srupp_attention``).
+
+``SRUpp`` and ``SRUppCell`` take the constructor arguments and defaults of the official
+``sru==3.0.0.dev6`` package and produce the same state_dict keys and shapes
+(``rnn_lst.{i}.weight_c``, ``bias``, ``scale_x``, ``transform_module.*``, ``layer_norm.*``,
+``input_to_hidden.weight``), so its checkpoints load with ``strict=True`` and compute the same
+function (tests/test_srupp_official.py). The recurrence is ``sru.ops.elementwise_recurrence``:
+the fused CPU kernel, the Triton kernel on CUDA, or the reference loop, with autograd and
+torch.compile. Token-by-token decoding with a key/value cache: ``sru.srupp_decode``.
+See docs/srupp.md.
+"""
+import contextlib
+import math
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from sru.dispatch import check_float_tensor, check_mask_pad, state_dtype
+from sru.ops import elementwise_recurrence
+from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
+
+_SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
+
+
+class SRUppCell(nn.Module):
+    """One SRU++ layer: U = transform_module(x) (attention or projected linear), then the SRU
+    recurrence. Arguments as the official 3.0 ``SRUCell`` (which ``SRUppCell`` subclasses
+    there); ``backend`` picks the recurrence kernel as in ``sru.SRUCell``.
+
+    ``transform_module=None`` builds the official plain layout (an ``nn.Linear``, or two with
+    ``projection_size``); such a layer has no attention and ignores attention arguments.
+    """
+
+    scale_x: Tensor
+
+    def __init__(self,
+                 input_size: int,
+                 hidden_size: int,
+                 dropout: float = 0.0,
+                 rnn_dropout: float = 0.0,
+                 bidirectional: bool = False,
+                 projection_size: int = 0,
+                 highway_bias: float = 0.0,
+                 layer_norm: bool = False,
+                 normalize_after: bool = True,
+                 transform_module: Optional[nn.Module] = None,
+                 rescale: bool = False,
+                 has_skip_term: bool = True,
+                 use_tanh: bool = False,
+                 v1: bool = False,
+                 amp_recurrence_fp16: bool = False,
+                 weight_c_init: float = 1.0,
+                 backend: str = "auto"):
+        super().__init__()
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"SRUppCell expected {name} to be a positive int, got {value!r}")
+        for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
+            if not 0.0 <= float(value) < 1.0:
+                raise ValueError(f"SRUppCell expected {name} in [0, 1), got {value!r}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size  # per direction
+        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.dropout = float(dropout)
+        self.rnn_dropout = float(rnn_dropout)
+        self.bidirectional = bidirectional
+        self.projection_size = projection_size
+        self.highway_bias = highway_bias
+        self.normalize_after = normalize_after
+        self.rescale = rescale
+        self.has_skip_term = has_skip_term
+        self.activation = "tanh" if use_tanh else "none"
+        self.activation_type = 1 if use_tanh else 0
+        self.v1 = v1
+        self.amp_recurrence_fp16 = amp_recurrence_fp16
+        self.weight_c_init = weight_c_init
+        self.backend = backend
+        # k = 4: the skip input is a fourth slice of U when x cannot be added to h directly.
+        self.num_matrices = 4 if has_skip_term and input_size != self.output_size else 3
+
+        if transform_module is None:
+            width = self.output_size * self.num_matrices
+            transform_module = (nn.Linear(input_size, width, bias=False) if projection_size == 0
+                                else nn.Sequential(nn.Linear(input_size, projection_size, bias=False),
+                                                   nn.Linear(projection_size, width, bias=False)))
+        self.transform_module = transform_module
+        self.weight_c = nn.Parameter(torch.empty(2 * self.output_size))  # [v_f ; v_r]
+        self.bias = nn.Parameter(torch.empty(2 * self.output_size))      # [b_f ; b_r]
+        self.register_buffer("scale_x", torch.zeros(1))
+        self._scale_x_value = 1.0  # Python copy of scale_x: nothing to sync in forward
+        self.layer_norm: Optional[nn.LayerNorm] = None
+        if layer_norm:
+            self.layer_norm = nn.LayerNorm(self.output_size if normalize_after else input_size)
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """The official 3.0 initialization: highway bias, alpha, transform, weight_c."""
+        self.bias.zero_()
+        self.bias[self.output_size:] = self.highway_bias
+        alpha = math.sqrt(1 + 2 * math.exp(self.highway_bias))
+        self.scale_x.fill_(alpha if self.rescale and self.has_skip_term else 1.0)
+        self._scale_x_value = float(self.scale_x[0])
+        _reset_transform(self.transform_module)
+        if self.v1:  # the paper's first version: no c_{t-1} term in the gates
+            self.weight_c.zero_()
+            self.weight_c.requires_grad_(False)
+        else:
+            self.weight_c.uniform_(-self.weight_c_init, self.weight_c_init)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._scale_x_value = float(self.scale_x[0])  # the checkpoint's alpha wins
+
+    def forward(self,
+                input: Tensor,
+                c0: Optional[Tensor] = None,
+                mask_pad: Optional[Tensor] = None,
+                attn_mask: Optional[Tensor] = None,
+                memory: Optional[Tensor] = None,
+                memory_mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """input (L, B, input_size); c0 (B, dirs*hidden_size); mask_pad (L, B), nonzero =
+        padded; attention arguments as ``SRUppAttention.forward``. Returns h (L, B,
+        dirs*hidden_size) and the last c (B, dirs*hidden_size)."""
+        self._check(input, c0, mask_pad)
+        batch = input.size(1)
+        residual = input  # the skip term sees the raw input
+        if self.layer_norm is not None and not self.normalize_after:
+            input = self.layer_norm(input)
+        if self.training and self.rnn_dropout > 0:
+            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
+        mask_c = None
+        if self.training and self.dropout > 0:
+            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+        U = self.compute_U(input, mask_pad, attn_mask, memory, memory_mask_pad)
+        h, c = self.apply_recurrence(U, residual, c0, mask_c, mask_pad)
+        if self.layer_norm is not None and self.normalize_after:
+            h = self.layer_norm(h)
+        return h.to(residual.dtype), c
+
+    def compute_U(self, input: Tensor, mask_pad: Optional[Tensor] = None,
+                  attn_mask: Optional[Tensor] = None, memory: Optional[Tensor] = None,
+                  memory_mask_pad: Optional[Tensor] = None) -> Tensor:
+        if isinstance(self.transform_module, _SRUPP_TRANSFORMS):
+            U = self.transform_module(input, mask_pad=mask_pad, attn_mask=attn_mask,
+                                      memory=memory, memory_mask_pad=memory_mask_pad)
+        else:
+            U = self.transform_module(input)
+        width = self.output_size * self.num_matrices
+        if not isinstance(U, Tensor) or U.shape[:2] != input.shape[:2] or U.size(-1) != width:
+            raise ValueError(f"SRUppCell expected transform_module to return U of shape "
+                             f"(length, batch, {width}) (dirs*hidden_size*{self.num_matrices}), "
+                             f"got {tuple(U.shape) if isinstance(U, Tensor) else type(U).__name__}")
+        return U
+
+    def apply_recurrence(self, U: Tensor, residual: Tensor, c0: Optional[Tensor],
+                         mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        # As sru.SRUCell: under autocast U is half precision, but c accumulates over time, so
+        # the recurrence runs in float32 unless amp_recurrence_fp16 asks for float16.
+        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
+        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
+        x = residual if self.has_skip_term and self.num_matrices == 3 else None
+        autocast_off = torch.autocast(U.device.type, enabled=False) \
+            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
+        with autocast_off:
+            return elementwise_recurrence(
+                cast(U), cast(x), cast(self.weight_c), cast(self.bias), cast(c0),
+                self.hidden_size, bidirectional=self.bidirectional,
+                has_skip_term=self.has_skip_term,
+                scale_x=self._scale_x_value if self.rescale else 1.0,
+                activation=self.activation, mask_c=cast(mask_c), mask_pad=mask_pad,
+                backend=self.backend)
+
+    def _check(self, input, c0, mask_pad) -> None:
+        check_float_tensor("input", "SRUppCell", input)
+        if input.dim() != 3 or input.size(-1) != self.input_size:
+            raise ValueError(f"SRUppCell expected input of shape (length, batch, "
+                             f"{self.input_size}), got {tuple(input.shape)}")
+        if c0 is not None:
+            check_float_tensor("c0", "SRUppCell", c0)
+            if tuple(c0.shape) != (input.size(1), self.output_size):
+                raise ValueError(f"SRUppCell expected c0 of shape (batch, directions*hidden_size) "
+                                 f"= {(input.size(1), self.output_size)}, got {tuple(c0.shape)}")
+        if mask_pad is not None:
+            check_mask_pad("SRUppCell", mask_pad, tuple(input.shape[:2]), "(length, batch)")
+
+    @staticmethod
+    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
+        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        for name, default in (("dropout", 0.0), ("bidirectional", False), ("highway_bias", 0.0),
+                              ("rescale", False), ("normalize_after", True), ("backend", "auto")):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)!r}"
+        return s
+
+
+def _reset_transform(module: nn.Module) -> None:
+    """As the official package: xavier for plain linears (also inside a Sequential), else the
+    module's own reset_parameters."""
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+    elif isinstance(module, nn.Sequential):
+        for child in module:
+            _reset_transform(child)
+    elif hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+
+
+class SRUpp(nn.Module):
+    """A stack of SRU++ layers (``rnn_lst``), like the official ``sru.SRUpp``.
+
+    forward(input (L, B, input_size) or PackedSequence, c0 (layers, B, dirs*hidden_size),
+    mask_pad (L, B), attn_mask (L, M+L) additive float, memory [per layer (M, B, in_i) or
+    None], memory_mask_pad (M, B)) -> (h, c, {"saved_inputs": [each layer's input]}).
+    ``saved_inputs`` of one segment is the ``memory`` of the next (Transformer-XL style).
+    """
+
+    def __init__(self,
+                 input_size: int,
+                 hidden_size: int,
+                 proj_size: int,
+                 num_layers: int = 2,
+                 dropout: float = 0.0,
+                 attn_dropout: float = 0.0,
+                 num_heads: int = 1,
+                 bidirectional: bool = False,
+                 layer_norm: bool = False,
+                 normalize_after: bool = False,
+                 attn_layer_norm: bool = True,
+                 highway_bias: float = -2.0,
+                 attention_every_n_layers: int = 1,
+                 attention_last_n_layers: int = -1,
+                 rescale: bool = False,
+                 nn_rnn_compatible_return: bool = False,
+                 proj_input_to_hidden_first: bool = False,
+                 weight_c_init: float = 1.0,
+                 backend: str = "auto"):
+        super().__init__()
+        if attention_every_n_layers != 1 and attention_last_n_layers != -1:
+            raise ValueError("SRUpp expected at most one of attention_every_n_layers (got "
+                             f"{attention_every_n_layers}) and attention_last_n_layers (got "
+                             f"{attention_last_n_layers}) to be set; leave the other at its default")
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError(f"SRUpp expected num_layers to be a positive int, got {num_layers!r}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.proj_size = proj_size
+        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.bidirectional = bidirectional
+        self.use_layer_norm = layer_norm
+        self.num_directions = 2 if bidirectional else 1
+        self.nn_rnn_compatible_return = nn_rnn_compatible_return
+        self.rnn_lst = nn.ModuleList()  # registered before input_to_hidden: the official key order
+        self.input_to_hidden: Optional[nn.Linear] = None
+        first_input = input_size
+        if proj_input_to_hidden_first and input_size != self.output_size:
+            first_input = self.output_size
+            self.input_to_hidden = nn.Linear(input_size, self.output_size, bias=False)
+            nn.init.xavier_uniform_(self.input_to_hidden.weight)
+
+        for i in range(num_layers):
+            if attention_last_n_layers != -1:
+                has_attention = num_layers - i <= attention_last_n_layers
+            else:
+                has_attention = (i + 1) % attention_every_n_layers == 0
+            in_features = first_input if i == 0 else self.output_size
+            out_features = self.output_size * (3 if in_features == self.output_size else 4)
+            if has_attention:
+                transform = SRUppAttention(in_features, out_features, proj_size, dropout=dropout,
+                                           attn_dropout=attn_dropout, num_heads=num_heads,
+                                           layer_norm=attn_layer_norm)
+            else:
+                transform = SRUppProjectedLinear(in_features, out_features, proj_size,
+                                                 dropout=dropout, layer_norm=attn_layer_norm)
+            self.rnn_lst.append(SRUppCell(
+                in_features, hidden_size, dropout=dropout if i + 1 != num_layers else 0.0,
+                bidirectional=bidirectional, layer_norm=layer_norm,
+                normalize_after=normalize_after, highway_bias=highway_bias, rescale=rescale,
+                transform_module=transform, weight_c_init=weight_c_init, backend=backend))
+
+    def __getitem__(self, n: int) -> SRUppCell:
+        return self.rnn_lst[n]
+
+    @property
+    def backend(self) -> str:
+        return self.rnn_lst[0].backend
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.backend = value
+
+    def reset_parameters(self) -> None:
+        for cell in self.rnn_lst:
+            cell.reset_parameters()
+        if self.input_to_hidden is not None:
+            nn.init.xavier_uniform_(self.input_to_hidden.weight)
+
+    def forward(self,
+                input: Union[Tensor, PackedSequence],
+                c0: Optional[Tensor] = None,
+                mask_pad: Optional[Tensor] = None,
+                attn_mask: Optional[Tensor] = None,
+                memory: Optional[List[Optional[Tensor]]] = None,
+                memory_mask_pad: Optional[Tensor] = None,
+                ) -> Tuple[Union[Tensor, PackedSequence], Tensor, Dict[str, List[Tensor]]]:
+        lengths = None
+        if isinstance(input, PackedSequence):
+            if mask_pad is not None:
+                raise ValueError("SRUpp expected mask_pad=None with a PackedSequence input "
+                                 "(its lengths already define the padding)")
+            input, lengths = pad_packed_sequence(input)
+            mask_pad = (torch.arange(input.size(0)).unsqueeze(1) >= lengths.unsqueeze(0)).to(input.device)
+        self._check(input, c0, mask_pad, memory)
+        length, batch = input.size(0), input.size(1)
+        x = input if self.input_to_hidden is None else self.input_to_hidden(input)
+        x = x.contiguous()
+        saved_inputs, c_last = [], []
+        for i, cell in enumerate(self.rnn_lst):
+            saved_inputs.append(x)
+            x, c = cell(x, None if c0 is None else c0[i], mask_pad=mask_pad, attn_mask=attn_mask,
+                        memory=None if memory is None else memory[i],
+                        memory_mask_pad=memory_mask_pad)
+            c_last.append(c)
+        c_stack = torch.stack(c_last)
+        if self.nn_rnn_compatible_return:  # (layers, B, dirs*d) -> (layers*dirs, B, d)
+            c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
+                       .transpose(1, 2).reshape(-1, batch, self.hidden_size))
+        h = x if lengths is None else pack_padded_sequence(x, lengths, enforce_sorted=False)
+        return h, c_stack, {"saved_inputs": saved_inputs}
+
+    def _check(self, input, c0, mask_pad, memory) -> None:
+        check_float_tensor("input", "SRUpp", input)
+        if input.dim() != 3 or input.size(-1) != self.input_size:
+            raise ValueError(f"SRUpp expected input of shape (length, batch, {self.input_size}), "
+                             f"got {tuple(input.shape)}")
+        if c0 is not None:
+            expected = (self.num_layers, input.size(1), self.output_size)
+            if not isinstance(c0, Tensor) or tuple(c0.shape) != expected:
+                raise ValueError(f"SRUpp expected c0 of shape (num_layers, batch, "
+                                 f"directions*hidden_size) = {expected}, got "
+                                 f"{tuple(c0.shape) if isinstance(c0, Tensor) else type(c0).__name__}")
+        if mask_pad is not None:
+            check_mask_pad("SRUpp", mask_pad, tuple(input.shape[:2]), "(length, batch)")
+        if memory is not None and (not isinstance(memory, (list, tuple))
+                                   or len(memory) != self.num_layers):
+            raise ValueError(f"SRUpp expected memory to be a list of {self.num_layers} tensors "
+                             "or None (one per layer: that layer's saved input from the previous "
+                             f"segment), got {type(memory).__name__}"
+                             f"{' of length ' + str(len(memory)) if isinstance(memory, (list, tuple)) else ''}")
+
+    def extra_repr(self) -> str:
+        return f"proj_size={self.proj_size}, num_heads={self.num_heads}"
