@@ -9,8 +9,9 @@ from sru.modules import SRU, SRUCell
 from sru.ops import elementwise_recurrence
 from sru.srupp import SRUpp, SRUppCell
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
+from sru.srupp_decode import SRUppCache
 
 __version__ = "0.1.0"
 
 __all__ = ["SRU", "SRUCell", "SRUpp", "SRUppCell", "SRUppAttention", "SRUppProjectedLinear",
-           "elementwise_recurrence", "__version__"]
+           "SRUppCache", "elementwise_recurrence", "__version__"]

@@ -20,6 +20,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from sru.dispatch import check_float_tensor, check_mask_pad, state_dtype
 from sru.ops import elementwise_recurrence
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
+from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
@@ -336,6 +337,16 @@ class SRUpp(nn.Module):
                        .transpose(1, 2).reshape(-1, batch, self.hidden_size))
         h = x if lengths is None else pack_padded_sequence(x, lengths, enforce_sorted=False)
         return h, c_stack, {"saved_inputs": saved_inputs}
+
+    def decode(self, input: Tensor, cache: Optional[SRUppCache] = None,
+               max_context: Optional[int] = None) -> Tuple[Tensor, SRUppCache]:
+        """Incremental causal decoding (no grad, eval mode): h of ``input`` (L, B, in) or
+        (B, in) after the positions in ``cache``, and the new cache. See sru.srupp_decode."""
+        return decode(self, input, cache, max_context)
+
+    def cache_from_memory(self, saved_inputs: List[Tensor], c: Tensor) -> SRUppCache:
+        """A decoding cache that continues after a forward that returned c and saved_inputs."""
+        return cache_from_memory(self, saved_inputs, c)
 
     def _check(self, input, c0, mask_pad, memory) -> None:
         check_float_tensor("input", "SRUpp", input)
