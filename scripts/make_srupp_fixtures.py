@@ -46,6 +46,42 @@ CASES = {
 }
 
 
+# 3.0 plain SRU cases (checkpoints loaded into sru.SRU via sru.sru3_checkpoint):
+# name: (SRU kwargs, input_size, length, batch)
+PLAIN_SRU_CASES = {
+    "bi_proj_preln_rescale": (dict(hidden_size=4, num_layers=2, bidirectional=True,
+                                   projection_size=3, layer_norm=True, rescale=True), 7, 5, 3),
+    "uni_postln_k4": (dict(hidden_size=5, num_layers=2, layer_norm=True, normalize_after=True,
+                           highway_bias=-1.0), 3, 5, 2),
+}
+
+
+def make_plain_sru_case(name, kwargs, input_size, length, batch, seed):
+    """A 3.0 plain SRU case (padding, c0): outputs and grads of inputs and parameters."""
+    import sru
+    gen = torch.Generator().manual_seed(seed)
+    rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64)  # noqa: E731
+    model = sru.SRU(input_size, **kwargs).double().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(rand(*p.shape) * 0.5)
+    lengths = torch.tensor([length - b for b in range(batch)])
+    inputs = {"input": rand(length, batch, input_size).requires_grad_(),
+              "c0": (rand(kwargs["num_layers"], batch, model.output_size) * 0.5).requires_grad_(),
+              "mask_pad": torch.arange(length).unsqueeze(1) >= lengths.unsqueeze(0)}
+    h, c = model(**inputs)
+    w_h, w_c = rand(*h.shape), rand(*c.shape)
+    ((h * w_h).sum() + (c * w_c).sum()).backward()
+    grads = {"input": inputs["input"].grad, "c0": inputs["c0"].grad}
+    grads.update({f"param.{n}": p.grad for n, p in model.named_parameters()})
+    return {"name": name, "made_with": f"sru=={sru.__version__}",
+            "kwargs": dict(kwargs, input_size=input_size),
+            "state_dict": {k: v.clone() for k, v in model.state_dict().items()},
+            "inputs": {k: v.detach().clone() for k, v in inputs.items()},
+            "loss_weights": {"h": w_h, "c": w_c}, "outputs": {"h": h.detach(), "c": c.detach()},
+            "grads": {k: v.detach() for k, v in grads.items()}}
+
+
 def causal_mask(length: int, mem_len: int) -> torch.Tensor:
     """Additive (length, mem_len + length) mask: position t sees the memory and steps <= t."""
     full = torch.ones(length, mem_len + length, dtype=torch.bool).triu(mem_len + 1)
@@ -120,6 +156,12 @@ def main():
         case = make_case(name, kwargs, input_size, length, batch, extra, seed)
         path = os.path.join(args.out, f"{name}.pt")
         torch.save(case, path, _use_new_zipfile_serialization=False)  # legacy: no per-tensor zip records, ~3x smaller
+        print(f"{path}: {os.path.getsize(path)} bytes")
+    os.makedirs(os.path.join(args.out, "plain_sru"), exist_ok=True)
+    for seed, (name, (kwargs, input_size, length, batch)) in enumerate(PLAIN_SRU_CASES.items()):
+        case = make_plain_sru_case(name, kwargs, input_size, length, batch, 100 + seed)
+        path = os.path.join(args.out, "plain_sru", f"{name}.pt")
+        torch.save(case, path, _use_new_zipfile_serialization=False)
         print(f"{path}: {os.path.getsize(path)} bytes")
 
 

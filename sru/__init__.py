@@ -10,8 +10,9 @@ from sru.ops import elementwise_recurrence
 from sru.srupp import SRUpp, SRUppCell
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache
+from sru.sru3_checkpoint import convert_sru3_state_dict
 
 __version__ = "0.1.0"
 
 __all__ = ["SRU", "SRUCell", "SRUpp", "SRUppCell", "SRUppAttention", "SRUppProjectedLinear",
-           "SRUppCache", "elementwise_recurrence", "__version__"]
+           "SRUppCache", "convert_sru3_state_dict", "elementwise_recurrence", "__version__"]

@@ -63,3 +63,32 @@ def test_official_case_outputs_and_gradients(path, backend):
     assert set(grads) == set(case["grads"])
     for name, expected in case["grads"].items():
         torch.testing.assert_close(grads[name], expected, **TOL, msg=lambda m: f"{name}: {m}")
+
+
+PLAIN = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "fixtures", "srupp",
+                                      "plain_sru", "*.pt")))
+
+
+@pytest.mark.parametrize("path", PLAIN, ids=lambda p: os.path.basename(p)[:-3])
+def test_official_3_0_plain_sru_checkpoint_loads_into_sru(path):
+    """3.0's plain SRU (transform_module layout) through convert_sru3_state_dict."""
+    from sru import SRU
+    from sru.sru3_checkpoint import convert_sru3_state_dict
+    case = load_case(path)
+    kwargs = dict(case["kwargs"])
+    model = SRU(kwargs.pop("input_size"), **kwargs).double().eval()
+    model.load_state_dict(convert_sru3_state_dict(case["state_dict"]), strict=True)
+    inputs = {k: leaf(v) for k, v in case["inputs"].items()}
+    h, c = model(**inputs)
+    torch.testing.assert_close(h, case["outputs"]["h"], **TOL)
+    torch.testing.assert_close(c, case["outputs"]["c"], **TOL)
+    w = case["loss_weights"]
+    ((h * w["h"]).sum() + (c * w["c"]).sum()).backward()
+    want = convert_sru3_state_dict({k[len("param."):]: v for k, v in case["grads"].items()
+                                    if k.startswith("param.")})
+    got = {n: p.grad for n, p in model.named_parameters()}
+    assert set(got) == set(want)
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], **TOL, msg=lambda m: f"{name}: {m}")
+    for name in ("input", "c0"):
+        torch.testing.assert_close(inputs[name].grad, case["grads"][name], **TOL)
