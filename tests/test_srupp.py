@@ -246,3 +246,19 @@ def test_torch_compile_fullgraph_matches_eager():
     compiled = run(torch.compile(model, fullgraph=True))
     for want, got in zip(eager, compiled):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (Triton recurrence)")
+def test_cuda_triton_path_matches_cpu_float64():
+    model = build(CONFIGS["memory_causal"][0])
+    inputs = make_inputs(model, CONFIGS["memory_causal"][1])
+    h_want, c_want, _ = model(**inputs)
+    gpu = build(CONFIGS["memory_causal"][0]).float().cuda()
+    moved = {k: ([m.detach().float().cuda() for m in v] if isinstance(v, list) else
+                 v.detach().cuda().to(torch.float32 if v.is_floating_point() else v.dtype))
+             for k, v in inputs.items()}
+    h, c, _ = gpu(**moved)
+    torch.testing.assert_close(h.double().cpu(), h_want.detach(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(c.double().cpu(), c_want.detach(), rtol=1e-4, atol=1e-4)
+    h.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in gpu.parameters())
