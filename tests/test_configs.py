@@ -74,7 +74,7 @@ def test_unknown_group_option_lists_valid_choices(override, choices):
 
 @pytest.mark.parametrize("override,message", [
     ("trainer.precision=fp8", "expected one of ['fp32', 'bf16', 'fp16']"),
-    ("trainer.optimizer.name=lbfgs", "expected one of ['sgd', 'adam', 'adamw', 'adamax']"),
+    ("trainer.optimizer.name=lbfgs", "expected one of ['sgd', 'adam', 'adamw', 'adamax', 'radam']"),
     ("trainer.scheduler.name=linear", "expected one of ['constant', 'step'"),
 ])
 def test_bad_trainer_value_names_valid_values(override, message):

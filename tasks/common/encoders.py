@@ -23,13 +23,15 @@ encoder, which would see the tokens it predicts. New encoders are one line of th
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Dict, Mapping
 
 from torch import nn
 
 from tasks.common.cnn_encoder import CNNEncoder
-from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig
+from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig, SRUppConfig
 from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
+from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.engine.errors import ConfigError
 from tasks.engine.schema import as_plain, check_schema
 
@@ -39,11 +41,13 @@ ENCODERS: Dict[str, Callable[..., nn.Module]] = {
     "sru": SRUEncoder,
     "lstm": LSTMEncoder,
     "cnn": CNNEncoder,
+    "srupp": SRUppEncoder,
 }
 MODEL_SCHEMAS: Dict[str, type] = {
     "sru": SRUConfig,
     "lstm": LSTMConfig,
     "cnn": CNNConfig,
+    "srupp": SRUppConfig,
 }
 
 
@@ -66,6 +70,8 @@ def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False)
     check_encoder_config(cfg, causal)
     kwargs = dict(as_plain(cfg))
     name = kwargs.pop("name")
+    if "causal" in inspect.signature(ENCODERS[name].__init__).parameters:
+        kwargs["causal"] = causal  # encoders with attention mask the future themselves (SRU++)
     try:
         return ENCODERS[name](input_size=input_size, **kwargs)
     except TypeError as err:  # missing keys: say which config group to fix

@@ -1,4 +1,4 @@
-"""Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,lstm,cnn}.yaml): each key's
+"""Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,srupp,lstm,cnn}.yaml): each key's
 type and range (values live in the YAML files; see ``tasks/engine/schema.py``). A key an encoder does
 not take is refused before any data is loaded."""
 from __future__ import annotations
@@ -33,6 +33,27 @@ class SRUConfig:
     weight_c_init: Optional[float] = key(None)
     amp_recurrence_fp16: bool = key(False)
     backend: Literal["auto", "reference", "cpu", "triton"] = key("auto")
+
+
+@dataclass(kw_only=True)
+class SRUppConfig:
+    """sru.SRUpp's constructor arguments (conf/model/srupp.yaml), plus the encoder's mem_len."""
+    name: Literal["srupp"]
+    hidden_size: int = key(low=1)
+    proj_size: int = key(0, low=0)
+    num_layers: int = key(2, low=1)
+    num_heads: int = key(1, low=1)
+    dropout: float = key(0.0, **Rate)
+    attn_dropout: float = key(0.0, **Rate)
+    bidirectional: bool = key(False)
+    layer_norm: bool = key(False)
+    normalize_after: bool = key(False)
+    attn_layer_norm: bool = key(True)
+    highway_bias: float = key(-2.0)
+    attention_every_n_layers: int = key(1, low=1)
+    attention_last_n_layers: int = key(-1, low=-1)
+    rescale: bool = key(False)
+    mem_len: Optional[int] = key(None, low=0)
 
 
 @dataclass(kw_only=True)

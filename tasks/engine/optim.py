@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-OPTIMIZERS = ("sgd", "adam", "adamw", "adamax")
+OPTIMIZERS = ("sgd", "adam", "adamw", "adamax", "radam")
 SCHEDULES = ("constant", "step", "exponential", "noam", "cosine")
 
 
@@ -26,6 +26,9 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: Mapping[str, Any]
         return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=wd)
     if name == "adamax":
         return torch.optim.Adamax(params, lr=lr, betas=betas, eps=eps, weight_decay=wd)
+    if name == "radam":  # the SRU++ paper's optimizer; its weight decay is decoupled (as AdamW)
+        return torch.optim.RAdam(params, lr=lr, betas=betas, eps=eps, weight_decay=wd,
+                                 decoupled_weight_decay=True)
     raise ValueError(f"trainer.optimizer.name: expected one of {list(OPTIMIZERS)}, received {name!r}")
 
 

@@ -7,7 +7,7 @@ from typing import List, Literal, Optional
 
 from tasks.engine.schema import key
 
-Optimizer = Literal["sgd", "adam", "adamw", "adamax"]
+Optimizer = Literal["sgd", "adam", "adamw", "adamax", "radam"]
 Schedule = Literal["constant", "step", "exponential", "noam", "cosine"]
 
 

@@ -1,0 +1,113 @@
+"""SRU++ (``sru.SRUpp``) as a shared encoder, with Transformer-XL-style segment memory.
+
+State between calls is ``(c, memory)``: c (layers, B, d) and per layer the inputs of the most
+recent positions (``memory``, a tuple of (M, B, d_in) tensors), which the next call's attention
+also sees, as in the official SRU++ language-model scripts (``memory = saved_inputs``). A causal
+encoder (``causal=True``: language models) masks attention to the future; the memory is
+always in the past. ``mem_len`` keeps that many most recent positions (null: exactly the
+previous call's positions, as the official scripts do; 0: no memory). The LM task detaches
+the state at every BPTT window (truncated BPTT), memory included.
+
+``step`` decodes one position at a time through ``SRUpp.decode`` (a key/value cache, no
+recomputation); its state is an ``sru.SRUppCache`` (a ``(c, memory)`` state is converted).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from tasks.common.rnn_encoders import _check_input, reorder_state
+
+
+class SRUppEncoder(nn.Module):
+    def __init__(self, input_size: int, hidden_size: int, proj_size: int = 0, num_layers: int = 2,
+                 dropout: float = 0.0, attn_dropout: float = 0.0, num_heads: int = 1,
+                 bidirectional: bool = False, layer_norm: bool = False, normalize_after: bool = False,
+                 attn_layer_norm: bool = True, highway_bias: float = -2.0,
+                 attention_every_n_layers: int = 1, attention_last_n_layers: int = -1,
+                 rescale: bool = False, mem_len: Optional[int] = None, causal: bool = False):
+        super().__init__()
+        from sru import SRUpp
+        if mem_len is not None and (not isinstance(mem_len, int) or mem_len < 0):
+            raise ValueError(f"model.mem_len: expected null (the previous segment) or an int >= 0, "
+                             f"received {mem_len!r}")
+        self.input_size = input_size
+        self.num_layers = num_layers
+        self.bidirectional = bool(bidirectional)
+        self.output_size = hidden_size * (2 if bidirectional else 1)
+        self.mem_len = mem_len
+        self.causal = causal
+        self.rnn = SRUpp(input_size, hidden_size, proj_size or max(hidden_size // 4, 1),
+                         num_layers=num_layers, dropout=dropout, attn_dropout=attn_dropout,
+                         num_heads=num_heads, bidirectional=bidirectional, layer_norm=layer_norm,
+                         normalize_after=normalize_after, attn_layer_norm=attn_layer_norm,
+                         highway_bias=highway_bias,
+                         attention_every_n_layers=attention_every_n_layers,
+                         attention_last_n_layers=attention_last_n_layers, rescale=rescale)
+
+    def _attn_mask(self, length: int, mem_len: int, like: Tensor) -> Optional[Tensor]:
+        if not self.causal:
+            return None
+        hidden = torch.ones(length, mem_len + length, dtype=torch.bool, device=like.device).triu(mem_len + 1)
+        return torch.zeros(hidden.shape, dtype=like.dtype, device=like.device).masked_fill(hidden, float("-inf"))
+
+    def forward(self, x: Tensor, state: Any = None, mask_pad: Optional[Tensor] = None,
+                return_all_layers: bool = False):
+        _check_input(x, self.input_size, "SRU++ encoder")
+        c0, memory = (None, None) if state is None else state
+        if memory is not None and mask_pad is not None:
+            raise ValueError("SRU++ encoder: segment memory with padded batches is not supported; "
+                             "pass mask_pad only without a carried state (or set model.mem_len=0)")
+        mem_len = 0 if memory is None else memory[0].size(0)
+        h, c, saved = self.rnn(x, c0, mask_pad=mask_pad, attn_mask=self._attn_mask(x.size(0), mem_len, x),
+                               memory=None if memory is None else list(memory))
+        new_state = (c, self._next_memory(memory, saved["saved_inputs"]))
+        if return_all_layers:  # layer i's output is layer i+1's input
+            return saved["saved_inputs"][1:] + [h], new_state
+        return h, new_state
+
+    def _next_memory(self, memory, inputs) -> Optional[Tuple[Tensor, ...]]:
+        if self.mem_len == 0:
+            return None
+        if self.mem_len is None or memory is None:
+            kept = inputs
+        else:
+            kept = [torch.cat([m, x]) for m, x in zip(memory, inputs)]
+        if self.mem_len is not None:
+            kept = [k[-self.mem_len:] for k in kept]
+        return tuple(kept)
+
+    def step(self, x_t: Tensor, state: Any = None):
+        """One position: x_t (B, D) -> (h_t (B, output_size), cache). Eval mode, no grad."""
+        from sru import SRUppCache
+        if self.bidirectional or not self.causal:
+            raise ValueError("step(): needs a causal, unidirectional SRU++ encoder (a causal task, "
+                             "model.bidirectional=false)")
+        if state is not None and not isinstance(state, SRUppCache):  # a forward's (c, memory)
+            c, memory = state
+            state = (self.rnn.cache_from_memory(list(memory), c) if memory is not None else
+                     _fill_empty(self.rnn, SRUppCache([None] * self.num_layers,
+                                                      [None] * self.num_layers, c), x_t))
+        return self.rnn.decode(x_t, state, max_context=self.mem_len or None)
+
+    def reorder_state(self, state: Any, index: Tensor) -> Any:
+        from sru import SRUppCache
+        if isinstance(state, SRUppCache):
+            return state.select(index.to(state.c.device))
+        if state is None:
+            return None
+        c, memory = state
+        return (reorder_state(c, index), None if memory is None else reorder_state(memory, index))
+
+
+def _fill_empty(rnn, cache, like: Tensor):
+    """Empty key/value tensors for attention layers whose cache entry is None."""
+    from sru import SRUppAttention, SRUppCache
+    keys, values = list(cache.keys), list(cache.values)
+    for i, cell in enumerate(rnn.rnn_lst):
+        if isinstance(cell.transform_module, SRUppAttention) and keys[i] is None:
+            keys[i] = like.new_zeros(0, like.size(0), rnn.proj_size)
+            values[i] = keys[i].clone()
+    return SRUppCache(keys, values, cache.c)
