@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from conftest import tiny_lm_overrides
+from conftest import load_script, tiny_lm_overrides
 
 from tasks.common.encoders import build_encoder
 from tasks.common.rnn_encoders import detach_state
@@ -81,3 +81,15 @@ def test_tiny_srupp_lm_trains_end_to_end(run_train, tmp_path):
     valid = read_metrics(tmp_path, "valid")
     assert valid[-1]["ppl"] < valid[0]["ppl"]
     assert math.isfinite(summary["test"]["ppl"])
+
+    # sampling (scripts/sample_lm.py): step decoding gives the logits of one causal forward
+    sample_lm = load_script("sample_lm")
+    model, vocab, level = sample_lm.load_model(tmp_path)
+    prompt = vocab.encode("the cat".split())
+    ids, logits = sample_lm.generate(model, prompt, 6, greedy=True)
+    with torch.no_grad():
+        full, _ = model(torch.tensor(prompt + ids).unsqueeze(1))
+    torch.testing.assert_close(logits, full[len(prompt) - 1:-1, 0], rtol=1e-5, atol=1e-5)
+    assert ids == [int(x) for x in full[len(prompt) - 1:-1, 0].argmax(-1)]
+    text = sample_lm.main([str(tmp_path), "--prompt", "the cat", "--tokens", "5", "--seed", "1"])
+    assert text.startswith("the cat ") and len(text.split()) == 7
