@@ -9,21 +9,16 @@ steps, not N forwards over a growing prefix, and the logits equal those of one c
 over prompt + sample (tests/test_srupp_lm.py). Prints the prompt and the sample.
 """
 import argparse
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import torch
 from omegaconf import OmegaConf
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tasks.common.text import Vocabulary  # noqa: E402
-from tasks.engine.checkpoint import load_checkpoint  # noqa: E402
-from tasks.engine.registry import build_task  # noqa: E402
-from tasks.lm.data import tokenize  # noqa: E402
+from tasks.common.text import Vocabulary
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.registry import build_task
+from tasks.lm.data import tokenize
 
 
 def load_model(run_dir: Path, checkpoint: str = "best"):
