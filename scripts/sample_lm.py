@@ -1,7 +1,7 @@
 """Sample text from a trained language model run (task=lm or lm_char; model=srupp, sru or lstm).
 
-    python scripts/sample_lm.py RUN_DIR [--checkpoint best|last] [--prompt TEXT] [--tokens 200]
-                                [--temperature 1.0] [--top-k 0] [--seed 0]
+    PYTHONPATH=. python scripts/sample_lm.py RUN_DIR [--checkpoint best|last] [--prompt TEXT] [--tokens 200]
+                                            [--temperature 1.0] [--top-k 0] [--seed 0]
 
 Prompt and sample run one ``encoder.step`` per token (SRU / LSTM: the recurrent state; SRU++:
 the key/value cache of ``sru.SRUpp.decode``), so generating N tokens costs N single-position
