@@ -214,6 +214,24 @@ def test_autocast_runs_the_recurrence_in_float32(dtype):
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_module_keeps_c_in_float32(dtype):
+    """As sru.SRU: a module in half precision returns h in its dtype and c in float32."""
+    torch.manual_seed(0)
+    model = SRUpp(16, 16, 8, num_heads=2, layer_norm=True)
+    for cell in model.rnn_lst:
+        cell.transform_module.alpha.data.fill_(0.5)
+    x = torch.randn(L, B, 16)
+    want, _, _ = model(x)
+    half = SRUpp(16, 16, 8, num_heads=2, layer_norm=True).to(dtype)
+    half.load_state_dict(model.state_dict())
+    h, c, _ = half(x.to(dtype))
+    assert h.dtype == dtype and c.dtype == torch.float32
+    torch.testing.assert_close(h.float(), want, rtol=0.05, atol=0.05)
+    h.float().sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in half.parameters())
+
+
 def test_training_mode_dropout_changes_outputs_and_backpropagates():
     torch.manual_seed(0)
     model = SRUpp(8, 8, 4, num_layers=3, dropout=0.3, attn_dropout=0.3).train()
