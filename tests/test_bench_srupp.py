@@ -1,5 +1,5 @@
-"""Smoke test of scripts/bench_srupp.py on a tiny shape: it runs and writes its JSON and table
-(the official package is not installed in CI, so it runs without --official). No timing asserts."""
+"""Smoke tests of scripts/bench_srupp.py (without --official: the official package is not
+installed in CI) and scripts/check_gpu_srupp.py (--device cpu). No timing asserts."""
 import json
 import os
 import subprocess
@@ -24,3 +24,15 @@ def test_tiny_run_writes_json_and_markdown(tmp_path):
         (m, c) for m in ("train_step", "forward") for c in ("srupp", "sru", "transformer")}
     assert all(r["median_ms"] > 0 for r in rows)
     assert "| train_step | srupp |" in (tmp_path / "srupp.md").read_text()
+
+
+@pytest.mark.slow  # a subprocess: imports, torch.compile
+def test_gpu_check_script_passes_on_cpu(tmp_path):
+    """scripts/check_gpu_srupp.py is prepared for a GPU machine; --device cpu runs the same checks."""
+    cmd = [sys.executable, str(REPO / "scripts" / "check_gpu_srupp.py"), "--device", "cpu",
+           "--speed-shape", "8,2,16,8,1", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["failed"] == [] and len([k for k in summary["checks"] if k.startswith("official/")]) == 9
