@@ -170,7 +170,7 @@ def elementwise_recurrence_packed(
     from . import _resolve_backend
 
     backend = _resolve_backend(backend, U)
-    if backend == "reference":
+    if backend in ("reference", "export"):  # packed export: the loop unrolls to this batch's L
         return elementwise_recurrence_packed_reference(
             U, x, weight_c, bias, c0, hidden_size, layout.sizes, bidirectional, has_skip_term,
             scale_x, activation, mask_c)
