@@ -98,7 +98,8 @@ def elementwise_recurrence_scan(
                 h = x_t + gated * (g - x_t)
             return c, h * keep_t
 
-        c_init = c0[:, di].contiguous()
+        # Row-major strides even for size-1 dims: scan requires init and carry to match.
+        c_init = c0[:, di].clone(memory_format=torch.contiguous_format)
         if exporting():  # see _inference_only
             c_init, step_inputs, closure = _inference_only(c_init, step_inputs,
                                                            (v_f, v_r, b_f, b_r, drop))
