@@ -15,6 +15,7 @@ import bench_registry  # noqa: E402
 import bench_speed  # noqa: E402
 
 
+@pytest.mark.slow
 def test_tiny_grid_writes_json_markdown_and_png(tmp_path):
     from sru.ops import available_backends
 
@@ -98,6 +99,7 @@ def test_ratios_are_paired_per_round():
     assert sru["speedup_vs_lstm"] == pytest.approx(4.0 / 1.1)
 
 
+@pytest.mark.slow
 def test_decode_mode_times_every_candidate_per_batch(tmp_path):
     out = tmp_path / "decode"
     cmd = [sys.executable, str(REPO / "scripts" / "bench_speed.py"), "--decode", "--threads", "1",
@@ -130,6 +132,7 @@ def test_cpu_timer_counts_this_threads_cpu_time_and_needs_one_thread():
     assert timer(lambda: sum(range(20000)), 2) > 0
 
 
+@pytest.mark.slow
 def test_processes_report_each_process_and_the_median(tmp_path):
     """bench_processes.py reruns bench_speed.py in fresh processes; every ratio comes back once
     per process, with its median."""

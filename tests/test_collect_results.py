@@ -30,6 +30,7 @@ def make_run(root: Path, name: str, overrides: list, valid: list, test=None, fai
     return run
 
 
+@pytest.mark.slow
 def test_groups_seeds_and_reports_mean_std_and_failures(tmp_path):
     sweep = tmp_path / "sweep"
     common = ["task=lm", "trainer.max_steps=20"]  # the same in every run: not part of the labels

@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
-
 from contract_worker import OVERRIDES, train_toy
-from tasks.runner import compose
-from toy_task import ToyTask
 from test_distributed import ROOT, torchrun
+from toy_task import ToyTask
+
+from tasks.engine.runner import compose
 
 
 def _weights(summary):
@@ -25,6 +25,7 @@ def _assert_same(a, b):
     assert a["valid"]["loss"] == pytest.approx(b["valid"]["loss"], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_accumulation_batch_size_and_processes_give_the_same_update(tmp_path):
     accumulated = train_toy(tmp_path / "acc4", accumulate=4, batch_size=2)
     big_batch = train_toy(tmp_path / "bs8", accumulate=1, batch_size=8)
@@ -39,6 +40,7 @@ def test_accumulation_batch_size_and_processes_give_the_same_update(tmp_path):
     assert moved > 1e-2
 
 
+@pytest.mark.slow
 def test_records_of_both_ranks_arrive_once_and_the_predictions_file_is_written(tmp_path):
     torchrun(2, str(ROOT / "tests" / "contract_worker.py"), str(tmp_path), "1", "2",
              env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"})

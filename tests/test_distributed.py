@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tasks import distributed as D
+from tasks.engine import distributed as D
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,6 +22,7 @@ def torchrun(nproc, *args, cwd=ROOT, timeout=300, env=None):
     return proc
 
 
+@pytest.mark.slow
 def test_helpers_with_two_gloo_processes(tmp_path):
     torchrun(2, str(ROOT / "tests" / "distributed_worker.py"), str(tmp_path))
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
@@ -87,7 +88,7 @@ NO_DROPOUT = ["task.emb_dropout=0", "task.out_dropout=0", "model.dropout=0", "mo
 
 
 def train_losses(run_dir):
-    from tasks.results import read_metrics
+    from tasks.engine.results import read_metrics
 
     return [r["loss"] for r in read_metrics(run_dir, "train")], [r["ppl"] for r in read_metrics(run_dir, "valid")]
 
@@ -102,6 +103,7 @@ def assert_same_weights(a, b, tol=1e-5):
         assert torch.allclose(a[name].float(), b[name].float(), rtol=tol, atol=tol), name
 
 
+@pytest.mark.slow
 def test_lm_ddp_two_processes_match_one_process_and_resume(run_train, tmp_path, monkeypatch):
     from conftest import tiny_lm_overrides
 
@@ -149,13 +151,14 @@ CLASSIFICATION = [
 ]
 
 
+@pytest.mark.slow
 def test_classification_ddp_two_processes_match_one_process(run_train, tmp_path, monkeypatch):
     for var in D.TORCHRUN_VARS:
         monkeypatch.delenv(var, raising=False)
     single = run_train(CLASSIFICATION, tmp_path / "single")
     ddp = tmp_path / "ddp"
     torchrun(2, "train.py", *CLASSIFICATION, f"hydra.run.dir={ddp}")
-    from tasks.results import read_metrics
+    from tasks.engine.results import read_metrics
 
     s_train, d_train = read_metrics(tmp_path / "single", "train"), read_metrics(ddp, "train")
     assert [r["loss"] for r in d_train] == pytest.approx([r["loss"] for r in s_train], rel=1e-5)

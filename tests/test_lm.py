@@ -6,13 +6,14 @@ import math
 
 import pytest
 import torch
-
 from conftest import LM_FIXTURE, compose, tiny_lm_overrides
-from tasks.results import read_metrics
+
+from tasks.common.text import Vocabulary
+from tasks.engine.results import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
-from tasks.text import Vocabulary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_tiny_lm_trains_end_to_end(model, run_train, tmp_path):
     summary = run_train(tiny_lm_overrides(model, steps=24) + ["trainer.plot=true"], tmp_path)
@@ -60,7 +61,7 @@ def test_char_level_tokenizes_every_character():
 
 
 def test_missing_data_file_names_path_and_fix(tmp_path):
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     missing = tmp_path / "nope" / "train.txt"
     cfg = compose(tiny_lm_overrides() + [f"task.data.train_file={missing}"])
     task = build_task(cfg)
@@ -70,7 +71,7 @@ def test_missing_data_file_names_path_and_fix(tmp_path):
 
 
 def test_lm_state_is_carried_and_detached():
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     task = build_task(compose(tiny_lm_overrides("lstm")))
     task.setup()
     model = task.build_model()

@@ -67,12 +67,14 @@ def finish(proc, timeout=300):
     return out
 
 
+@pytest.mark.slow
 def test_import_builds_nothing(tmp_path):
     out = finish(python("import sru, sru.ops; print('imported')", tmp_path), 120)
     assert "imported" in out
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_disabled_by_environment(tmp_path):
     out = finish(python(CHECK, tmp_path, SRU_CPU_EXTENSION="0"), 120)
     assert "backends ['reference']" in out
@@ -80,6 +82,7 @@ def test_disabled_by_environment(tmp_path):
     assert "explicit_cpu error: sru: the fused CPU kernel is unavailable" in out
 
 
+@pytest.mark.slow
 def test_build_failure_warns_once_and_falls_back(tmp_path):
     out = finish(python(CHECK, tmp_path, CXX=str(tmp_path / "no-such-compiler")), 120)
     assert "backends ['reference']" in out, out
@@ -89,6 +92,7 @@ def test_build_failure_warns_once_and_falls_back(tmp_path):
     assert not list(tmp_path.glob("*/*.build-*")), "the failed build's scratch dir was left behind"
 
 
+@pytest.mark.slow
 def test_stale_lock_and_concurrent_builds(tmp_path):
     """A lock left by a killed build must not block; two processes may build at once."""
     env = dict(os.environ, TORCH_EXTENSIONS_DIR=str(tmp_path))

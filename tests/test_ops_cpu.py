@@ -126,6 +126,7 @@ def test_inference_keeps_no_states():
     torch.testing.assert_close(c, want[1].detach(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_torch_compile_fullgraph_matches_eager():
     import torch._functorch.config
     import torch._inductor.config

@@ -187,6 +187,7 @@ def test_cpu_tensors_without_interpreter_are_refused(monkeypatch):
         elementwise_recurrence_triton(**make_inputs())
 
 
+@pytest.mark.slow
 def test_imports_without_triton():
     """`import sru.ops.triton` must work where triton is absent; calling it explains why not."""
     code = (
@@ -207,6 +208,7 @@ def test_imports_without_triton():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ON_CUDA, reason="on a GPU run scripts/check_gpu.py itself")
 def test_check_gpu_script_dry_run(tmp_path):
     """The prepared GPU script runs end to end (small cases, interpreter) and reports."""

@@ -6,6 +6,8 @@ live run is refused; a second signal exits at once.
 """
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -15,11 +17,11 @@ import time
 from pathlib import Path
 
 import torch
-
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint
-from tasks.errors import EXIT_INTERRUPTED
-from tasks.results import read_metrics
+
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.errors import EXIT_INTERRUPTED
+from tasks.engine.results import read_metrics
 
 TIMEOUT_S = 120
 
@@ -58,6 +60,7 @@ def _last_train_step(run_dir: Path) -> int:
     return steps[-1] if steps else 0
 
 
+@pytest.mark.slow
 def test_sigterm_mid_epoch_saves_last_and_resume_equals_uninterrupted_run(tmp_path, run_train):
     # 106 steps per epoch on the fixture, evaluation every 25: the signal lands mid-epoch, after an eval
     n = 300
@@ -91,6 +94,7 @@ def test_sigterm_mid_epoch_saves_last_and_resume_equals_uninterrupted_run(tmp_pa
         assert torch.equal(tensor, b["model"][name]), name
 
 
+@pytest.mark.slow
 def test_second_process_cannot_resume_a_live_run_and_sigint_saves(tmp_path):
     proc = _start(tmp_path, tiny_lm_overrides("lstm", steps=100000) + ["trainer.eval_every_steps=10"])
     run_dir = _wait_for(lambda: (d := _run_dir(tmp_path)) and (d / "checkpoints" / "last.pt").exists() and d,
@@ -113,7 +117,7 @@ def test_second_process_cannot_resume_a_live_run_and_sigint_saves(tmp_path):
 
 def test_second_signal_exits_at_once():
     code = ("import os, signal, time\n"
-            "from tasks.interrupts import StopSignals\n"
+            "from tasks.engine.interrupts import StopSignals\n"
             "with StopSignals() as stop, stop.deferred():\n"
             "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2)\n"
             "    assert stop.requested(); print('first: a request', flush=True)\n"
@@ -126,6 +130,7 @@ def test_second_signal_exits_at_once():
     assert "second signal (SIGTERM): exiting now" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bad_config_value_is_one_line_before_any_work(tmp_path):
     args = tiny_lm_overrides("sru", steps=4) + ["trainer.max_steps=abc"]
     proc = subprocess.run([sys.executable, str(ROOT / "train.py"), *args], env=_env(tmp_path), cwd=tmp_path,
@@ -136,6 +141,7 @@ def test_bad_config_value_is_one_line_before_any_work(tmp_path):
     assert "Traceback" not in proc.stderr and "[lm]" not in proc.stdout  # no data was loaded
 
 
+@pytest.mark.slow
 def test_submitit_job_preempted_with_sigusr2_is_requeued_and_resumes(tmp_path):
     # hydra/launcher=local is submitit's local executor: the job process gets submitit's SIGUSR2 handler and
     # its controller restarts a job that asks for a requeue, as SLURM would

@@ -5,6 +5,8 @@ the run would hang until the timeout instead of ending with a checkpoint of the 
 """
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -14,7 +16,8 @@ import time
 from pathlib import Path
 
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint
+
+from tasks.engine.checkpoint import load_checkpoint
 
 TIMEOUT_S = 180
 
@@ -32,6 +35,7 @@ def _children_with_rank(pid: int) -> dict:
     return found
 
 
+@pytest.mark.slow
 def test_sigterm_to_one_rank_stops_all_ranks_at_the_same_step(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled",
            "SRU_OUTPUTS": str(tmp_path / "outputs")}

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint, save_atomic
-from tasks.results import read_metrics
+
+from tasks.engine.checkpoint import load_checkpoint, save_atomic
+from tasks.engine.results import read_metrics
 
 
 def _train_losses(run_dir):
     return [(r["step"], r["loss"]) for r in read_metrics(run_dir, "train")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_stop_and_resume_matches_uninterrupted_run(model, run_train, tmp_path):
     # 10 steps straight vs 5 steps, stop, resume to 10. A 7-window training prefix with 2 micro-batches
@@ -65,6 +66,7 @@ def test_crash_during_save_keeps_previous_last(tmp_path, monkeypatch):
     assert not (tmp_path / "last.pt.tmp").exists()
 
 
+@pytest.mark.slow
 def test_cli_resume_true_continues_latest_run_in_its_dir(tmp_path):
     """The real command line: a fresh run, then `resume=true` with a larger budget, same folder."""
     env = dict(os.environ, WANDB_MODE="disabled", SRU_OUTPUTS=str(tmp_path))

@@ -31,6 +31,7 @@ class _Tagger(torch.nn.Module):
         "cpu" not in available_backends(), reason="the fused CPU kernel does not build here")),
     ("reference", "aot_eager", False),
 ])
+@pytest.mark.slow
 def test_compiled_sru_matches_eager(backend, compiler, fullgraph):
     torch.manual_seed(0)
     model = _Tagger(backend).eval()  # eval: no random dropout masks to line up

@@ -1,12 +1,12 @@
-"""Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py."""
+"""Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py.
+(Shared studies, workers, restarts and pruning: tests/test_optuna_sweeps.py.)"""
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+import pytest
 import yaml
-
 from conftest import ROOT, tiny_lm_overrides
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -27,6 +27,7 @@ def train(*args, timeout=300):
     return proc
 
 
+@pytest.mark.slow
 def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     # 2 optimizers x 2 seeds = 4 jobs (Hydra varies the last key fastest); "bogus" is not an optimizer: jobs 2, 3 crash
     train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}")
@@ -49,6 +50,7 @@ def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     assert (tmp_path / "results.md").is_file() and (tmp_path / "valid_curves.png").is_file()
 
 
+@pytest.mark.slow
 def test_optuna_sweep_two_trials(tmp_path):
     # keys given on the command line are fixed by the sweeper, so leave the searched ones out
     searched = ("trainer.optimizer.lr=", "task.emb_dropout=", "task.out_dropout=")
@@ -59,8 +61,15 @@ def test_optuna_sweep_two_trials(tmp_path):
     assert best["best_value"] == min(values)  # the sweeper minimised the value train.py returned
     assert set(best["best_params"]) == {"trainer.optimizer.lr", "model.dropout", "model.rnn_dropout",
                                         "task.emb_dropout", "task.out_dropout"}
+    # the overrides that rerun the best trial alone: the fixed keys and the best trial's sampled values
+    assert f"trainer.optimizer.lr={best['best_params']['trainer.optimizer.lr']!r}" in best["best_overrides"]
+    assert not any(o.startswith("hparams_search=") for o in best["best_overrides"])
+    assert best["best_run_dir"] == str(tmp_path / str(best["best_trial"])) and best["total_steps"] == 8
+    assert len((tmp_path / "trials.csv").read_text().splitlines()) == 3  # header + 2 trials
+    assert (tmp_path / "optimization.png").is_file()
 
 
+@pytest.mark.slow
 def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
     # the hydra/launcher=slurm code path (pickled job, submitit environment) on this machine; 2 tasks = 2 ranks
     train("-m", *FAST, "hydra/launcher=local", "hydra.launcher.tasks_per_node=2", f"hydra.sweep.dir={tmp_path}")
@@ -71,9 +80,10 @@ def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
 
 
 def test_slurm_launcher_config_has_documented_keys():
-    import tasks.runner  # noqa: F401  (registers the config resolvers)
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
+
+    import tasks.engine.runner  # noqa: F401  (registers the config resolvers)
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=4",

@@ -6,14 +6,14 @@ import math
 
 import pytest
 import torch
+from conftest import compose
 from omegaconf import OmegaConf
 from torch import nn
 
-from conftest import compose
-from tasks.base import Task
-from tasks.results import read_metrics
-from tasks.optim import get_lr
-from tasks.trainer import fit
+from tasks.engine.base import Task
+from tasks.engine.optim import get_lr
+from tasks.engine.results import read_metrics
+from tasks.engine.trainer import fit
 
 
 class RegressionTask(Task):
@@ -33,14 +33,14 @@ class RegressionTask(Task):
     def setup(self):
         pass
 
-    def num_batches(self, split, epoch=0):
+    def num_batches(self, split, epoch=0, seed=0):
         return math.ceil(len(self.data[split][0]) / self.batch_size)
 
     def batches(self, split, epoch=0, seed=0, start=0):
         x, y = self.data[split]
         order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed * 1000 + epoch)) \
             if split == "train" else torch.arange(len(x))
-        for i in range(start, self.num_batches(split)):
+        for i in range(start, self.num_batches(split, epoch, seed)):
             idx = order[i * self.batch_size:(i + 1) * self.batch_size]
             yield x[idx], y[idx]
 
@@ -63,6 +63,35 @@ def _cfg(**trainer):
     for key, value in trainer.items():
         OmegaConf.update(cfg, f"trainer.{key}", value, merge=False)
     return cfg
+
+
+class EpochHooksTask(RegressionTask):
+    """Records the epoch hooks and the seed num_batches is asked with."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = []
+
+    def num_batches(self, split, epoch=0, seed=0):
+        if split == "train":
+            self.calls.append(("num_batches", epoch, seed))
+        return super().num_batches(split, epoch, seed)
+
+    def begin_epoch(self, epoch):
+        self.calls.append(("begin", epoch))
+
+    def end_epoch(self, epoch):
+        self.calls.append(("end", epoch))
+
+
+def test_epoch_hooks_wrap_each_training_epoch_and_num_batches_gets_the_seed(tmp_path):
+    cfg = _cfg(max_epochs=2, max_steps=None, eval_every_steps=None)
+    cfg.seed = 7
+    task = EpochHooksTask(None)
+    fit(cfg, task, tmp_path)
+    hooks = [c for c in task.calls if c[0] != "num_batches"]
+    assert hooks == [("begin", 0), ("end", 0), ("begin", 1), ("end", 1)]
+    assert {c[2] for c in task.calls if c[0] == "num_batches"} == {7}
 
 
 def test_loss_falls_and_eval_every_epoch(tmp_path):

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, compose
-from tasks.results import read_metrics
+
+from tasks.engine.results import read_metrics
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
 
@@ -31,6 +31,7 @@ def tiny_translation_overrides(model: str, cache_dir, steps: int = 80):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["transformer", "transformer_sru"])
 def test_tiny_translation_trains_and_sacrebleu_cli_agrees(model, run_train, tmp_path):
     run_dir = tmp_path / "run"
@@ -57,8 +58,8 @@ def test_tiny_translation_trains_and_sacrebleu_cli_agrees(model, run_train, tmp_
 
 
 def test_task_refuses_a_shared_encoder_model_before_loading_data():
-    from tasks import build_task
-    with pytest.raises(ValueError, match="model=transformer or model=transformer_sru"):
+    from tasks.engine.registry import build_task
+    with pytest.raises(ValueError, match=r"model=sru: task=translation accepts model= one of \['transformer', 'transformer_sru'\]"):
         build_task(compose(["task=translation", "model=sru"])).check_config()
 
 
@@ -69,6 +70,7 @@ def test_default_config_is_english_to_german_transformer():
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
 
 
+@pytest.mark.slow
 def test_stop_and_resume_matches_uninterrupted_run(run_train, tmp_path):
     """8 steps straight vs 3, stop, resume to 8 (mid-epoch: 2 batches an epoch), dropout on: identical
     losses, and the resumed run checks the subword model saved in its checkpoint."""

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from tasks.classification.text import tokenize
-from tasks.vectors import load_vectors
-from tasks.classification.word2vec import (OFFLINE_NAME, Word2VecSettings, cache_dir, coverage, imdb_texts,
-                                           offline_vectors_path, train_word2vec)
+from tasks.common.tokenize import tokenize
+from tasks.common.vectors import load_vectors
+from tasks.common.word2vec import (OFFLINE_NAME, Word2VecSettings, cache_dir, coverage, imdb_texts,
+                                   offline_vectors_path, train_word2vec)
 
 TINY = ["The film was great , and the cast was great too .",
         "A dull film : the plot was dull and the cast was bored .",
@@ -40,6 +40,7 @@ def test_offline_name_resolves_to_the_cached_file(tmp_path, monkeypatch):
     assert set(vectors) == {"great", "plot"} and vectors["great"].shape == (12,)
 
 
+@pytest.mark.slow
 def test_offline_vectors_are_trained_once_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SRU_CACHE_DIR", str(tmp_path))
     # real PTB training text, few dims and a high min_count so it takes seconds
@@ -53,6 +54,7 @@ def test_offline_vectors_are_trained_once_then_cached(tmp_path, monkeypatch):
     assert other.key() != settings.key()  # a change of setting never returns stale vectors
 
 
+@pytest.mark.slow
 def test_imdb_corpus_is_not_the_mr_evaluation_data():
     from tasks.classification.sources import load_movie_reviews
     mr = {r.text for rows in load_movie_reviews("rotten_tomatoes").values() for r in rows}
@@ -61,6 +63,7 @@ def test_imdb_corpus_is_not_the_mr_evaluation_data():
     assert not any("<br" in t for t in texts[:500])  # HTML line breaks removed before tokenising
 
 
+@pytest.mark.slow
 def test_paper_cells_use_the_paper_regime_from_one_shared_base():
     from pathlib import Path
 

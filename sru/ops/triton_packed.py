@@ -11,12 +11,11 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from .packing import PackedLayout
 from .triton import _compute_dtype, _interpreting, _launch_config, _on_device, _scale_args
 from .triton_kernels import _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels
 
 
-def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout: PackedLayout,
+def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
              hidden_size, skip, tanh, store_history):
     forward_kernel, _ = _kernels()
     batch, dd = c0.shape
@@ -86,11 +85,12 @@ class _PackedTriton(torch.autograd.Function):
 
 def elementwise_recurrence_packed_triton(
     U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
-    hidden_size: int, layout: PackedLayout, bidirectional: bool = False,
+    hidden_size: int, layout, bidirectional: bool = False,
     has_skip_term: bool = True, scale_x=1.0, activation: str = "none",
     mask_c: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Tensor]:
-    """``elementwise_recurrence_packed`` on the Triton kernels (arguments validated there):
+    """``elementwise_recurrence_packed`` on the Triton kernels (arguments validated there;
+    ``layout`` a ``sru.ops.packing.PackedLayout``, not imported here: packing imports this):
     h (N, dirs*d) in U's dtype, c_last (B, dirs*d); arithmetic in fp32 (fp64 for fp64 U)."""
     if not U.is_cuda and not _interpreting():
         raise RuntimeError("the triton backend runs on CUDA tensors; for CPU tensors set "

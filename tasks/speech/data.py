@@ -26,6 +26,9 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
+from tasks.speech.librispeech import write_librispeech_manifest
+from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
+
 SPLITS = ("train", "valid", "test")
 SOURCES = ("offline", "manifest", "librispeech", "hub")
 _AUDIO_KEYS = ("audio", "audio_filepath", "path")
@@ -151,7 +154,6 @@ def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utter
     source = data_cfg["source"]
     cache = Path(data_cfg.get("cache_dir") or default_cache_dir()).expanduser()
     if source == "offline":
-        from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
         o = data_cfg["offline"]
         spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),
                            sentence_pool=int(o["sentence_pool"]), seed=int(o["seed"]))
@@ -163,7 +165,6 @@ def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utter
                              f"or .tsv manifest per split (train, valid, test)")
         return read_manifest(path)
     if source == "librispeech":
-        from tasks.speech.librispeech import write_librispeech_manifest
         ls = data_cfg["librispeech"]
         if not ls.get("root"):
             raise ValueError("task.data.source=librispeech: set task.data.librispeech.root to the folder holding "

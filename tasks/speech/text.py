@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import string
 
-from tasks.text import UNK, Vocabulary
+from tasks.common.text import UNK, Vocabulary
 
 BLANK = "<blank>"
 CHARS = [" ", "'"] + list(string.ascii_lowercase)

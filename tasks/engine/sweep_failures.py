@@ -6,10 +6,10 @@ In multirun mode (`python train.py -m ...`, `hparams_search=...`, submitit launc
   2. appended as one JSON line to `<sweep dir>/failures.jsonl` — one place to see every failed job of a sweep;
   3. logged, and the job returns the WORST value of the monitored metric (+inf when smaller is better, -inf when
      larger is better) instead of raising.
-Why the worst value and not NaN: Optuna accepts ±inf as a completed (bad) trial and steers away from it, while
-NaN makes hydra-optuna-sweeper abort the study; Hydra's basic sweeper would re-raise a job's exception once its
-batch finishes, failing the whole sweep. Single runs (no -m) still raise, so a bug is never silent there.
-Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/interrupts.py raises
+Why return a value at all: Hydra's basic sweeper would re-raise a job's exception once its batch finishes,
+failing the whole sweep. The project's Optuna sweeper (hydra_plugins/sru_optuna_sweeper) reads failure.json and
+records a FAIL trial instead of the value. Single runs (no -m) still raise, so a bug is never silent there.
+Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/interrupts.py raises
 TrainingInterrupted, a BaseException, which no `except Exception` here sees; docs/failures.md).
 """
 from __future__ import annotations

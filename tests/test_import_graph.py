@@ -1,0 +1,124 @@
+"""The house's floors, checked from the source: every import (module level and inside functions) of
+``sru/`` and ``tasks/``, no circles, and no arrow from a lower floor to a higher one:
+
+    sru/            imports nothing of tasks/
+    tasks/engine/   the machinery: imports sru at most, never tasks.common or a task folder
+    tasks/common/   what tasks share: imports tasks.engine and sru
+    tasks/<task>/   imports tasks.engine, tasks.common, sru and its own folder only
+
+(The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/registry.py``:
+a plugin lookup, not an import.)
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, Set
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("sru", "tasks")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path = ROOT) -> Set[str]:
+    """Every module of this repository that ``path`` imports, anywhere in the file."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def graph(root: Path = ROOT) -> Dict[str, Set[str]]:
+    files = [p for pkg in PACKAGES if (root / pkg).is_dir() for p in (root / pkg).rglob("*.py")]
+    modules = {module_name(p, root): p for p in files}
+    edges = {}
+    for name, path in modules.items():
+        # "from tasks.engine import distributed" names a module; "from x import function" names x
+        targets = {t if t in modules else t.rpartition(".")[0] for t in imports_of(path, root)}
+        edges[name] = {t for t in targets if t in modules and t != name}
+    return edges
+
+
+def floor_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "sru":
+        return "sru"
+    if len(parts) == 1:
+        return "tasks"
+    return {"engine": "engine", "common": "common"}.get(parts[1], f"task:{parts[1]}")
+
+
+ALLOWED = {
+    "sru": {"sru"},
+    "engine": {"engine", "sru"},
+    "common": {"common", "engine", "sru"},
+}
+
+
+def test_no_import_circles():
+    edges = graph()
+    state: Dict[str, int] = {}
+    stack: list = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+
+
+def test_no_arrow_runs_back_up():
+    bad = []
+    for source, targets in graph().items():
+        floor = floor_of(source)
+        allowed = ALLOWED.get(floor, {"engine", "common", "sru", floor})
+        bad += [f"{source} -> {t}" for t in targets if floor_of(t) not in allowed and floor != "tasks"]
+    assert not bad, "imports against the floors:\n" + "\n".join(sorted(bad))
+
+
+def test_tasks_top_level_holds_only_engine_common_and_task_folders():
+    top = sorted(p.name for p in (ROOT / "tasks").iterdir() if p.name != "__pycache__")
+    loose = [name for name in top if name != "__init__.py" and not (ROOT / "tasks" / name / "__init__.py").is_file()]
+    assert not loose, f"tasks/ should hold only packages (engine, common, task folders): {loose}"
+    assert {"engine", "common"} <= set(top)
+
+
+def test_the_check_sees_imports_inside_functions(tmp_path):
+    """The graph reads function-level and relative imports too: a lazy import cannot hide an arrow."""
+    for folder in ("tasks", "tasks/engine", "tasks/common"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "tasks/common/encoders.py").write_text("from . import batching\n")
+    (tmp_path / "tasks/common/batching.py").write_text("")
+    (tmp_path / "tasks/engine/trainer.py").write_text("def f():\n    from tasks.common import encoders\n")
+    edges = graph(tmp_path)
+    assert edges["tasks.engine.trainer"] == {"tasks.common", "tasks.common.encoders"}
+    assert edges["tasks.common.encoders"] == {"tasks.common", "tasks.common.batching"}
+    assert floor_of("tasks.common.encoders") not in ALLOWED["engine"]  # the arrow test would name it
