@@ -205,3 +205,33 @@ def test_packed_input_errors_name_the_fix():
         elementwise_recurrence_packed(torch.randn(3, 9), torch.randn(3, 3),
                                       torch.randn(3, 1, 6), torch.randn(6), None, 3,
                                       torch.tensor([2, 1]))
+
+
+def test_packed_matmuls_cover_real_tokens_only():
+    """Every matrix product of a packed forward + backward has N = sum(lengths) rows (or
+    reduces over them), never the L*B of the padded batch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class MatmulShapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+                self.shapes.append([tuple(a.shape) for a in args if isinstance(a, torch.Tensor)])
+            return func(*args, **(kwargs or {}))
+
+    rnn = sru.SRU(6, 4, num_layers=2, bidirectional=True)  # k = 4 then k = 3 (fused layer)
+    lengths = torch.tensor([9, 2, 5, 1])
+    packed = pack_padded_sequence(torch.randn(9, 4, 6, requires_grad=True), lengths,
+                                  enforce_sorted=False)
+    log = MatmulShapes()
+    with log:
+        h, c = rnn(packed)
+        (h.data.sum() + c.sum()).backward()
+    tokens, padded = int(lengths.sum()), 9 * 4
+    assert log.shapes, "no matrix product was seen"
+    for shapes in log.shapes:
+        dims = {d for shape in shapes for d in shape}
+        assert tokens in dims and padded not in dims, shapes
