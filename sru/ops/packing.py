@@ -24,8 +24,8 @@ class PackedLayout:
     """Where each step's rows are in a packed batch.
 
     batch_sizes (L,) and step_offsets (L+1,): int64 CPU tensors (what the CPU kernel reads);
-    sizes: the same as a Python list; lengths (B,): each sorted sequence's length (CPU);
-    row_batch (N,): the sorted sequence each packed row belongs to, on ``device`` (gathers
+    sizes: the same as a Python list; length, batch, tokens: L, B = batch_sizes[0] and N as
+    ints; row_batch (N,): the sorted sequence each packed row belongs to, on ``device`` (gathers
     per-sequence dropout masks onto tokens).
     """
 
@@ -45,7 +45,6 @@ class PackedLayout:
         self.step_offsets = torch.zeros(len(self.sizes) + 1, dtype=torch.int64)
         torch.cumsum(sizes, 0, out=self.step_offsets[1:])
         self.length, self.batch, self.tokens = len(self.sizes), self.sizes[0], int(self.step_offsets[-1])
-        self.lengths = (sizes.unsqueeze(0) > torch.arange(self.batch).unsqueeze(1)).sum(1)
         starts = torch.repeat_interleave(self.step_offsets[:-1], sizes)
         self.row_batch = (torch.arange(self.tokens) - starts).to(device)
         self._on_device = {}
