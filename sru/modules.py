@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
 from sru.dispatch import (check_cell_input, check_stack_input, empty_outputs,
@@ -23,6 +23,7 @@ from sru.ops import elementwise_recurrence
 from sru.initialization import reset_cell_parameters
 from sru.ops.cpu.stack import GENERATION as STACK_GENERATION
 from sru.ops.fused_layer import linear_recurrence_cpu
+from sru.packed import forward_packed_sequence, forward_varlen
 
 
 class SRUCell(nn.Module):
@@ -357,17 +358,9 @@ class SRU(nn.Module):
         fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
         if fast is not None:
             return fast
-        packed_lengths = None
+        if isinstance(input, PackedSequence):  # no padded compute (sru/packed.py)
+            return forward_packed_sequence(self, input, c0, mask_pad)
         time_major = not self.batch_first
-        if isinstance(input, PackedSequence):
-            if mask_pad is not None:
-                raise ValueError("SRU expected mask_pad=None with a PackedSequence input "
-                                 "(its lengths already define the padding)")
-            input, packed_lengths = pad_packed_sequence(input)  # (L, B, D), original batch order
-            steps = torch.arange(input.size(0)).unsqueeze(1)
-            mask_pad = (steps >= packed_lengths.unsqueeze(0)).to(input.device)
-            time_major = True
-
         input, mask_pad = check_stack_input(self, input, c0, mask_pad, time_major)
         batch = input.size(1)
         h = input if self.input_to_hidden is None else self.input_to_hidden(input)
@@ -387,11 +380,17 @@ class SRU(nn.Module):
             c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
                        .transpose(1, 2).reshape(-1, batch, self.hidden_size))
 
-        if packed_lengths is not None:
-            return pack_padded_sequence(h, packed_lengths, enforce_sorted=False), c_stack
         if not time_major:
             h = h.transpose(0, 1)
         return h, c_stack
+
+    def forward_varlen(self, tokens: Tensor, cu_seqlens: Tensor,
+                       c0: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """Sequences stored one after another: tokens (N, input_size), sequence i = rows
+        ``cu_seqlens[i]:cu_seqlens[i+1]``; c0 (num_layers, B, dirs*hidden_size). Returns h
+        (N, dirs*hidden_size) in the same rows and the last c of each sequence, computed
+        without padding (sru/packed.py, docs/sru.md#packed-input)."""
+        return forward_varlen(self, tokens, cu_seqlens, c0)
 
     def extra_repr(self) -> str:
         return "batch_first=True" if self.batch_first else ""

@@ -124,6 +124,8 @@ def test_custom_op_registration():
                   PER_STEP_W=False, SCALE_FROM_PTR=False)),
     ("bf16", dict(K=4, SKIP=2, TANH=True, HAS_MASK_C=True, HAS_MASK_PAD=True,
                   PER_STEP_W=True, SCALE_FROM_PTR=True)),
+    ("fp32", dict(K=3, SKIP=1, TANH=True, HAS_MASK_C=True, HAS_MASK_PAD=False,  # packed input
+                  PER_STEP_W=False, SCALE_FROM_PTR=False, PACKED=True)),
 ])
 def test_kernels_compile_for_hopper(monkeypatch, dtype, variant):
     """The interpreter does not type-check like the compiler: also compile both kernels to
@@ -147,12 +149,14 @@ def test_kernels_compile_for_hopper(monkeypatch, dtype, variant):
                 sig[name] = "constexpr"
             elif name in scalars:
                 sig[name] = scalars[name]
+            elif name in ("BATCH_SIZES", "STEP_OFFSETS"):  # packed layout (sru/ops/triton_packed.py)
+                sig[name] = "*i64"
             else:
                 sig[name] = "*u8" if name == "MASK_PAD" else f"*{dtype if name in low else 'fp32'}"
         return sig
 
     target = GPUTarget("cuda", 90, 32)
-    constexprs = dict(variant, FP64=False, BLOCK=128)
+    constexprs = dict(dict(PACKED=False), **variant, FP64=False, BLOCK=128)
     for kernel, extra in ((ops_triton._sru_forward_kernel, {}),
                           (ops_triton._sru_backward_kernel, dict(NEED_GRAD_MASK_C=True))):
         fn = triton.jit(kernel)

@@ -2,7 +2,9 @@
 
 Backends: ``reference`` (PyTorch loop, the specification), ``cpu`` (fused C++/OpenMP kernel,
 built on first use), ``triton`` (fused GPU kernel). ``auto`` picks triton for CUDA tensors,
-cpu for CPU tensors when the kernel builds, else the reference (after one warning).
+cpu for CPU tensors when the kernel builds, else the reference (after one warning). While
+``torch.onnx.export`` / ``torch.export`` trace, every backend runs as the export form: a
+``scan`` over time kept as one loop (sru/ops/export.py).
 """
 from typing import Optional, Tuple, Union
 
@@ -11,6 +13,7 @@ from torch import Tensor
 
 from .autograd import elementwise_recurrence_cpu  # registers the sru:: ops; builds nothing
 from .cpu.build import load_library
+from .export import elementwise_recurrence_scan, exporting
 from .reference import elementwise_recurrence_reference
 
 BACKENDS = ("auto", "reference", "cpu", "triton")
@@ -101,6 +104,8 @@ def _check_inputs(U, x, weight_c, bias, c0, hidden_size, bidirectional, has_skip
 
 
 def _resolve_backend(backend: str, U: Tensor) -> str:
+    if exporting():
+        return "export"
     if backend == "auto":
         if U.is_cuda:
             return "triton"
@@ -148,6 +153,8 @@ def elementwise_recurrence(
     args = (U, x, weight_c, bias, c0, hidden_size, bidirectional, has_skip_term)
     if backend == "reference":
         return elementwise_recurrence_reference(*args, scale_x, activation, mask_c, mask_pad)
+    if backend == "export":
+        return elementwise_recurrence_scan(*args, scale_x, activation, mask_c, mask_pad)
     if backend == "cpu":
         return elementwise_recurrence_cpu(*args, float(scale_x), activation, mask_c, mask_pad)
     return _triton_recurrence()(*args, scale_x, activation, mask_c, mask_pad)

@@ -25,18 +25,18 @@ class _LinearRecurrence(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
                 c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
-                hidden_size: int, dirs: int, scale_x: float,
-                use_tanh: bool) -> Tuple[Tensor, Tensor]:
-        length, batch = x.shape[0], x.shape[1]
-        U = x.view(length * batch, -1).mm(weight).view(length, batch, -1)
+                hidden_size: int, dirs: int, scale_x: float, use_tanh: bool,
+                packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[Tensor, Tensor]:
+        U = _matmul(x, weight)
         h, c_last, c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c,
                                           mask_pad, hidden_size, dirs, SKIP_SCALED_X, use_tanh,
-                                          scale_x, True)
+                                          scale_x, True, packing)
         ctx.save_for_backward(x, weight, weight_c, bias, c0, mask_c, mask_pad)
         # Plain attributes, not saved tensors: backward overwrites them (see there), which
         # autograd's version check on saved tensors would reject on a second backward.
         ctx.U, ctx.c_all = U, c_all
         ctx.options = (hidden_size, dirs, scale_x, use_tanh)
+        ctx.packing = packing
         ctx.states_overwritten = False  # set once a backward has reused U and c_all's memory
         ctx.set_materialize_grads(False)  # an unused output's grad stays None, not zeros
         return h, c_last
@@ -46,13 +46,15 @@ class _LinearRecurrence(torch.autograd.Function):
         x, weight, weight_c, bias, c0, mask_c, mask_pad = ctx.saved_tensors
         U, c_all = ctx.U, ctx.c_all
         hidden_size, dirs, scale_x, use_tanh = ctx.options
+        packing = ctx.packing
         if grad_h is None:  # only c_last was used
-            grad_h = x.new_zeros(x.shape[0], x.shape[1], dirs * hidden_size)
+            grad_h = x.new_zeros(*x.shape[:-1], dirs * hidden_size)
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         if ctx.states_overwritten:  # a second backward (retain_graph=True): recompute them
-            U = x.view(x.shape[0] * x.shape[1], -1).mm(weight).view(x.shape[0], x.shape[1], -1)
+            U = _matmul(x, weight)
             c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c, mask_pad,
-                                   hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x, True)[2]
+                                   hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x, True,
+                                   packing)[2]
         # U and c_all are ours alone (never returned) and this is their last use: the kernel
         # writes grad_U over U and the skip gradient over c_all (see kernel.backward).
         ctx.states_overwritten, ctx.U, ctx.c_all = True, None, None
@@ -60,8 +62,8 @@ class _LinearRecurrence(torch.autograd.Function):
             _library(), grad_h.contiguous(),
             None if grad_c_last is None else grad_c_last.contiguous(), U, x, weight_c, bias,
             c0, mask_c, mask_pad, c_all, hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x,
-            need_grad_mask_c, grad_U=U, grad_x=c_all)
-        rows = x.shape[0] * x.shape[1]
+            need_grad_mask_c, grad_U=U, grad_x=c_all, packing=packing)
+        rows = x.numel() // x.shape[-1]
         grad_U2 = grad_U.view(rows, -1)
         grad_weight = x.view(rows, -1).t().mm(grad_U2) if ctx.needs_input_grad[1] else None
         if ctx.needs_input_grad[0]:  # the skip gradient plus grad_U W^T, added inside the GEMM
@@ -69,20 +71,28 @@ class _LinearRecurrence(torch.autograd.Function):
         else:
             grad_x = None
         return (grad_x, grad_weight, grad_wc, grad_bias, None if c0 is None else grad_c0,
-                grad_mask_c if need_grad_mask_c else None, None, None, None, None, None)
+                grad_mask_c if need_grad_mask_c else None, None, None, None, None, None, None)
+
+
+def _matmul(x: Tensor, weight: Tensor) -> Tensor:
+    """U = x W over every token: x (L, B, d_in) or packed (N, d_in)."""
+    return x.view(-1, x.shape[-1]).mm(weight).view(*x.shape[:-1], -1)
 
 
 def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
                           c0: Optional[Tensor], hidden_size: int, bidirectional: bool,
                           scale_x: float, activation: str, mask_c: Optional[Tensor],
-                          mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+                          mask_pad: Optional[Tensor],
+                          packing: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
     """``elementwise_recurrence(x @ weight, x, ...)`` with has_skip_term=True and k = 3,
     fused as described above. Expects what ``sru.modules`` checks before calling it: CPU
     tensors of one dtype (float32 or float64), x (L, B, d_in) with d_in == dirs*hidden_size,
-    weight (d_in, 3*dirs*hidden_size), weight_c and bias (2*dirs*hidden_size,)."""
+    weight (d_in, 3*dirs*hidden_size), weight_c and bias (2*dirs*hidden_size,).
+    ``packing``: ``(batch_sizes, step_offsets)`` when x is a packed (N, d_in) batch
+    (``sru.ops.packing.PackedLayout.kernel_args``; then mask_pad is None)."""
     pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
     contiguous = (lambda t: None if t is None else t.contiguous())
     return _LinearRecurrence.apply(x.contiguous(), weight.contiguous(), weight_c.contiguous(),
                                    bias.contiguous(), contiguous(c0), contiguous(mask_c), pad,
                                    hidden_size, 2 if bidirectional else 1, float(scale_x),
-                                   activation == "tanh")
+                                   activation == "tanh", packing)

@@ -16,7 +16,7 @@ kernels' memory layout: docs/spec.md#memory-layout):
     mask_c    (B, dirs*d)            time-shared dropout mask on the gated term (already scaled)
     mask_pad  (L, B)                 true / nonzero = padded step
 """
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -102,3 +102,63 @@ def elementwise_recurrence_reference(
         c_last.append(c_prev)
     h = torch.stack([torch.stack(h[di], dim=0) for di in range(dirs)], dim=2)
     return h.reshape(length, batch, dirs * d), torch.stack(c_last, dim=1).reshape(batch, dirs * d)
+
+
+def elementwise_recurrence_packed_reference(
+    U: Tensor,
+    x: Optional[Tensor],
+    weight_c: Tensor,
+    bias: Tensor,
+    c0: Optional[Tensor],
+    hidden_size: int,
+    batch_sizes: List[int],
+    bidirectional: bool = False,
+    has_skip_term: bool = True,
+    scale_x: float = 1.0,
+    activation: str = "none",
+    mask_c: Optional[Tensor] = None,
+) -> Tuple[Tensor, Tensor]:
+    """The recurrence over a packed batch (a PackedSequence's time-major layout): step t's rows
+    are the next ``batch_sizes[t]`` rows of U (N, dirs*d*k) and x (N, dirs*d), sequences sorted
+    by decreasing length, so step t updates the state of the first ``batch_sizes[t]``
+    sequences only. The backward direction of a sequence therefore starts at its own last
+    token (from c0), as the padded path does with ``mask_pad``. c0 and mask_c are (B, dirs*d)
+    with B = batch_sizes[0], in that sorted order. Returns h (N, dirs*d), c_last (B, dirs*d).
+    """
+    dirs = 2 if bidirectional else 1
+    d = hidden_size
+    batch = batch_sizes[0]
+    k = U.size(-1) // (dirs * d)
+    U_steps = U.reshape(-1, dirs, d, k).split(batch_sizes)
+    v_f, v_r = weight_c.reshape(2, dirs, d)
+    b_f, b_r = bias.reshape(2, dirs, d)
+    x_steps = None
+    if has_skip_term and k == 3:
+        x_steps = (x.reshape(-1, dirs, d) * scale_x).split(batch_sizes)
+    if c0 is None:
+        c0 = U.new_zeros(batch, dirs * d)
+    c0 = c0.reshape(batch, dirs, d)
+    drop = None if mask_c is None else mask_c.reshape(batch, dirs, d)
+
+    length = len(batch_sizes)
+    h = [[None] * length for _ in range(dirs)]
+    c_last = []
+    for di in range(dirs):
+        state = c0[:, di]  # (B, d): rows past a sequence's end (or before its start) stay put
+        for t in (range(length) if di == 0 else range(length - 1, -1, -1)):
+            n = batch_sizes[t]
+            c_prev, u = state[:n], U_steps[t][:, di]
+            f = torch.sigmoid(u[..., 1] + v_f[di] * c_prev + b_f[di])
+            r = torch.sigmoid(u[..., 2] + v_r[di] * c_prev + b_r[di])
+            c = f * c_prev + (1 - f) * u[..., 0]
+            g = torch.tanh(c) if activation == "tanh" else c
+            gated = r if drop is None else r * drop[:n, di]
+            if not has_skip_term:
+                h[di][t] = gated * g
+            else:
+                x_t = x_steps[t][:, di] if x_steps is not None else u[..., 3]
+                h[di][t] = x_t + gated * (g - x_t)
+            state = c if n == batch else torch.cat([c, state[n:]])
+        c_last.append(state)
+    h = torch.cat([torch.stack([h[di][t] for di in range(dirs)], dim=1) for t in range(length)])
+    return h.reshape(-1, dirs * d), torch.stack(c_last, dim=1).reshape(batch, dirs * d)

@@ -33,7 +33,10 @@ if triton is not None:
         K: tl.constexpr, SKIP: tl.constexpr, TANH: tl.constexpr, HAS_MASK_C: tl.constexpr,
         HAS_MASK_PAD: tl.constexpr, PER_STEP_W: tl.constexpr, SCALE_FROM_PTR: tl.constexpr,
         STORE_C: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr,
+        BATCH_SIZES=None, STEP_OFFSETS=None, PACKED: tl.constexpr = False,
     ):
+        # PACKED: U, X, H, C_ALL are packed rows (N, .) (sru/ops/packing.py): step t holds the
+        # first BATCH_SIZES[t] sequences, from row STEP_OFFSETS[t]; absent rows are skipped.
         acc_t = tl.float64 if FP64 else tl.float32
         n = B * DD
         j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -61,13 +64,18 @@ if triton is not None:
 
         for s in range(0, L):
             t = tl.where(backward, L - 1 - s, s).to(tl.int64)
-            row = t * n + j64
-            u0 = tl.load(U + row * K, mask=live, other=0.0).to(acc_t)
-            u1 = tl.load(U + row * K + 1, mask=live, other=0.0).to(acc_t)
-            u2 = tl.load(U + row * K + 2, mask=live, other=0.0).to(acc_t)
+            if PACKED:
+                here = live & (b < tl.load(BATCH_SIZES + t, mask=live, other=0))
+                row = tl.load(STEP_OFFSETS + t, mask=live, other=0) * DD + j64
+            else:
+                here = live
+                row = t * n + j64
+            u0 = tl.load(U + row * K, mask=here, other=0.0).to(acc_t)
+            u1 = tl.load(U + row * K + 1, mask=here, other=0.0).to(acc_t)
+            u2 = tl.load(U + row * K + 2, mask=here, other=0.0).to(acc_t)
             if PER_STEP_W:
-                v_f = tl.load(WC + row * 2, mask=live, other=0.0).to(acc_t)
-                v_r = tl.load(WC + row * 2 + 1, mask=live, other=0.0).to(acc_t)
+                v_f = tl.load(WC + row * 2, mask=here, other=0.0).to(acc_t)
+                v_r = tl.load(WC + row * 2 + 1, mask=here, other=0.0).to(acc_t)
             f = 1.0 / (1.0 + tl.exp(-(u1 + v_f * c + b_f)))
             r = 1.0 / (1.0 + tl.exp(-(u2 + v_r * c + b_r)))
             c_new = u0 + f * (c - u0)
@@ -79,17 +87,19 @@ if triton is not None:
                 h = r * m * g
             else:
                 if SKIP == 1:
-                    xp = tl.load(X + row, mask=live, other=0.0).to(acc_t) * sx
+                    xp = tl.load(X + row, mask=here, other=0.0).to(acc_t) * sx
                 else:
-                    xp = tl.load(U + row * K + 3, mask=live, other=0.0).to(acc_t)
+                    xp = tl.load(U + row * K + 3, mask=here, other=0.0).to(acc_t)
                 h = xp + r * m * (g - xp)
             if HAS_MASK_PAD:  # a padded step keeps c and outputs 0
                 pad = tl.load(MASK_PAD + t * B + b, mask=live, other=0) != 0
                 c_new = tl.where(pad, c, c_new)
                 h = tl.where(pad, 0.0, h)
-            tl.store(H + row, h.to(H.dtype.element_ty), mask=live)
+            if PACKED:  # no step t for this sequence: its state stays
+                c_new = tl.where(here, c_new, c)
+            tl.store(H + row, h.to(H.dtype.element_ty), mask=here)
             if STORE_C:  # the history the backward needs; skipped for inference
-                tl.store(C_ALL + row, c_new.to(C_ALL.dtype.element_ty), mask=live)
+                tl.store(C_ALL + row, c_new.to(C_ALL.dtype.element_ty), mask=here)
             c = c_new
 
         tl.store(C_LAST + j, c.to(C_LAST.dtype.element_ty), mask=live)
@@ -102,6 +112,7 @@ if triton is not None:
         K: tl.constexpr, SKIP: tl.constexpr, TANH: tl.constexpr, HAS_MASK_C: tl.constexpr,
         HAS_MASK_PAD: tl.constexpr, PER_STEP_W: tl.constexpr, SCALE_FROM_PTR: tl.constexpr,
         NEED_GRAD_MASK_C: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr,
+        BATCH_SIZES=None, STEP_OFFSETS=None, PACKED: tl.constexpr = False,
     ):
         acc_t = tl.float64 if FP64 else tl.float32
         n = B * DD
@@ -136,27 +147,43 @@ if triton is not None:
         acc_br = zero
         acc_m = zero
         # c of the last processed step; each iteration loads its c_{t-1}, which is the next c_t.
-        t_last = tl.where(backward, 0, L - 1).to(tl.int64)
-        c_t = tl.load(C_ALL + t_last * n + j64, mask=live, other=0.0).to(acc_t)
+        # (Packed: loaded at each step instead, a sequence's last step is not L - 1.)
+        if PACKED:
+            c_t = zero
+        else:
+            t_last = tl.where(backward, 0, L - 1).to(tl.int64)
+            c_t = tl.load(C_ALL + t_last * n + j64, mask=live, other=0.0).to(acc_t)
 
         for i in range(0, L):
             s = L - 1 - i  # position in this column's processing order, walked in reverse
             t = tl.where(backward, L - 1 - s, s).to(tl.int64)
             t_prev = tl.where(backward, t + 1, t - 1)
-            row = t * n + j64
             has_prev = (t_prev >= 0) & (t_prev < L)  # false on a column's first step: use c0
-            c_prev = tl.load(C_ALL + t_prev * n + j64, mask=live & has_prev, other=0.0).to(acc_t)
+            if PACKED:  # rows from the offsets; a sequence's first step may come before L - 1
+                here = live & (b < tl.load(BATCH_SIZES + t, mask=live, other=0))
+                row = tl.load(STEP_OFFSETS + t, mask=live, other=0) * DD + j64
+                has_prev = has_prev & (b < tl.load(BATCH_SIZES + t_prev, mask=live & has_prev, other=0))
+                prev_row = tl.load(STEP_OFFSETS + t_prev, mask=live & has_prev, other=0) * DD + j64
+                c_t = tl.load(C_ALL + row, mask=here, other=0.0).to(acc_t)
+            else:
+                here = live
+                row = t * n + j64
+                prev_row = t_prev * n + j64
+            c_prev = tl.load(C_ALL + prev_row, mask=here & has_prev, other=0.0).to(acc_t)
             c_prev = tl.where(has_prev, c_prev, c0)
 
-            u0 = tl.load(U + row * K, mask=live, other=0.0).to(acc_t)
-            u1 = tl.load(U + row * K + 1, mask=live, other=0.0).to(acc_t)
-            u2 = tl.load(U + row * K + 2, mask=live, other=0.0).to(acc_t)
+            u0 = tl.load(U + row * K, mask=here, other=0.0).to(acc_t)
+            u1 = tl.load(U + row * K + 1, mask=here, other=0.0).to(acc_t)
+            u2 = tl.load(U + row * K + 2, mask=here, other=0.0).to(acc_t)
             if PER_STEP_W:
-                v_f = tl.load(WC + row * 2, mask=live, other=0.0).to(acc_t)
-                v_r = tl.load(WC + row * 2 + 1, mask=live, other=0.0).to(acc_t)
-            gh = tl.load(GRAD_H + row, mask=live, other=0.0).to(acc_t)
+                v_f = tl.load(WC + row * 2, mask=here, other=0.0).to(acc_t)
+                v_r = tl.load(WC + row * 2 + 1, mask=here, other=0.0).to(acc_t)
+            gh = tl.load(GRAD_H + row, mask=here, other=0.0).to(acc_t)
             if HAS_MASK_PAD:
                 pad = tl.load(MASK_PAD + t * B + b, mask=live, other=0) != 0
+            if PACKED:
+                pad = here == 0  # an absent step acts like a padded one (and stores nothing)
+            if HAS_MASK_PAD or PACKED:
                 keep = tl.where(pad, 0.0, 1.0).to(acc_t)
                 gh = gh * keep  # h = 0 on padding: no gradient enters there
 
@@ -171,15 +198,15 @@ if triton is not None:
             if SKIP == 0:
                 xp = 0.0
             elif SKIP == 1:
-                xp = tl.load(X + row, mask=live, other=0.0).to(acc_t) * sx
+                xp = tl.load(X + row, mask=here, other=0.0).to(acc_t) * sx
             else:
-                xp = tl.load(U + row * K + 3, mask=live, other=0.0).to(acc_t)
+                xp = tl.load(U + row * K + 3, mask=here, other=0.0).to(acc_t)
 
             gc = gc + gh * m * r * dg
             g_u2 = gh * m * (g - xp) * r * (1.0 - r)
             g_u0 = gc * (1.0 - f)
             g_u1 = gc * (c_prev - u0) * f * (1.0 - f)
-            if HAS_MASK_PAD:  # c_t = c_{t-1} on padding: U gets nothing, gc passes through
+            if HAS_MASK_PAD or PACKED:  # c_t = c_{t-1} on padding: U gets nothing, gc passes
                 g_u0 = g_u0 * keep
                 g_u1 = g_u1 * keep
                 gc = tl.where(pad, gc, gc * f + g_u1 * v_f + g_u2 * v_r)
@@ -187,22 +214,22 @@ if triton is not None:
                 gc = gc * f + g_u1 * v_f + g_u2 * v_r
 
             ty = GRAD_U.dtype.element_ty
-            tl.store(GRAD_U + row * K, g_u0.to(ty), mask=live)
-            tl.store(GRAD_U + row * K + 1, g_u1.to(ty), mask=live)
-            tl.store(GRAD_U + row * K + 2, g_u2.to(ty), mask=live)
+            tl.store(GRAD_U + row * K, g_u0.to(ty), mask=here)
+            tl.store(GRAD_U + row * K + 1, g_u1.to(ty), mask=here)
+            tl.store(GRAD_U + row * K + 2, g_u2.to(ty), mask=here)
             if SKIP == 1:
                 g_xp = gh * (1.0 - m * r)
-                tl.store(GRAD_X + row, (g_xp * sx).to(GRAD_X.dtype.element_ty), mask=live)
+                tl.store(GRAD_X + row, (g_xp * sx).to(GRAD_X.dtype.element_ty), mask=here)
             if K == 4:
                 if SKIP == 2:
                     g_u3 = gh * (1.0 - m * r)
                 else:
                     g_u3 = zero  # u3 unused without the skip term
-                tl.store(GRAD_U + row * K + 3, g_u3.to(ty), mask=live)
+                tl.store(GRAD_U + row * K + 3, g_u3.to(ty), mask=here)
             if PER_STEP_W:
                 tw = GRAD_WC.dtype.element_ty
-                tl.store(GRAD_WC + row * 2, (g_u1 * c_prev).to(tw), mask=live)
-                tl.store(GRAD_WC + row * 2 + 1, (g_u2 * c_prev).to(tw), mask=live)
+                tl.store(GRAD_WC + row * 2, (g_u1 * c_prev).to(tw), mask=here)
+                tl.store(GRAD_WC + row * 2 + 1, (g_u2 * c_prev).to(tw), mask=here)
             else:
                 acc_vf += g_u1 * c_prev
                 acc_vr += g_u2 * c_prev

@@ -12,7 +12,7 @@ from torch import Tensor
 
 _POINTERS = ("U", "x", "weight_c", "bias", "c0", "mask_c", "mask_pad", "h", "c_all", "c_last",
              "grad_h", "grad_c_last", "grad_U", "grad_x", "grad_weight_c", "grad_bias",
-             "grad_partial", "grad_c0", "grad_mask_c")
+             "grad_partial", "grad_c0", "grad_mask_c", "batch_sizes", "step_offsets")
 _INTEGERS = ("length", "batch", "hidden", "dirs", "k", "per_step_weight", "skip_mode",
              "use_tanh", "num_threads")
 
@@ -35,12 +35,24 @@ def configure_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
+def _sizes(U: Tensor, packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[int, int, tuple]:
+    """(length, batch, the shape of one per-token tensor without its last dim): (L, B) dense,
+    or packed (N,) with L = len(batch_sizes), B = batch_sizes[0]."""
+    if packing is None:
+        return U.shape[0], U.shape[1], (U.shape[0], U.shape[1])
+    batch_sizes = packing[0]
+    return batch_sizes.numel(), int(batch_sizes[0]) if batch_sizes.numel() else 0, (U.shape[0],)
+
+
 def _args(U: Tensor, hidden_size: int, dirs: int, per_step_weight: bool, skip_mode: int,
-          use_tanh: bool, scale_x: float, **tensors: Optional[Tensor]) -> SruArgs:
-    length, batch = U.shape[0], U.shape[1]
+          use_tanh: bool, scale_x: float, packing: Optional[Tuple[Tensor, Tensor]] = None,
+          **tensors: Optional[Tensor]) -> SruArgs:
+    length, batch, _ = _sizes(U, packing)
     pointers = {name: (None if t is None else t.data_ptr()) for name, t in tensors.items()}
+    if packing is not None:  # int64 CPU tensors, contiguous (sru/ops/packing.py)
+        pointers["batch_sizes"], pointers["step_offsets"] = (t.data_ptr() for t in packing)
     return SruArgs(U=U.data_ptr(), length=length, batch=batch, hidden=hidden_size, dirs=dirs,
-                   k=U.shape[2] // (dirs * hidden_size), per_step_weight=int(per_step_weight),
+                   k=U.shape[-1] // (dirs * hidden_size), per_step_weight=int(per_step_weight),
                    skip_mode=skip_mode, use_tanh=int(use_tanh),
                    num_threads=torch.get_num_threads(), scale_x=float(scale_x), **pointers)
 
@@ -55,13 +67,18 @@ def _call(lib: ctypes.CDLL, name: str, dtype: torch.dtype, args: SruArgs) -> Non
 def forward(lib: ctypes.CDLL, U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
             c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
             hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
-            store_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    """Return ``(h, c_last, c_all)``; c_all (every step's c) is empty unless store_c."""
-    length, batch, width = U.shape[0], U.shape[1], dirs * hidden_size
-    h = U.new_empty(length, batch, width)
+            store_c: bool, packing: Optional[Tuple[Tensor, Tensor]] = None
+            ) -> Tuple[Tensor, Tensor, Tensor]:
+    """Return ``(h, c_last, c_all)``; c_all (every step's c) is empty unless store_c.
+
+    ``packing``: None for dense (L, B, .) tensors, or ``(batch_sizes, step_offsets)`` for the
+    packed layout (U (N, dirs*d*k), h and c_all (N, dirs*d); sru/ops/packing.py)."""
+    _, batch, tokens = _sizes(U, packing)
+    width = dirs * hidden_size
+    h = U.new_empty(*tokens, width)
     c_last = U.new_empty(batch, width)
-    c_all = U.new_empty((length, batch, width) if store_c else (0,))
-    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x,
+    c_all = U.new_empty((*tokens, width) if store_c else (0,))
+    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x, packing,
                  x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
                  h=h, c_all=c_all if store_c else None, c_last=c_last)
     _call(lib, "sru_forward", U.dtype, args)
@@ -73,8 +90,8 @@ def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U:
              mask_c: Optional[Tensor], mask_pad: Optional[Tensor], c_all: Tensor,
              hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
              need_grad_mask_c: bool, grad_U: Optional[Tensor] = None,
-             grad_x: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor,
-                                                       Tensor]:
+             grad_x: Optional[Tensor] = None, packing: Optional[Tuple[Tensor, Tensor]] = None
+             ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Return grads ``(U, x, weight_c, bias, c0, mask_c)``; grad x is empty unless
     skip_mode == 1, grad mask_c unless need_grad_mask_c (and mask_c is given).
 
@@ -83,20 +100,22 @@ def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U:
     themselves: the kernel reads each element of U and of c_all at step t before it writes
     that element's gradient, and never reads it again, so it can overwrite them in place.
     That spares two large allocations whose fresh pages the OS would have to fault in.
+    ``packing`` as in ``forward``.
     """
-    length, batch, width = U.shape[0], U.shape[1], dirs * hidden_size
+    _, batch, tokens = _sizes(U, packing)
+    width = dirs * hidden_size
     # The kernel writes every element (padded steps included): no zero-fill needed.
     if grad_U is None:
         grad_U = torch.empty_like(U)
     if grad_x is None or skip_mode != 1:
-        grad_x = U.new_empty((length, batch, width) if skip_mode == 1 else (0,))
+        grad_x = U.new_empty((*tokens, width) if skip_mode == 1 else (0,))
     grad_weight_c = torch.empty_like(weight_c)
     grad_bias = torch.empty_like(bias)
     grad_c0 = U.new_empty(batch, width)
     need_grad_mask_c = need_grad_mask_c and mask_c is not None
     grad_mask_c = U.new_empty((batch, width) if need_grad_mask_c else (0,))
     partial = U.new_empty(batch, 4, width)  # scratch: per batch row sums, reduced in the kernel
-    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x,
+    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x, packing,
                  x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
                  c_all=c_all, grad_h=grad_h, grad_c_last=grad_c_last, grad_U=grad_U,
                  grad_x=grad_x if skip_mode == 1 else None, grad_weight_c=grad_weight_c,

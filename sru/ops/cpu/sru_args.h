@@ -24,6 +24,12 @@ struct SruArgs {
   void* grad_partial;       // scratch (B, 4, dirs*d): per-row sums of gb_f, gb_r, gv_f, gv_r
   void* grad_c0;            // out (B, dirs*d)
   void* grad_mask_c;        // out (B, dirs*d), or null when mask_c needs no gradient
+  // Packed layout (a PackedSequence's data, time-major, lengths sorted in decreasing order), or
+  // both null for the dense (L, B, .) layout. Step t's rows are step_offsets[t] ..
+  // step_offsets[t] + batch_sizes[t]: every (L, B, .) tensor above is then (N, .), N = the sum of
+  // batch_sizes, and B = batch_sizes[0]. mask_pad is null with a packed layout.
+  const int64_t* batch_sizes;   // (L), non-increasing
+  const int64_t* step_offsets;  // (L + 1), step_offsets[0] = 0
   int64_t length, batch, hidden, dirs, k;
   int64_t per_step_weight;  // bool
   int64_t skip_mode;        // 0: no skip term, 1: x * scale_x (k == 3), 2: u3 (k == 4)

@@ -75,6 +75,29 @@ inline bool worth_threads(int64_t threads, int64_t ntasks, int64_t elements) {
   return threads > 1 && ntasks > 1 && elements >= 32768;
 }
 
+// Where step t's rows are: dense (L, B, .) tensors, or the packed layout of a PackedSequence
+// (sru_args.h): step t has only its first batch_sizes[t] rows, starting at row step_offsets[t].
+// A packed row that is absent at step t is simply skipped (nothing read or written), which is
+// what makes the packed layout cheaper than padding: no padded step is computed at all.
+struct Layout {
+  const int64_t* sizes;
+  const int64_t* offsets;
+  int64_t L, B;
+  int64_t start(int64_t t) const { return offsets ? offsets[t] : t * B; }
+  bool present(int64_t t, int64_t b) const { return !sizes || b < sizes[t]; }
+  // Whether (t, b) is the first step of its direction: s == 0, or (packed, backward direction)
+  // the row's last real token, so that each sequence's backward pass starts there with c0.
+  bool first(int64_t s, int64_t t_prev, int64_t b) const { return s == 0 || !present(t_prev, b); }
+  int64_t length(int64_t b) const {  // steps of row b: L when dense
+    if (!sizes) return L;
+    int64_t n = 0;
+    while (n < L && b < sizes[n]) ++n;
+    return n;
+  }
+};
+
+inline Layout layout_of(const SruArgs& a) { return {a.batch_sizes, a.step_offsets, a.length, a.batch}; }
+
 // The layout/flag switches of one call. Fixed<...> makes them compile-time constants, so a
 // kernel gets one specialised, branch-free vector loop per combination; Runtime keeps them as
 // plain values (one generic, scalar loop).
@@ -112,6 +135,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
   const int64_t threads = std::max<int64_t>(1, a.num_threads);
   const Split split = split_work(L, B, d, dirs, threads);
   const int64_t chunk = split.chunk, nchunks = split.nchunks, group = split.group, ntasks = split.ntasks;
+  const Layout lay = layout_of(a);
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
@@ -137,9 +161,10 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
         const int64_t t = dir == 0 ? s : L - 1 - s;
         const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
         for (int64_t b = b0; b < b1; ++b) {
+          if (!lay.present(t, b)) continue;  // packed: this sequence has no step t
           T* cbuf = state.data() + (b - b0) * chunk;
-          const T* c_prev = s == 0 || !c_all ? cbuf : c_all + (t_prev * B + b) * D + col;
-          const int64_t row = (t * B + b) * D + col;
+          const T* c_prev = lay.first(s, t_prev, b) || !c_all ? cbuf : c_all + (lay.start(t_prev) + b) * D + col;
+          const int64_t row = (lay.start(t) + b) * D + col;
           T* c_next = c_all ? c_all + row : cbuf;  // in place when not stored
           T* ht = h + row;
           if (pad && pad[t * B + b]) {  // padded step: state carried, output 0
@@ -183,8 +208,9 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
         }
       }
       for (int64_t b = b0; b < b1; ++b) {
-        const T* c_end = c_all && L > 0 ? c_all + ((dir == 0 ? L - 1 : 0) * B + b) * D + col
-                                        : state.data() + (b - b0) * chunk;
+        const int64_t t_end = dir == 0 ? lay.length(b) - 1 : 0;  // the direction's last step
+        const T* c_end = c_all && t_end >= 0 ? c_all + (lay.start(t_end) + b) * D + col
+                                             : state.data() + (b - b0) * chunk;
         for (int64_t j = 0; j < n; ++j) c_last[b * D + col + j] = c_end[j];
       }
     }
@@ -219,6 +245,7 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
   // Split like the forward: time outside (in reverse), a block of batch rows inside.
   const Split split = split_work(L, B, d, dirs, threads);
   const int64_t chunk = split.chunk, nchunks = split.nchunks, group = split.group, ntasks = split.ntasks;
+  const Layout lay = layout_of(a);
 
 #pragma omp parallel num_threads(threads) if (worth_threads(threads, ntasks, L * B * D))
   {
@@ -246,12 +273,13 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
         const int64_t t = dir == 0 ? s : L - 1 - s;
         const int64_t t_prev = dir == 0 ? t - 1 : t + 1;
         for (int64_t b = b0; b < b1; ++b) {
+          if (!lay.present(t, b)) continue;  // packed: no step t here; gc passes through unchanged
           T *gc = buf.data() + (b - b0) * 7 * chunk, *cinit = gc + chunk, *acc = cinit + chunk;
           T *sbf = acc, *sbr = acc + chunk, *svf = acc + 2 * chunk, *svr = acc + 3 * chunk;
           T* smask = acc + 4 * chunk;
           const T* m = MASK ? mask_c + b * D + col : nullptr;
-          const int64_t row = (t * B + b) * D + col;
-          const T* c_prev = s == 0 ? cinit : c_all + (t_prev * B + b) * D + col;
+          const int64_t row = (lay.start(t) + b) * D + col;
+          const T* c_prev = lay.first(s, t_prev, b) ? cinit : c_all + (lay.start(t_prev) + b) * D + col;
           T* gu = gU + row * K;
           if (pad && pad[t * B + b]) {  // no gradient through a padded step; gc passes through
             std::fill(gu, gu + n * K, T(0));

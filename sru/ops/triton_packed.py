@@ -1,0 +1,116 @@
+"""The Triton kernels over a packed batch (sru/ops/packing.py): the same forward and backward
+kernels as sru/ops/triton.py, launched with ``PACKED=True``.
+
+Each program still owns columns of the flattened (B, dirs*d) state; at step t a column of
+sequence b reads row ``step_offsets[t] + b`` of the packed tensors when ``b < batch_sizes[t]``
+and does nothing otherwise (its state stays), so no padded step is loaded, computed or stored.
+An autograd Function (not a custom op): the packed path is for eager training and inference.
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from .triton import _compute_dtype, _interpreting, _launch_config, _on_device, _scale_args
+from .triton_kernels import _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels
+
+
+def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
+             hidden_size, skip, tanh, store_history):
+    forward_kernel, _ = _kernels()
+    batch, dd = c0.shape
+    h = U.new_empty(layout.tokens, dd)
+    c_all = torch.empty(layout.tokens if store_history else 0, dd, dtype=_compute_dtype(U),
+                        device=U.device)
+    c_last = U.new_empty(batch, dd)
+    batch_sizes, offsets = layout.on(U.device)
+    block, num_warps, grid = _launch_config(batch * dd)
+    scale_ptr, scale_from_ptr = _scale_args(scale_t, U)
+    with _on_device(U):
+        forward_kernel[(grid,)](
+            U, U if x is None else x, weight_c, bias, c0, U if mask_c is None else mask_c, U,
+            scale_ptr, h, c_all, c_last, layout.length, batch, hidden_size, dd, scale_value,
+            K=U.shape[1] // dd, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
+            HAS_MASK_PAD=False, PER_STEP_W=False, SCALE_FROM_PTR=scale_from_ptr,
+            STORE_C=store_history, FP64=U.dtype == torch.float64, BLOCK=block,
+            BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps)
+    return h, c_last, c_all
+
+
+class _PackedTriton(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
+                hidden_size, skip, tanh, store_history):
+        h, c_last, c_all = _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value,
+                                    layout, hidden_size, skip, tanh, store_history)
+        ctx.save_for_backward(U, x, weight_c, bias, c0, mask_c, scale_t, c_all)
+        ctx.options = (scale_value, layout, hidden_size, skip, tanh)
+        ctx.set_materialize_grads(False)
+        return h, c_last
+
+    @staticmethod
+    def backward(ctx, grad_h, grad_c_last):
+        U, x, weight_c, bias, c0, mask_c, scale_t, c_all = ctx.saved_tensors
+        scale_value, layout, hidden_size, skip, tanh = ctx.options
+        _, backward_kernel = _kernels()
+        batch, dd = c0.shape
+        acc = _compute_dtype(U)
+        grad_h = U.new_zeros(layout.tokens, dd) if grad_h is None else grad_h.contiguous()
+        grad_c_last = torch.zeros_like(c0) if grad_c_last is None else grad_c_last.contiguous()
+        need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
+        grad_U = torch.empty_like(U)
+        grad_x = torch.empty_like(x) if skip == _SKIP_X else None
+        grad_c0 = torch.empty_like(c0)
+        grad_mask_c = torch.empty_like(mask_c) if need_grad_mask_c else None
+        part_w = torch.empty(batch, 2 * dd, dtype=acc, device=U.device)
+        part_b = torch.empty(batch, 2 * dd, dtype=acc, device=U.device)
+        batch_sizes, offsets = layout.on(U.device)
+        block, num_warps, grid = _launch_config(batch * dd)
+        scale_ptr, scale_from_ptr = _scale_args(scale_t, U)
+        with _on_device(U):
+            backward_kernel[(grid,)](
+                grad_h, grad_c_last, U, U if x is None else x, weight_c, bias, c0,
+                U if mask_c is None else mask_c, U, scale_ptr, c_all, grad_U,
+                U if grad_x is None else grad_x, U, grad_c0,
+                U if grad_mask_c is None else grad_mask_c, part_w, part_b,
+                layout.length, batch, hidden_size, dd, scale_value,
+                K=U.shape[1] // dd, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
+                HAS_MASK_PAD=False, PER_STEP_W=False, SCALE_FROM_PTR=scale_from_ptr,
+                NEED_GRAD_MASK_C=need_grad_mask_c, FP64=U.dtype == torch.float64, BLOCK=block,
+                BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps)
+        # Deterministic reduction of the per-(batch, column) partial sums, as sru/ops/triton.py.
+        return (grad_U, grad_x, part_w.sum(0).to(weight_c.dtype), part_b.sum(0).to(bias.dtype),
+                grad_c0, grad_mask_c, None, None, None, None, None, None, None)
+
+
+def elementwise_recurrence_packed_triton(
+    U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+    hidden_size: int, layout, bidirectional: bool = False,
+    has_skip_term: bool = True, scale_x=1.0, activation: str = "none",
+    mask_c: Optional[Tensor] = None,
+) -> Tuple[Tensor, Tensor]:
+    """``elementwise_recurrence_packed`` on the Triton kernels (arguments validated there;
+    ``layout`` a ``sru.ops.packing.PackedLayout``, not imported here: packing imports this):
+    h (N, dirs*d) in U's dtype, c_last (B, dirs*d); arithmetic in fp32 (fp64 for fp64 U)."""
+    if not U.is_cuda and not _interpreting():
+        raise RuntimeError("the triton backend runs on CUDA tensors; for CPU tensors set "
+                           "TRITON_INTERPRET=1 (slow, for tests) or use backend='cpu'.")
+    dd = (2 if bidirectional else 1) * hidden_size
+    k = U.shape[1] // dd
+    skip = _SKIP_NONE if not has_skip_term else (_SKIP_X if k == 3 else _SKIP_U3)
+    x = x.contiguous() if skip == _SKIP_X else None
+    if c0 is None:
+        c0 = U.new_zeros(layout.batch, dd)
+    scale_t, scale_value = None, 1.0
+    if isinstance(scale_x, Tensor):
+        scale_t = scale_x.detach().reshape(1).to(device=U.device)
+    else:
+        scale_value = float(scale_x)
+        if U.dtype == torch.float64:  # a float kernel argument is fp32; keep fp64 exact
+            scale_t = torch.tensor([scale_value], dtype=torch.float64, device=U.device)
+    store_history = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (U, x, weight_c, bias, c0, mask_c))
+    contig = (lambda t: None if t is None else t.contiguous())
+    return _PackedTriton.apply(U.contiguous(), x, weight_c.contiguous(), bias.contiguous(),
+                               c0.contiguous(), contig(mask_c), scale_t, scale_value, layout,
+                               hidden_size, skip, activation in ("tanh", 1), store_history)
