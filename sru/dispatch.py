@@ -144,7 +144,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
                 or (norm is not None and norm.weight is not None and norm.weight.dtype != dtype)):
             return None
         plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
-                     cell.normalize_after, cell.hidden_size, 2 if cell.bidirectional else 1,
+                     cell.normalize_after, cell.hidden_size, cell.num_directions,
                      cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale))
     return plan if _cpu_kernel_available() else None
 

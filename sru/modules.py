@@ -24,6 +24,7 @@ from sru.initialization import reset_cell_parameters
 from sru.ops.cpu.stack import GENERATION as STACK_GENERATION
 from sru.ops.fused_layer import linear_recurrence_cpu
 from sru.packed import forward_packed_sequence, forward_varlen
+from .ops.shapes import num_directions, state_width
 
 
 class SRUCell(nn.Module):
@@ -63,7 +64,8 @@ class SRUCell(nn.Module):
                 raise ValueError(f"SRUCell expected {name} in [0, 1), got {value!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size  # per direction
-        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.num_directions = num_directions(bidirectional)
+        self.output_size = state_width(hidden_size, bidirectional)
         self.rnn_dropout = float(rnn_dropout)
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
@@ -278,13 +280,13 @@ class SRU(nn.Module):
                              f"got a list of {len(custom_m)}")
         self.input_size = input_size
         self.hidden_size = hidden_size
-        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.output_size = state_width(hidden_size, bidirectional)
         self.num_layers = num_layers
         self.dropout = dropout
         self.rnn_dropout = rnn_dropout
         self.projection_size = projection_size
         self.bidirectional = bidirectional
-        self.num_directions = 2 if bidirectional else 1
+        self.num_directions = num_directions(bidirectional)
         self.use_layer_norm = layer_norm
         self.has_skip_term = has_skip_term
         self.nn_rnn_compatible_return = nn_rnn_compatible_return

@@ -21,6 +21,7 @@ from sru.dispatch import check_float_tensor, check_mask_pad, state_dtype
 from sru.ops import elementwise_recurrence
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
+from .ops.shapes import num_directions, state_width
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
@@ -63,7 +64,8 @@ class SRUppCell(nn.Module):
                 raise ValueError(f"SRUppCell expected {name} in [0, 1), got {value!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size  # per direction
-        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.num_directions = num_directions(bidirectional)
+        self.output_size = state_width(hidden_size, bidirectional)
         self.dropout = float(dropout)
         self.rnn_dropout = float(rnn_dropout)
         self.bidirectional = bidirectional
@@ -251,13 +253,13 @@ class SRUpp(nn.Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.proj_size = proj_size
-        self.output_size = hidden_size * 2 if bidirectional else hidden_size
+        self.output_size = state_width(hidden_size, bidirectional)
         self.num_layers = num_layers
         self.num_heads = num_heads
         self.dropout = dropout
         self.bidirectional = bidirectional
         self.use_layer_norm = layer_norm
-        self.num_directions = 2 if bidirectional else 1
+        self.num_directions = num_directions(bidirectional)
         self.nn_rnn_compatible_return = nn_rnn_compatible_return
         self.rnn_lst = nn.ModuleList()  # registered before input_to_hidden: the official key order
         self.input_to_hidden: Optional[nn.Linear] = None

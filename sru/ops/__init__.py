@@ -15,6 +15,7 @@ from .autograd import elementwise_recurrence_cpu  # registers the sru:: ops; bui
 from .cpu.build import load_library
 from .export import elementwise_recurrence_scan, exporting
 from .reference import elementwise_recurrence_reference
+from .shapes import state_width
 
 BACKENDS = ("auto", "reference", "cpu", "triton")
 _ACTIVATIONS = {"none": "none", "tanh": "tanh", 0: "none", 1: "tanh"}
@@ -71,7 +72,7 @@ def _check_inputs(U, x, weight_c, bias, c0, hidden_size, bidirectional, has_skip
     length, batch = U.shape[0], U.shape[1]
     if length < 1 or batch < 1:
         raise ValueError(f"U needs length >= 1 and batch >= 1, received {tuple(U.shape)}")
-    width = (2 if bidirectional else 1) * hidden_size  # dirs * d
+    width = state_width(hidden_size, bidirectional)  # dirs * d
     if U.shape[2] not in (width * 3, width * 4):
         raise ValueError(f"U's last dim must be dirs*hidden_size*k = {width}*k with k in {{3, 4}} "
                          f"(= {width * 3} or {width * 4}), received {tuple(U.shape)}")

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from .cpu import kernel
 from .cpu.build import load_error, load_library
+from .shapes import num_directions, state_width
 
 # skip_mode, shared with the C++ kernel: how x'_t (the highway/skip input) is formed.
 NO_SKIP, SKIP_SCALED_X, SKIP_FROM_U = 0, 1, 2
@@ -36,13 +37,13 @@ def recurrence_fwd(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tenso
                    scale_x: float, store_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
     """Return ``(h, c_last, c_all)``; c_all holds every step's c when store_c, else is empty."""
     return kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c, mask_pad, hidden_size,
-                          2 if bidirectional else 1, skip_mode, use_tanh, scale_x, store_c)
+                          num_directions(bidirectional), skip_mode, use_tanh, scale_x, store_c)
 
 
 @recurrence_fwd.register_fake
 def _(U, x, weight_c, bias, c0, mask_c, mask_pad, hidden_size, bidirectional, skip_mode,
       use_tanh, scale_x, store_c):
-    length, batch, width = U.shape[0], U.shape[1], (2 if bidirectional else 1) * hidden_size
+    length, batch, width = U.shape[0], U.shape[1], state_width(hidden_size, bidirectional)
     c_all = U.new_empty((length, batch, width) if store_c else (0,))
     return U.new_empty(length, batch, width), U.new_empty(batch, width), c_all
 
@@ -56,7 +57,7 @@ def recurrence_bwd(grad_h: Tensor, grad_c_last: Optional[Tensor], U: Tensor, x: 
     """Return grads of ``(U, x, weight_c, bias, c0, mask_c)``; grad x is empty unless
     skip_mode == 1, grad mask_c unless need_grad_mask_c. grad_c_last None stands for zeros."""
     return kernel.backward(_library(), grad_h, grad_c_last, U, x, weight_c, bias, c0, mask_c,
-                           mask_pad, c_all, hidden_size, 2 if bidirectional else 1, skip_mode,
+                           mask_pad, c_all, hidden_size, num_directions(bidirectional), skip_mode,
                            use_tanh, scale_x, need_grad_mask_c)
 
 
@@ -86,7 +87,7 @@ def _backward(ctx, grad_h, grad_c_last, _grad_c_all):
     if not store_c:
         raise RuntimeError("sru::recurrence_fwd ran with store_c=False (no grad was expected), "
                            "so it kept no states to differentiate; call it with store_c=True")
-    width = (2 if bidirectional else 1) * hidden_size
+    width = state_width(hidden_size, bidirectional)
     if grad_h is None:  # only c_last was used
         grad_h = U.new_zeros(U.shape[0], U.shape[1], width)
     if grad_c_last is not None:
@@ -110,7 +111,7 @@ def elementwise_recurrence_cpu(U: Tensor, x: Optional[Tensor], weight_c: Tensor,
                                mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     """The fused CPU recurrence; same arguments and results as the reference."""
     dtype = torch.float64 if U.dtype == torch.float64 else torch.float32
-    k = U.shape[-1] // ((2 if bidirectional else 1) * hidden_size)
+    k = U.shape[-1] // (state_width(hidden_size, bidirectional))
     if not has_skip_term:
         skip_mode = NO_SKIP
     else:

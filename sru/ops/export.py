@@ -17,6 +17,7 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
+from .shapes import num_directions
 
 
 def exporting() -> bool:
@@ -54,7 +55,7 @@ def elementwise_recurrence_scan(
     mask_pad: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Tensor]:
     """Return ``(h, c_last)`` as the reference does: h (L, B, dirs*d), c_last (B, dirs*d)."""
-    dirs = 2 if bidirectional else 1
+    dirs = num_directions(bidirectional)
     d = hidden_size
     length, batch = U.shape[0], U.shape[1]
     k = U.shape[-1] // (dirs * d)

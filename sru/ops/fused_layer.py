@@ -19,6 +19,7 @@ from torch import Tensor
 
 from .autograd import SKIP_SCALED_X, _library
 from .cpu import kernel
+from .shapes import num_directions
 
 
 class _LinearRecurrence(torch.autograd.Function):
@@ -94,5 +95,5 @@ def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Ten
     contiguous = (lambda t: None if t is None else t.contiguous())
     return _LinearRecurrence.apply(x.contiguous(), weight.contiguous(), weight_c.contiguous(),
                                    bias.contiguous(), contiguous(c0), contiguous(mask_c), pad,
-                                   hidden_size, 2 if bidirectional else 1, float(scale_x),
+                                   hidden_size, num_directions(bidirectional), float(scale_x),
                                    activation == "tanh", packing)

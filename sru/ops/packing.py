@@ -16,6 +16,7 @@ from torch import Tensor
 from .autograd import NO_SKIP, SKIP_FROM_U, SKIP_SCALED_X, _library
 from .cpu import kernel
 from .reference import elementwise_recurrence_packed_reference
+from .shapes import num_directions, state_width
 
 _ACTIVATIONS = {"none": "none", "tanh": "tanh", 0: "none", 1: "tanh"}
 
@@ -71,7 +72,7 @@ def _check(U, x, weight_c, bias, c0, mask_c, hidden_size, layout: PackedLayout, 
         raise ValueError(f"backend must be one of {BACKENDS}, received {backend!r}")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be 'none', 'tanh', 0 or 1, received {activation!r}")
-    width = (2 if bidirectional else 1) * hidden_size
+    width = state_width(hidden_size, bidirectional)
     if not isinstance(U, Tensor) or U.dim() != 2 or U.shape[0] != layout.tokens \
             or U.shape[1] not in (3 * width, 4 * width):
         got = tuple(U.shape) if isinstance(U, Tensor) else type(U).__name__
@@ -175,7 +176,7 @@ def elementwise_recurrence_packed(
             scale_x, activation, mask_c)
     if backend == "cpu":
         return _cpu(U, x, weight_c, bias, c0, mask_c, layout, hidden_size,
-                    2 if bidirectional else 1, k, has_skip_term, scale_x, activation)
+                    num_directions(bidirectional), k, has_skip_term, scale_x, activation)
     from .triton_packed import elementwise_recurrence_packed_triton
 
     return elementwise_recurrence_packed_triton(U, x, weight_c, bias, c0, hidden_size, layout,

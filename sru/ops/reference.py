@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from .shapes import num_directions
 
 
 def elementwise_recurrence_reference(
@@ -37,7 +38,7 @@ def elementwise_recurrence_reference(
     mask_pad: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Tensor]:
     """Return ``(h, c_last)``: h is (L, B, dirs*d), c_last is (B, dirs*d)."""
-    dirs = 2 if bidirectional else 1
+    dirs = num_directions(bidirectional)
     d = hidden_size
     length, batch = U.size(0), U.size(1)
     k = U.size(-1) // (dirs * d)
@@ -125,7 +126,7 @@ def elementwise_recurrence_packed_reference(
     token (from c0), as the padded path does with ``mask_pad``. c0 and mask_c are (B, dirs*d)
     with B = batch_sizes[0], in that sorted order. Returns h (N, dirs*d), c_last (B, dirs*d).
     """
-    dirs = 2 if bidirectional else 1
+    dirs = num_directions(bidirectional)
     d = hidden_size
     batch = batch_sizes[0]
     k = U.size(-1) // (dirs * d)

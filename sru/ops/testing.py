@@ -23,6 +23,7 @@ from torch import Tensor
 from . import BACKENDS, available_backends, elementwise_recurrence
 from .cpu.build import load_error
 from .reference import elementwise_recurrence_reference
+from .shapes import state_width
 
 # Every backend that is not the oracle itself; a new one in sru.ops.BACKENDS is tested too.
 FUSED_BACKENDS = tuple(b for b in BACKENDS if b not in ("auto", "reference"))
@@ -135,7 +136,7 @@ def make_inputs(L: int = 5, B: int = 3, d: int = 7, bidirectional: bool = False,
     first sequence full). ``per_step``: weight_c per step (L, B, dirs*d*2).
     """
     g = torch.Generator().manual_seed(seed)
-    width = (2 if bidirectional else 1) * d
+    width = state_width(d, bidirectional)
     param_dtype = param_dtype or dtype
 
     def leaf(*shape, scale=1.0, dt=dtype):

@@ -27,6 +27,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from .shapes import num_directions
 from .triton_kernels import (  # noqa: F401  (re-exported: tests and scripts/check_gpu.py use them)
     _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels, triton)
 
@@ -236,7 +237,7 @@ def elementwise_recurrence_triton(
     if activation not in ("none", "tanh", 0, 1):
         raise ValueError(f"activation must be 'none' or 'tanh' (or 0/1), got {activation!r}")
     tanh = activation in ("tanh", 1)
-    dirs = 2 if bidirectional else 1
+    dirs = num_directions(bidirectional)
     dd = dirs * hidden_size
     length, batch = U.shape[0], U.shape[1]
     if hidden_size <= 0 or U.shape[2] not in (3 * dd, 4 * dd):

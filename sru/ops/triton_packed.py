@@ -13,6 +13,7 @@ from torch import Tensor
 
 from .triton import _compute_dtype, _interpreting, _launch_config, _on_device, _scale_args
 from .triton_kernels import _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels
+from .shapes import state_width
 
 
 def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
@@ -95,7 +96,7 @@ def elementwise_recurrence_packed_triton(
     if not U.is_cuda and not _interpreting():
         raise RuntimeError("the triton backend runs on CUDA tensors; for CPU tensors set "
                            "TRITON_INTERPRET=1 (slow, for tests) or use backend='cpu'.")
-    dd = (2 if bidirectional else 1) * hidden_size
+    dd = state_width(hidden_size, bidirectional)
     k = U.shape[1] // dd
     skip = _SKIP_NONE if not has_skip_term else (_SKIP_X if k == 3 else _SKIP_U3)
     x = x.contiguous() if skip == _SKIP_X else None

@@ -74,7 +74,7 @@ class StackPlan:
             slot.weight, slot.weight_c, slot.bias = (cell.weight.data_ptr(), cell.weight_c.data_ptr(),
                                                      cell.bias.data_ptr())
             slot.in_features, slot.hidden = cell.input_size, cell.hidden_size
-            slot.dirs, slot.k = 2 if cell.bidirectional else 1, cell.num_matrices
+            slot.dirs, slot.k = cell.num_directions, cell.num_matrices
             slot.skip_mode = skip_mode(cell)
             slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
         self.num_layers = len(cells)
