@@ -9,7 +9,9 @@ so the trainer's update is the per-token mean over the global batch whatever the
 Evaluation decodes every batch (greedy or beam, ``task.decoding``) and returns the BLEU/chrF
 sufficient statistics as logging outputs: summed over batches and ranks they give the exact corpus
 scores. ``end_eval`` writes ``hyp_<split>.txt`` / ``ref_<split>.txt`` (detokenised, in corpus order),
-``sacrebleu_<split>.json`` (scores + signatures) and ``spm.model`` into the run directory.
+``sacrebleu_<split>.json`` (scores + signatures) and ``spm.model`` into the run directory. Data with
+several sources (``task.data.source=real``) also gets BLEU/chrF per source from per-source summed
+statistics; the test evaluation prints ``task.show_samples`` random sentences.
 """
 from __future__ import annotations
 
