@@ -149,6 +149,8 @@ def test_missing_packages_name_the_apt_line(tmp_path, capsys):
                          "fillets-ng-data trans-de-en")
     rows, stats = build_corpus(real_config(gnome_help=str(tmp_path / "no")))   # the others still build
     assert stats["missing"] == ["gnome"] and "apt-get install gnome-user-docs" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"unknown \['wikipedia'\]"):
+        build_corpus(real_config(sources=["libreoffice", "wikipedia"]))
     with pytest.raises(ValueError, match="must be en and de"):
         load_pairs(real_config() | {"cache_dir": str(tmp_path)}, ("en", "fr"))
 

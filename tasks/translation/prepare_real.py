@@ -139,6 +139,9 @@ def build_corpus(data: Mapping[str, Any], log=print) -> Tuple[Dict[str, List[Tup
     real = data["real"]
     roots = _roots(real, str(data["dictionary_path"]))
     wanted = list(real["sources"])
+    unknown = [s for s in wanted if s not in PACKAGES]
+    if unknown:
+        raise ValueError(f"task.data.real.sources: unknown {unknown}; expected some of {list(PACKAGES)}")
     installed = [s for s in wanted if all(p.exists() for p in roots[s])]
     missing = [s for s in wanted if s not in installed]
     if not installed:
@@ -195,7 +198,7 @@ def corpus_folder(data: Mapping[str, Any], cache_dir: Path) -> Path:
 
     real = data["real"]
     roots = _roots(real, str(data["dictionary_path"]))
-    present = [s for s in real["sources"] if all(p.exists() for p in roots[s])]
+    present = [s for s in real["sources"] if s in roots and all(p.exists() for p in roots[s])]
     settings = {k: real[k] for k in real if k not in ("libreoffice_help", "gnome_help", "fillets_scripts")}
     key = _cache_key([_fingerprint(roots[s]) for s in present], settings, data["split_seed"], data["min_words"], 1)
     return cache_dir / f"real-{key}"
