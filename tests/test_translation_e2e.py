@@ -65,7 +65,8 @@ def test_task_refuses_a_shared_encoder_model_before_loading_data():
 
 def test_default_config_is_english_to_german_transformer():
     cfg = compose(["task=translation"])
-    assert (cfg.task.src_lang, cfg.task.tgt_lang, cfg.task.data.source) == ("en", "de", "dictionary")
+    assert (cfg.task.src_lang, cfg.task.tgt_lang, cfg.task.data.source) == ("en", "de", "real")
+    assert cfg.trainer.max_minutes is None and cfg.trainer.max_epochs  # a budget in epochs, not minutes
     assert cfg.model.name == "transformer" and cfg.trainer.scheduler.name == "noam"
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
 
@@ -83,3 +84,29 @@ def test_stop_and_resume_matches_uninterrupted_run(run_train, tmp_path):
     run_train(base + [f"resume={split}"], split)
     losses = lambda run: [(r["step"], r["loss"]) for r in read_metrics(run, "train")]
     assert losses(split) == losses(straight) and len(losses(straight)) == 8
+
+
+@pytest.mark.slow
+def test_real_corpus_run_prints_per_source_scores_and_samples(run_train, tmp_path, capsys):
+    """source=real on the package-format fixtures: per-source BLEU/chrF from the same summed statistics,
+    the corpus files' paths and ten test samples printed, no test reference among the training targets."""
+    real = FIX / "real"
+    overrides = [o for o in tiny_translation_overrides("transformer", tmp_path / "cache", steps=20)
+                 if "task.data.files" not in o and "task.data.source" not in o] + [
+        "task.data.source=real", f"task.data.real.libreoffice_help={real / 'libreoffice'}",
+        f"task.data.real.gnome_help={real / 'help'}", f"task.data.real.fillets_scripts={real / 'fillets'}",
+        f"task.data.dictionary_path={FIX / 'de-en.ding'}", "task.data.real.dictionary_block_lines=4",
+        "task.data.real.min_valid=1", "task.data.real.min_test=2", "task.data.real.max_pairs=null",
+        "trainer.eval_every_steps=null", "task.subwords.vocab_size=400"]
+    run_dir = tmp_path / "run"
+    summary = run_train(overrides, run_dir)
+    out = capsys.readouterr().out
+    assert "real corpus files: " in out and "random test sentences" in out
+    refs = (run_dir / "ref_test.txt").read_text(encoding="utf-8").splitlines()
+    assert out.count("  SRC [") == min(10, len(refs)) and out.count("  HYP: ") == min(10, len(refs))
+    test = summary["test"]
+    for domain in ("libreoffice", "gnome", "fillets", "dictionary"):
+        assert 0.0 <= test[f"bleu_{domain}"] <= 100.0 and f"test {domain}: BLEU" in out
+    folder = next((tmp_path / "cache").glob("real-*"))
+    train_targets = set((folder / "train.de").read_text(encoding="utf-8").splitlines())
+    assert refs and not set(refs) & train_targets

@@ -54,3 +54,25 @@ def test_signatures_name_the_tokeniser_and_perfect_output_scores_100():
     assert bleu_from_statistics(translation_statistics(REFS, REFS)).score == pytest.approx(100.0)
     with pytest.raises(ValueError, match="3 hypotheses for 2 references"):
         translation_statistics(["a", "b", "c"], ["a", "b"])
+
+
+def test_per_domain_scores_from_summed_statistics_equal_sacrebleu_on_each_domain():
+    from tasks.translation.metrics import domain_metrics, statistics_by_domain
+
+    hyps = noisy(REFS, seed=5)
+    domains = ["libreoffice", "gnome", "libreoffice", "fillets", "gnome", "libreoffice", "gnome", "libreoffice"]
+    every = ["dictionary", "fillets", "gnome", "libreoffice"]   # dictionary: in the split, not in these batches
+    outputs = []
+    for lo, hi in ((0, 3), (3, 8)):   # two batches: each returns every domain's keys (DDP sums key by key)
+        out = statistics_by_domain(hyps[lo:hi], REFS[lo:hi], domains[lo:hi], every)
+        assert sorted({k.split("/")[0] for k in out}) == every
+        outputs.append(out)
+    assert set(outputs[0]) == set(outputs[1])
+    metrics = domain_metrics(sum_logging_outputs(outputs))
+    assert "bleu_dictionary" not in metrics   # no sentence: no score rather than a made-up 0
+    for domain in ("libreoffice", "gnome", "fillets"):
+        h = [x for x, d in zip(hyps, domains) if d == domain]
+        r = [x for x, d in zip(REFS, domains) if d == domain]
+        assert metrics[f"bleu_{domain}"] == pytest.approx(sacrebleu.corpus_bleu(h, [r]).score, abs=1e-9)
+        assert metrics[f"chrf_{domain}"] == pytest.approx(sacrebleu.corpus_chrf(h, [r]).score, abs=1e-9)
+    assert translation_statistics([], []).keys() == translation_statistics(["a"], ["a"]).keys()

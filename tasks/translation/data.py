@@ -1,9 +1,11 @@
-"""Where sentence pairs come from: the offline De-En dictionary (default), local parallel files, the hub.
+"""Where sentence pairs come from: the offline corpus of real translations (``real``, the default; built
+by prepare_real.py), the De-En dictionary alone, local parallel files, the hub.
 
 Every source returns ``{"train"|"valid"|"test": [{"de": ..., "en": ...}, ...]}``: language code -> raw
-(detokenised) sentence, so either direction is one config key (task.src_lang / task.tgt_lang).
+(detokenised) sentence, so either direction is one config key (task.src_lang / task.tgt_lang). Pairs of
+``real`` also carry ``"domain"`` (the package they come from), for the per-source scores.
 
-Offline default: the Ding-format dictionary of the Debian package ``trans-de-en``
+``dictionary``: the Ding-format dictionary of the Debian package ``trans-de-en``
 (/usr/share/trans/de-en). One entry a line, ``German :: English``; both sides are lists of parts
 separated by `` | `` that correspond one to one (headword, plural, example phrases, example sentences),
 and each part lists alternatives separated by ``; ``. Annotations ({f}, [coll.], <variant>) and
@@ -236,7 +238,7 @@ def load_hub(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pa
     except Exception as err:  # noqa: BLE001 - offline, missing dataset ...: one message with the way out
         raise RuntimeError(f"task.data.source=hub: could not load {data['hub_name']!r} ({data.get('hub_config')}): "
                            f"{err}. It needs network access or a local cache; offline, use the default "
-                           f"task.data.source=dictionary or task.data.source=files") from None
+                           f"task.data.source=real or task.data.source=files") from None
     out = {}
     for split, name in names.items():
         rows = ds[name]
@@ -256,12 +258,18 @@ def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
             raise ValueError(f"task.data.source=dictionary holds German-English pairs; task.src_lang/tgt_lang "
                              f"must be de and en, received {list(langs)}")
         splits = prepare_dictionary(data, cache_dir)
+    elif source == "real":
+        if set(langs) != {"de", "en"}:
+            raise ValueError(f"task.data.source=real holds English-German pairs; task.src_lang/tgt_lang "
+                             f"must be en and de, received {list(langs)}")
+        from tasks.translation.prepare_real import load_real
+        splits = load_real(data, cache_dir, log=lambda m: print(m, flush=True))
     elif source == "files":
         splits = load_files(data, langs)
     elif source == "hub":
         splits = load_hub(data, langs)
     else:
-        raise ValueError(f"task.data.source: expected dictionary | files | hub, received {source!r}")
+        raise ValueError(f"task.data.source: expected real | dictionary | files | hub, received {source!r}")
     for split in SPLITS:
         if not splits.get(split):
             raise ValueError(f"task.data ({source}): the {split} split is empty")

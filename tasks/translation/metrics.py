@@ -20,6 +20,7 @@ ORDER = 4
 SMOOTH = "exp"
 _BLEU = BLEU(tokenize="13a", smooth_method=SMOOTH)
 _CHRF = CHRF()
+_CHRF_STATS = len(_CHRF._extract_corpus_statistics(["a"], [["a"]])[0])
 
 
 def translation_statistics(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str, float]:
@@ -30,6 +31,10 @@ def translation_statistics(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str
     for n in range(1, ORDER + 1):
         out[f"bleu_correct_{n}"] = 0
         out[f"bleu_total_{n}"] = 0
+    # chrF's statistics vector has a fixed length (3 per character/word n-gram order): zeros when empty, so
+    # every batch and rank returns the same keys (DDP sums them key by key)
+    for i in range(_CHRF_STATS):
+        out[f"chrf_{i}"] = 0
     if not hyps:
         return out
     # per sentence: [sys_len, ref_len, correct_1..4, total_1..4] (sacrebleu 2.x layout)
@@ -41,7 +46,31 @@ def translation_statistics(hyps: Sequence[str], refs: Sequence[str]) -> Dict[str
             out[f"bleu_total_{n}"] += stats[1 + ORDER + n]
     for stats in _CHRF._extract_corpus_statistics(list(hyps), [list(refs)]):
         for i, value in enumerate(stats):
-            out[f"chrf_{i}"] = out.get(f"chrf_{i}", 0) + value
+            out[f"chrf_{i}"] += value
+    return out
+
+
+def statistics_by_domain(hyps: Sequence[str], refs: Sequence[str], domains: Sequence[str],
+                         all_domains: Sequence[str]) -> Dict[str, float]:
+    """``<domain>/<statistic>`` for every domain of the split (zeros for those absent from this batch):
+    summed like the overall statistics, they give each domain's exact corpus BLEU / chrF."""
+    out: Dict[str, float] = {}
+    for domain in all_domains:
+        mine = [i for i, d in enumerate(domains) if d == domain]
+        stats = translation_statistics([hyps[i] for i in mine], [refs[i] for i in mine])
+        out.update({f"{domain}/{k}": v for k, v in stats.items()})
+    return out
+
+
+def domain_metrics(summed: Mapping[str, float]) -> Dict[str, float]:
+    """``bleu_<domain>`` / ``chrf_<domain>`` from summed ``statistics_by_domain`` outputs."""
+    domains = sorted({k.split("/", 1)[0] for k in summed if "/bleu_sys_len" in k})
+    out = {}
+    for domain in domains:
+        mine = {k.split("/", 1)[1]: v for k, v in summed.items() if k.startswith(domain + "/")}
+        if mine["bleu_ref_len"] > 0:
+            out[f"bleu_{domain}"] = float(bleu_from_statistics(mine).score)
+            out[f"chrf_{domain}"] = chrf_from_statistics(mine)
     return out
 
 

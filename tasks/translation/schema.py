@@ -4,7 +4,7 @@ files (see tasks/engine/schema.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 from tasks.engine.schema import key
 
@@ -12,8 +12,26 @@ Rate = dict(low=0, high=1, high_open=True)
 
 
 @dataclass(kw_only=True)
+class RealCorpusConfig:
+    """task.data.real: the corpus of the Debian packages' translations (tasks/translation/prepare_real.py)."""
+    sources: List[str] = key(["libreoffice", "gnome", "fillets", "dictionary"])
+    libreoffice_help: str = key("/usr/share/libreoffice/help")
+    gnome_help: str = key("/usr/share/help")
+    fillets_scripts: str = key("/usr/share/games/fillets-ng/script")
+    dictionary_block_lines: int = key(200, low=1)
+    min_words: int = key(1, low=1)
+    max_words: int = key(60, low=1)
+    valid_fraction: float = key(0.01, low=0, high=1)
+    test_fraction: float = key(0.02, low=0, high=1)
+    min_valid: int = key(100, low=0)
+    min_test: int = key(200, low=0)
+    max_pairs: Optional[Dict[str, Any]] = key(None)
+
+
+@dataclass(kw_only=True)
 class TranslationDataConfig:
-    source: Literal["dictionary", "files", "hub"]
+    source: Literal["real", "dictionary", "files", "hub"]
+    real: Optional[RealCorpusConfig] = key(None)
     dictionary_path: Optional[str] = key(None)
     cache_dir: Optional[str] = key(None)
     min_words: int = key(1, low=1)
@@ -59,6 +77,7 @@ class TranslationConfig:
     eval_max_tokens: int = key(low=1)
     eval_max_sentences: int = key(low=1)
     label_smoothing: float = key(0.0, **Rate)
+    show_samples: int = key(10, low=0)   # random test sentences printed at the end of the run
 
 
 @dataclass(kw_only=True)

@@ -9,12 +9,15 @@ so the trainer's update is the per-token mean over the global batch whatever the
 Evaluation decodes every batch (greedy or beam, ``task.decoding``) and returns the BLEU/chrF
 sufficient statistics as logging outputs: summed over batches and ranks they give the exact corpus
 scores. ``end_eval`` writes ``hyp_<split>.txt`` / ``ref_<split>.txt`` (detokenised, in corpus order),
-``sacrebleu_<split>.json`` (scores + signatures) and ``spm.model`` into the run directory.
+``sacrebleu_<split>.json`` (scores + signatures) and ``spm.model`` into the run directory. Data with
+several sources (``task.data.source=real``) also gets BLEU/chrF per source from per-source summed
+statistics; the test evaluation prints ``task.show_samples`` random sentences.
 """
 from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -28,11 +31,37 @@ from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
 from tasks.engine.schema import as_plain
 from tasks.translation.data import SPLITS, load_pairs
-from tasks.translation.metrics import bleu_from_statistics, chrf_from_statistics, signatures, translation_statistics
+from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
+                                       statistics_by_domain, translation_statistics)
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
 from tasks.translation.schema import TranslationConfig
 from tasks.translation.search import beam_search, greedy_search
 from tasks.translation.subwords import Subwords, train_subwords
+
+
+def print_domain_scores(split: str, metrics: Mapping[str, float], examples: List[Dict[str, Any]]) -> None:
+    """One line per source: BLEU / chrF from the same summed statistics as the overall score."""
+    counts: Dict[str, int] = {}
+    for e in examples:
+        if e.get("domain"):
+            counts[e["domain"]] = counts.get(e["domain"], 0) + 1
+    for domain in sorted(counts):
+        if f"bleu_{domain}" in metrics:
+            print(f"[translation] {split} {domain}: BLEU {metrics[f'bleu_{domain}']:.2f} chrF "
+                  f"{metrics[f'chrf_{domain}']:.2f} on {counts[domain]} sentences", flush=True)
+
+
+def print_samples(records: List[Record], examples: List[Dict[str, Any]], n: int, seed: int = 0) -> None:
+    """``n`` test sentences drawn at random (fixed seed: the same ones every run): source, reference, output."""
+    if n <= 0 or not records:
+        return
+    chosen = sorted(random.Random(seed).sample(range(len(records)), min(n, len(records))))
+    print(f"[translation] {len(chosen)} random test sentences (source / reference / hypothesis):", flush=True)
+    for k in chosen:
+        r = records[k]
+        e = examples[r["id"]] if r["id"] < len(examples) else {}
+        tag = f" [{e['domain']}]" if e.get("domain") else ""
+        print(f"  SRC{tag}: {e.get('source', '')}\n  REF: {r['ref']}\n  HYP: {r['hyp']}", flush=True)
 
 
 class TranslationTask(Task):
@@ -52,6 +81,7 @@ class TranslationTask(Task):
         self.subwords: Optional[Subwords] = None
         self.examples: Dict[str, List[Dict[str, Any]]] = {}
         self._plans = PlanCache(self._make_plan)
+        self.domains: Dict[str, List[str]] = {}
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
@@ -82,8 +112,10 @@ class TranslationTask(Task):
                 if split == "train" and (len(src) > limit or len(tgt) > limit or not src or not tgt):
                     continue  # overlong training pairs cost memory and teach little; evaluation keeps all
                 examples.append({"src": src[:limit] + [eos], "tgt": tgt[:limit], "ref": p[self.tgt],
-                                 "source": p[self.src]})
+                                 "source": p[self.src], "domain": p.get("domain")})
             self.examples[split] = examples
+            # the sources (packages) of a split, for per-source scores; none for single-source data
+            self.domains[split] = sorted({e["domain"] for e in examples if e["domain"]})
         sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in SPLITS)
         ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"])
         print(f"[translation] {data['source']} {self.src}->{self.tgt}: pairs {sizes}; joint {self.task_cfg['subwords']['model_type']} "
@@ -153,6 +185,9 @@ class TranslationTask(Task):
         ids = batch["ids"].tolist()
         refs = [self.examples[split][i]["ref"] for i in ids]
         logging_output.update(translation_statistics(hyps, refs))
+        if self.domains.get(split):
+            logging_output.update(statistics_by_domain(hyps, refs, [self.examples[split][i]["domain"] for i in ids],
+                                                       self.domains[split]))
         return logging_output, [{"id": i, "hyp": h, "ref": r} for i, h, r in zip(ids, hyps, refs)]
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
@@ -163,6 +198,7 @@ class TranslationTask(Task):
             bleu = bleu_from_statistics(summed)
             metrics.update(bleu=float(bleu.score), bleu_bp=float(bleu.bp), chrf=chrf_from_statistics(summed),
                            hyp_ref_ratio=float(summed["bleu_sys_len"]) / max(summed["bleu_ref_len"], 1))
+            metrics.update(domain_metrics(summed))   # bleu_<source> / chrf_<source>, same summed statistics
         return metrics
 
     def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
@@ -171,6 +207,9 @@ class TranslationTask(Task):
         sig = signatures()
         print(f"[translation] {split}: BLEU {metrics.get('bleu', float('nan')):.2f} chrF "
               f"{metrics.get('chrf', float('nan')):.2f} on {len(records)} sentences ({sig['bleu']})", flush=True)
+        print_domain_scores(split, metrics, self.examples.get(split, []))
+        if split == "test":
+            print_samples(records, self.examples.get(split, []), int(self.task_cfg.get("show_samples", 10)))
         if run_dir is None:
             return {}
         run_dir = Path(run_dir)
