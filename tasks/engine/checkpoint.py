@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 import torch
 
-from tasks.engine.errors import CheckpointWriteError, ResumeError
+from tasks.engine.errors import CheckpointWriteError, ResumeError, resume_command
 
 
 def _is_disk_full(err: BaseException) -> bool:
@@ -46,8 +46,7 @@ def _write_failed(err: BaseException, path: Path) -> CheckpointWriteError:
         fix = "fix the cause"
     return CheckpointWriteError(
         f"could not write checkpoint {path.name} in {directory}: {what}; the temporary file was removed and "
-        f"the previous checkpoints there are intact. To continue: {fix}, then python train.py "
-        f"resume={directory.parent}")
+        f"the previous checkpoints there are intact. To continue: {fix}, then {resume_command(directory.parent)}")
 
 
 def save_atomic(obj: Dict[str, Any], path: Path) -> None:
