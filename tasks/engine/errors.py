@@ -78,6 +78,14 @@ class CheckpointWriteError(RunError, OSError):
     """A checkpoint could not be written (full disk ...); the previous checkpoints are intact."""
 
 
+class MissingPackageError(RunError, ImportError):
+    """An optional package the chosen config needs is not installed (the message has the pip line)."""
+
+
+class CheckpointReadError(ResumeError, RuntimeError):
+    """A checkpoint file is missing, truncated or not a trainer checkpoint."""
+
+
 class TrainingInterrupted(BaseException):
     """SIGTERM / SIGINT / SIGUSR2 stopped the run; ``checkpoint`` holds the state at ``step`` (None: nothing saved)."""
 
