@@ -305,10 +305,10 @@ class Trainer:
         p, task = self.progress, self.task
         self.window_sums = sum_logging_outputs([self.window_sums, summed])
         if self.bar is not None:
-            rate = self.train_items / self.train_seconds if self.train_seconds > 0 else float("nan")
-            shown = task.reduce_metrics(summed).get("loss", float("nan"))
+            rate = self.train_items / self.train_seconds if self.train_seconds > 0 else None
+            loss = task.reduce_metrics(summed).get("loss")
             self.bar.update(1)
-            self.bar.set_postfix(loss=f"{shown:.3f}", lr=f"{lr:.3g}", **{f"{self.unit}/s": f"{rate:.0f}"},
+            self.bar.set_postfix(loss=shown(loss, ".3f"), lr=f"{lr:.3g}", **{f"{self.unit}/s": shown(rate, ".0f")},
                                  refresh=False)
         if p.step % int(self.tcfg.get("log_every_steps") or 1) == 0:
             elapsed = max(time.time() - self.window_start, 1e-9)
