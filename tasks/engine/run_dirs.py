@@ -40,6 +40,7 @@ def check_writable(run_dir: Path, resume: bool) -> None:
     """Create ``run_dir`` and write (then remove) a small file in it; raise one RunDirError if that fails."""
     run_dir = Path(run_dir)
     probe = run_dir / f".write-test-{os.getpid()}"
+    created = next((d for d in reversed((run_dir, *run_dir.parents)) if not d.exists()), None)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(probe, "wb") as f:
@@ -55,6 +56,8 @@ def check_writable(run_dir: Path, resume: bool) -> None:
             what = f"cannot write to {where} ({err.strerror or err})"
             fix = ("copy the run directory to a writable place and resume=<the copy>" if resume else
                    "pick a writable folder with paths.root=<dir> (or paths.runs_dir=<dir>)")
+        if created is not None:  # leave no empty folders behind on the full / read-only disk
+            shutil.rmtree(created, ignore_errors=True)
         raise RunDirError(f"run directory {run_dir}: {what}. To continue: {fix}") from None
     finally:
         try:
