@@ -131,9 +131,9 @@ def test_data_and_checkpoint_errors_end_as_one_line(tmp_path):
     _assert_one_error_line(_train(tmp_path, _lm(4, tmp_path)), str(tmp_path))  # a directory, not a file
     assert _train(tmp_path, _lm(4)).returncode == 0
     (run_dir,) = _run_dirs(tmp_path / "outputs")
+    _assert_one_error_line(_train(tmp_path, _lm(2) + [f"resume={run_dir}"]), "trainer.max_steps=2 is below")
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"garbage")
     _assert_one_error_line(_train(tmp_path, [f"resume={run_dir}"]), "corrupted or truncated")
-    _assert_one_error_line(_train(tmp_path, _lm(2) + [f"resume={run_dir}"]), "trainer.max_steps=2 is below")
 
 
 def test_missing_apt_dictionary_names_a_ready_override_that_runs_on_the_sample_data(tmp_path):

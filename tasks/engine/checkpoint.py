@@ -103,7 +103,8 @@ def load_checkpoint(path: Path, map_location: Any = "cpu") -> Dict[str, Any]:
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # truncated zip, garbage bytes, unpickling error ...
-        raise CheckpointReadError(f"checkpoint {path} is corrupted or truncated ({type(err).__name__}: {err}). "
+        reason = " ".join(str(err).split())[:160]  # torch's own text runs over several lines: its start is enough
+        raise CheckpointReadError(f"checkpoint {path} is corrupted or truncated ({type(err).__name__}: {reason}). "
                            f"Resume from another checkpoint (e.g. copy checkpoints/best.pt over last.pt) "
                            f"or start a new run with resume=null.") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "step" not in ckpt:

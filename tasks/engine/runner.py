@@ -347,7 +347,7 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
             finally:
                 distributed.cleanup()
     except RunError as err:  # (in a sweep, report_failures has recorded it instead)
-        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)  # one line, always
         raise SystemExit(1) from None
     except TrainingInterrupted as stop:
         if distributed.env_rank() == 0:
