@@ -221,20 +221,43 @@ def documented_keys():
     return found
 
 
-def test_every_documented_key_exists_and_every_documented_override_composes():
+def _documented_overrides():
+    """(doc, groups, token) of every documented ``key=value`` without a placeholder (<lower>, ..., a|b)."""
+    return [(doc, groups, token) for doc, groups, token in documented_keys()
+            if "=" in token and not ("<" in token or "..." in token or "|" in token or "{" in token.split("=")[0])]
+
+
+def test_every_documented_key_exists_and_every_documented_override_applies():
+    """Fast: each key is in the composed config, each override parses (Hydra's grammar) and sets its key
+    in struct mode (as Hydra's would; a real compose of each is the slow test below)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     composed = functools.lru_cache(maxsize=None)(lambda groups: compose(list(groups)))
     found, problems = documented_keys(), []
     assert len(found) > 50  # the READMEs document many; an extraction that finds none would pass vacuously
     for doc, groups, token in found:
-        key, _, value = token.partition("=")
-        for k in _expand(key.lstrip("+")):
+        for k in _expand(token.split("=", 1)[0].lstrip("+")):
             if OmegaConf.select(composed(groups), k, default="<absent>") == "<absent>":
                 problems.append(f"{doc}: {k} is not a key of {' '.join(groups) or 'the default config'}")
-        if value and not ("<" in value or "..." in token or "|" in value or "{" in key):
-            try:
-                compose([*groups, token])
-            except Exception as err:  # noqa: BLE001 - every failure is reported below
-                problems.append(f"{doc}: {' '.join(groups)} {token}: {str(err).splitlines()[0]}")
+    for doc, groups, token in _documented_overrides():
+        try:
+            parsed = OverridesParser.create().parse_overrides([token])[0]
+            cfg = OmegaConf.create(OmegaConf.to_container(composed(groups)))
+            OmegaConf.set_struct(cfg, not parsed.is_add())
+            OmegaConf.update(cfg, parsed.key_or_group, parsed.value(), merge=True)
+        except Exception as err:  # noqa: BLE001 - every failure is reported below
+            problems.append(f"{doc}: {' '.join(groups)} {token}: {str(err).splitlines()[0]}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_every_documented_override_composes_with_hydra():
+    problems = []
+    for doc, groups, token in _documented_overrides():
+        try:
+            compose([*groups, token])
+        except Exception as err:  # noqa: BLE001 - every failure is reported below
+            problems.append(f"{doc}: {' '.join(groups)} {token}: {str(err).splitlines()[0]}")
     assert not problems, "\n".join(problems)
 
 
@@ -246,6 +269,7 @@ def test_the_translation_and_classification_file_overrides_work_as_written():
 
 
 # ---- word2vec: quiet training with one progress bar --------------------------------------------------------
+@pytest.mark.slow
 def test_word2vec_training_shows_one_bar_and_no_gensim_info_lines(tmp_path, capfd):
     pytest.importorskip("gensim")
     from tasks.common.word2vec import Word2VecSettings, corpus_sentences, train_word2vec
