@@ -39,7 +39,7 @@ from tasks.engine.errors import ResumeError, TrainingInterrupted
 from tasks.engine.evaluation import evaluate, evaluate_checkpoint
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.loggers import build_loggers, drop_records_after
-from tasks.engine.optim import build_optimizer, get_lr
+from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state
 from tasks.engine.plots import plot_curves
 from tasks.engine.results import shown
 
@@ -172,7 +172,9 @@ class Trainer:
         ckpt = load_checkpoint(self.last_path, map_location=self.device)
         check_same_shapes(ckpt["model"], self.model, self.last_path)  # another size: fail, naming the keys
         self.model.load_state_dict(ckpt["model"])
-        self.restore_optimizer(ckpt)
+        saved_optimizer = ((ckpt.get("config") or {}).get("trainer") or {}).get("optimizer") or {}
+        restore_optimizer_state(self.optimizer, ckpt["optimizer"], saved_optimizer.get("name"),
+                                self.tcfg["optimizer"]["name"])
         self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = Progress(**ckpt["progress"])
         self.task.load_state_dict(task_state_for_this_rank(ckpt))
@@ -187,22 +189,6 @@ class Trainer:
                       f"checkpoint by the interrupted process)", flush=True)
         print(f"[trainer] resumed {self.last_path} at step {p.step} (epoch {p.epoch}, batch {p.batch_in_epoch})",
               flush=True)
-
-    def restore_optimizer(self, ckpt: Mapping[str, Any]) -> None:
-        """The saved optimizer state, when this run uses the same optimizer; another one starts fresh.
-
-        The configured hyper-parameters (betas, eps, weight_decay, momentum) win over the saved ones, so
-        a resume with trainer.optimizer.weight_decay=... takes effect (the LR is set before every step)."""
-        saved = ((ckpt.get("config") or {}).get("trainer") or {}).get("optimizer") or {}
-        name, saved_name = self.tcfg["optimizer"]["name"], saved.get("name", self.tcfg["optimizer"]["name"])
-        if name != saved_name:
-            print(f"[trainer] resume: trainer.optimizer.name={name} differs from the checkpoint's {saved_name}: "
-                  f"{name} starts with a fresh state (no momentum/moment estimates carried over)", flush=True)
-            return
-        configured = dict(self.optimizer.defaults)
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        for group in self.optimizer.param_groups:
-            group.update({k: v for k, v in configured.items() if k in group and k != "lr"})
 
     def plan(self) -> None:
         """Total steps for the schedule and the progress bar (epoch 0's batch count when batches vary)."""
