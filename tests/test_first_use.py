@@ -193,7 +193,8 @@ def _expand(key: str):
 
 
 def documented_keys():
-    """(doc, config groups of its command, token) for every ``task.``/``model.``/... key in a README's code.
+    """(doc, config groups of its command, token) for every ``task.``/``model.``/... key in a README's code
+    (``+key=`` appends excluded).
     A command's groups (task=, experiment=, logger=, hydra/launcher= ...) are the context of its keys and of
     the inline mentions after it; a task README's default task is its own."""
     found = []
@@ -212,7 +213,7 @@ def documented_keys():
                 if own_task and not any(g.startswith("task=") for g in groups):
                     groups = [f"task={own_task}"] + groups
                 for token in tokens:
-                    key = token.split("=", 1)[0].lstrip("+")
+                    key = token.split("=", 1)[0]  # (a `+key=` append is Hydra's, e.g. the README's refused typo)
                     if not _KEY.match(key) or key.rsplit(".", 1)[-1] in ("py", "md", "yaml", "json"):
                         continue
                     if key.startswith("task.") and not any(g.startswith(("task=", "experiment=")) for g in groups):
@@ -236,14 +237,14 @@ def test_every_documented_key_exists_and_every_documented_override_applies():
     found, problems = documented_keys(), []
     assert len(found) > 50  # the READMEs document many; an extraction that finds none would pass vacuously
     for doc, groups, token in found:
-        for k in _expand(token.split("=", 1)[0].lstrip("+")):
+        for k in _expand(token.split("=", 1)[0]):
             if OmegaConf.select(composed(groups), k, default="<absent>") == "<absent>":
                 problems.append(f"{doc}: {k} is not a key of {' '.join(groups) or 'the default config'}")
     for doc, groups, token in _documented_overrides():
         try:
             parsed = OverridesParser.create().parse_overrides([token])[0]
             cfg = OmegaConf.create(OmegaConf.to_container(composed(groups)))
-            OmegaConf.set_struct(cfg, not parsed.is_add())
+            OmegaConf.set_struct(cfg, True)
             OmegaConf.update(cfg, parsed.key_or_group, parsed.value(), merge=True)
         except Exception as err:  # noqa: BLE001 - every failure is reported below
             problems.append(f"{doc}: {' '.join(groups)} {token}: {str(err).splitlines()[0]}")

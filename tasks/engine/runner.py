@@ -123,6 +123,8 @@ def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
 
 
 OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
+
+
 @functools.lru_cache(maxsize=None)  # resolved several times per start: probe once
 def _checked_writable(run_dir: str, resume: bool) -> None:
     check_writable(Path(run_dir), resume)
