@@ -105,12 +105,17 @@ def state_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> torch.
 
 
 def empty_outputs(input: Tensor, c0: Optional[Tensor], c_shape: Tuple[int, ...],
-                  width: int, amp_recurrence_fp16: bool) -> Tuple[Tensor, Tensor]:
+                  width: int, amp_recurrence_fp16: bool, module=None) -> Tuple[Tensor, Tensor]:
     """L = 0 or B = 0: h (L, B, width) in the input's dtype; c is c0 (no step changed it) or
-    zeros, in the state dtype."""
+    zeros, in the state dtype. Under autograd both stay attached to the input and ``module``'s
+    parameters (as nn.LSTM's outputs are), so ``h.sum().backward()`` works and gives zero grads."""
     h = input.new_zeros(input.shape[0], input.shape[1], width)
     dtype = state_dtype(input.dtype, amp_recurrence_fp16)
     c = input.new_zeros(c_shape, dtype=dtype) if c0 is None else c0.to(dtype).clone()
+    sources = [input] + (list(module.parameters()) if module is not None else [])
+    if torch.is_grad_enabled() and any(t.requires_grad for t in sources):
+        anchor = sum(t.reshape(-1)[:0].sum().to(input.dtype) for t in sources)  # 0, but in the graph
+        h, c = h + anchor, c + anchor.to(dtype)
     return h, c
 
 

@@ -19,7 +19,7 @@ from sru.custom_m import custom_m_UV
 from sru.dispatch import (check_cell_input, check_stack_input, empty_outputs,
                           fuse_layer, inference_plan, run_inference_path, stack_inference,
                           state_dtype)
-from sru.ops import elementwise_recurrence
+from sru.ops import BACKENDS, elementwise_recurrence
 from sru.initialization import reset_cell_parameters
 from sru.ops.cpu.stack import GENERATION as STACK_GENERATION
 from sru.ops.fused_layer import linear_recurrence_cpu
@@ -121,6 +121,8 @@ class SRUCell(nn.Module):
         self._scale_x_value = float(self.scale_x[0])
 
     def __setattr__(self, name: str, value) -> None:
+        if name == "backend" and value not in BACKENDS:  # at construction, not at the first forward
+            raise ValueError(f"SRUCell expected backend in {BACKENDS}, got {value!r}")
         super().__setattr__(name, value)
         STACK_GENERATION[0] += 1  # cached stack plans (sru/ops/cpu/stack.py) must re-check cells
 
@@ -147,7 +149,7 @@ class SRUCell(nn.Module):
         length, batch = input.size(0), input.size(1)
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
             h, c = empty_outputs(input, c0, (batch, self.output_size), self.output_size,
-                                 self.amp_recurrence_fp16)
+                                 self.amp_recurrence_fp16, self)
             return (h.squeeze(0) if single_step else h), c
         plan = inference_plan((self,), input)
         if plan is not None:  # no autograd: the matmul and one direct kernel call
@@ -369,7 +371,7 @@ class SRU(nn.Module):
         plan = inference_plan(self.rnn_lst, h)
         if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
             h, c_stack = empty_outputs(h, c0, (self.num_layers, batch, self.output_size),
-                                       self.output_size, self.amp_recurrence_fp16)
+                                       self.output_size, self.amp_recurrence_fp16, self)
         elif plan is not None:  # no autograd: one matmul and one direct kernel call per layer
             h, c_stack = run_inference_path(plan, h, c0, mask_pad)
         else:

@@ -29,7 +29,7 @@ def tiny_classification_overrides(model: str, epochs: int = 12):
         "task=classification", f"model={model}", *MODEL_OVERRIDES.get(model, []),
         "task.data.name=null", "task.data.source=files",
         # train = valid = test file: a memorisation check of the whole pipeline (real data would be split)
-        *(f"+task.data.files.{split}={FIX / 'reviews.csv'}" for split in ("train", "valid", "test")),
+        *(f"task.data.files.{split}={FIX / 'reviews.csv'}" for split in ("train", "valid", "test")),
         # random trained embeddings (the task default loads the offline word2vec vectors)
         "task.embedding.dim=16", "task.embedding.path=null", "task.embedding.normalize=false",
         "task.batch_size=4", "task.eval_batch_size=8", "task.dropout=0.0",
@@ -128,7 +128,7 @@ def test_cross_validation_driver_runs_folds_and_models(tmp_path):
     run_cv = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run_cv)
     overrides = [o for o in tiny_classification_overrides("{model}", epochs=2) if "task.data.files" not in o]
-    overrides += [f"+task.data.files.train={FIX / 'reviews.csv'}", "task.data.cv_folds=3"]
+    overrides += [f"task.data.files.train={FIX / 'reviews.csv'}", "task.data.cv_folds=3"]
     result = run_cv.main(["--fold-list", "0,2", "--models", "lstm,cnn", "--out", str(tmp_path)] + overrides)
     runs = result["runs"]
     assert [(r["model"], r["fold"]) for r in runs] == [("lstm", 0), ("cnn", 0), ("lstm", 2), ("cnn", 2)]
@@ -167,7 +167,7 @@ def test_train_batches_are_a_pure_function_of_seed_and_epoch():
 def test_interleaved_timing_prints_a_row_per_model(capsys):
     timing = load_script("time_classification")
     timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
-                 "task.data.name=null", "task.data.source=files", f"+task.data.files.train={FIX / 'reviews.csv'}",
+                 "task.data.name=null", "task.data.source=files", f"task.data.files.train={FIX / 'reviews.csv'}",
                  "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16", "task.embedding.path=null",
                  "task.embedding.normalize=false"])
     out = capsys.readouterr().out

@@ -139,8 +139,8 @@ def test_lm_ddp_two_processes_match_one_process_and_resume(run_train, tmp_path, 
 CLASSIFICATION = [
     "task=classification", "model=sru", "model.hidden_size=16", "model.num_layers=2", "model.dropout=0.0",
     "model.rnn_dropout=0.0", "task.data.name=null", "task.data.source=files",
-    f"+task.data.files.train={ROOT / 'tests/fixtures/classification/reviews.csv'}",
-    f"+task.data.files.test={ROOT / 'tests/fixtures/classification/reviews.csv'}",
+    f"task.data.files.train={ROOT / 'tests/fixtures/classification/reviews.csv'}",
+    f"task.data.files.test={ROOT / 'tests/fixtures/classification/reviews.csv'}",
     # 24 reviews: 4 validation, 20 training = 5 global batches of 4 (2 per rank); eval batch 3 over 2 ranks
     "task.data.valid_fraction=0.17", "task.embedding.dim=16", "task.embedding.path=null",
     "task.embedding.normalize=false", "task.batch_size=4", "task.eval_batch_size=3",

@@ -190,10 +190,15 @@ def test_resume_true_picks_newest_run_of_the_same_name_and_refuses_one_without_c
     assert f"continuing {older}, the newest of 1 lm-sru run(s)" in capsys.readouterr().out
     runner.find_latest_run.cache_clear()
     dead = _fake_run(tmp_path, "2026-01-03/08-00-00_3-cccc", "lm-sru", checkpoint=False)
+    (dead / "metrics.jsonl").write_text('{"split": "train", "step": 1, "loss": 5.0}\n')  # it trained, then died
+    never = _fake_run(tmp_path, "2026-01-04/08-00-00_4-dddd", "lm-sru", checkpoint=False)  # killed while loading
+    (never / "train.log").write_text("[train] run dir: ...\n")
     with pytest.raises(ResumeError) as err:
         runner.find_latest_run(str(tmp_path / "runs"), "lm-sru")
     message = str(err.value)
     assert str(dead) in message and "no checkpoints/last.pt yet" in message and f"resume={older}" in message
+    assert f"passing over 1 lm-sru run dir(s) that never trained (no checkpoint, no metrics): {never}" \
+        in capsys.readouterr().out
     runner.find_latest_run.cache_clear()
 
 

@@ -185,7 +185,7 @@ def test_offline_plan_splits_by_speaker():
 def test_missing_tools_say_which_apt_command(monkeypatch, tmp_path):
     from tasks.speech.synth import VOICES, check_tools
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no engine is found
-    with pytest.raises(RuntimeError, match=r"(?s)espeak-ng.*apt-get install -y espeak-ng flite sox festival"):
+    with pytest.raises(OSError, match=r"(?s)espeak-ng.*apt-get install -y espeak-ng flite sox festival"):
         check_tools(VOICES)
 
 

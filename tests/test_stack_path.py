@@ -37,7 +37,9 @@ def _general(module, *args, **kwargs):
 def _tolerance(rows, dtype):
     if rows > 8:
         return dict(rtol=0, atol=0)
-    return dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-6, atol=1e-6)
+    # few rows: the matmul library may sum in another order than the general path (a float32 value of
+    # ~0.2 then differs by a few ulps after two layers)
+    return dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -87,6 +89,7 @@ def test_non_plain_stacks_keep_the_general_inference_path():
 
 
 def test_the_cached_plan_follows_changes_of_the_module():
+    torch.manual_seed(0)  # its own data, whatever ran before
     rnn = _randomize(SRU(8, 8, num_layers=2, rescale=True)).eval()
     x = torch.randn(1, 2, 8)
 

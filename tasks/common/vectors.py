@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import torch
 
-from tasks.common.word2vec import OFFLINE_NAME, offline_vectors_path
+from tasks.common.word2vec import OFFLINE_NAME, TINY_NAME, TINY_SETTINGS, offline_vectors_path
 
 
 def _detect_format(path: Path, fmt: str) -> str:
@@ -30,6 +30,8 @@ def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "
     ``tasks/common/word2vec.py`` (cached; trained on first use, a few minutes)."""
     if str(path) == OFFLINE_NAME:
         path, fmt = str(offline_vectors_path()), "binary"
+    elif str(path) == TINY_NAME:
+        path, fmt = str(offline_vectors_path(TINY_SETTINGS)), "binary"
     p = Path(path).expanduser()
     if not p.is_file():
         raise FileNotFoundError(f"word vector file not found: {p}. Set task.embedding.path to a local "

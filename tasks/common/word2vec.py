@@ -20,11 +20,14 @@ training settings, so it is trained once per machine and never committed.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import csv
 import hashlib
 import json
+import logging
 import os
 import re
+import sys
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
@@ -35,6 +38,7 @@ from tasks.common.corpora import gensim_wiki_path, movie_reviews_csv
 from tasks.common.tokenize import tokenize
 
 OFFLINE_NAME = "offline_word2vec"  # the task.embedding.path value that names these vectors
+TINY_NAME = "offline_word2vec_tiny"  # debug=smoke's: 300-d, PTB train only, one epoch (seconds, not minutes)
 
 CORPORA = ("imdb", "wiki", "ptb")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB reviews carry HTML line breaks
@@ -54,6 +58,9 @@ class Word2VecSettings:
 
     def key(self) -> str:
         return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:10]
+
+
+TINY_SETTINGS = Word2VecSettings(min_count=5, epochs=1, corpora=("ptb",))
 
 
 def cache_dir() -> Path:
@@ -113,16 +120,64 @@ def train_word2vec(sentences: Iterable[Sequence[str]], out_path: Path, settings:
     except ImportError as err:
         raise ImportError("offline word2vec needs the `gensim` package: pip install gensim") from err
     sentences = [list(s) for s in sentences]
-    model = Word2Vec(sentences=sentences, vector_size=settings.dim, window=settings.window,
-                     min_count=settings.min_count, sg=1, negative=settings.negative, sample=settings.sample,
-                     epochs=settings.epochs, seed=settings.seed, workers=max(1, int(workers)))
+    with _quiet_gensim(), _EpochBar(settings.epochs) as bar:  # one progress bar, not an INFO line a second
+        model = Word2Vec(sentences=sentences, vector_size=settings.dim, window=settings.window,
+                         min_count=settings.min_count, sg=1, negative=settings.negative, sample=settings.sample,
+                         epochs=settings.epochs, seed=settings.seed, workers=max(1, int(workers)), callbacks=[bar])
     if len(model.wv) == 0:
         raise ValueError(f"word2vec: no word reaches min_count={settings.min_count} in the corpus")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_name(f"{out_path.name}.{os.getpid()}.tmp")  # concurrent runs: rename atomically
-    model.wv.save_word2vec_format(str(tmp), binary=True)
+    with _quiet_gensim():
+        model.wv.save_word2vec_format(str(tmp), binary=True)
     os.replace(tmp, out_path)
     return out_path
+
+
+@contextlib.contextmanager
+def _quiet_gensim():
+    """gensim logs an INFO line per second of training; under Hydra (root logger at INFO) each one reached
+    the console. Warnings still come through."""
+    logger = logging.getLogger("gensim")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+class _EpochBar:
+    """A gensim callback drawing one tqdm bar over the training epochs (on stderr, like the trainer's)."""
+
+    def __init__(self, epochs: int):
+        from tqdm import tqdm
+        self.bar = tqdm(total=epochs, desc="[word2vec] training", unit="epoch", file=sys.stderr, mininterval=1.0)
+
+    def __enter__(self) -> "_EpochBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+    # the CallbackAny2Vec protocol (duck-typed: gensim only calls these methods)
+    def on_train_begin(self, model) -> None:
+        pass
+
+    def on_epoch_begin(self, model) -> None:
+        pass
+
+    def on_epoch_end(self, model) -> None:
+        self.bar.update(1)
+
+    def on_batch_begin(self, model) -> None:
+        pass
+
+    def on_batch_end(self, model) -> None:
+        pass
+
+    def on_train_end(self, model) -> None:
+        pass
 
 
 def offline_vectors_path(settings: Optional[Word2VecSettings] = None, workers: int = 2,
@@ -134,7 +189,7 @@ def offline_vectors_path(settings: Optional[Word2VecSettings] = None, workers: i
         return path
     t0 = time.time()
     if verbose:
-        print(f"[word2vec] no cached offline vectors; training {settings} -> {path} (minutes, once)",
+        print(f"[word2vec] no cached offline vectors; training {settings} -> {path} (once per machine)",
               flush=True)
     sentences = corpus_sentences(settings.corpora)
     if verbose:

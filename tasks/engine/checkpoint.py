@@ -18,7 +18,8 @@ from typing import Any, Dict, Mapping
 import numpy as np
 import torch
 
-from tasks.engine.errors import CheckpointWriteError, ResumeError
+from tasks.engine.interrupts import writing
+from tasks.engine.errors import CheckpointReadError, CheckpointWriteError, ResumeError, resume_command
 
 
 def _is_disk_full(err: BaseException) -> bool:
@@ -46,38 +47,31 @@ def _write_failed(err: BaseException, path: Path) -> CheckpointWriteError:
         fix = "fix the cause"
     return CheckpointWriteError(
         f"could not write checkpoint {path.name} in {directory}: {what}; the temporary file was removed and "
-        f"the previous checkpoints there are intact. To continue: {fix}, then python train.py "
-        f"resume={directory.parent}")
+        f"the previous checkpoints there are intact. To continue: {fix}, then {resume_command(directory.parent)}")
 
 
 def save_atomic(obj: Dict[str, Any], path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except Exception as err:  # a partial file must never be left filling the disk
+        with writing(path.with_name(path.name + ".tmp")) as tmp:  # removed on any exit: never left filling the disk
+            with open(tmp, "wb") as f:
+                torch.save(obj, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    except Exception as err:
         raise _write_failed(err, path) from err
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def copy_atomic(src: Path, dst: Path) -> None:
     dst = Path(dst)
-    tmp = dst.with_name(dst.name + ".tmp")
     try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+        with writing(dst.with_name(dst.name + ".tmp")) as tmp:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
     except Exception as err:
         raise _write_failed(err, dst) from err
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def check_same_shapes(saved: Mapping[str, Any], model: torch.nn.Module, path: Path) -> None:
@@ -104,16 +98,17 @@ def check_same_shapes(saved: Mapping[str, Any], model: torch.nn.Module, path: Pa
 def load_checkpoint(path: Path, map_location: Any = "cpu") -> Dict[str, Any]:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}. Pass resume=<run dir> of a run that "
+        raise CheckpointReadError(f"checkpoint not found: {path}. Pass resume=<run dir> of a run that "
                                 f"saved checkpoints/last.pt, or resume=null to start fresh.")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # truncated zip, garbage bytes, unpickling error ...
-        raise RuntimeError(f"checkpoint {path} is corrupted or truncated ({type(err).__name__}: {err}). "
+        reason = " ".join(str(err).split())[:160]  # torch's own text runs over several lines: its start is enough
+        raise CheckpointReadError(f"checkpoint {path} is corrupted or truncated ({type(err).__name__}: {reason}). "
                            f"Resume from another checkpoint (e.g. copy checkpoints/best.pt over last.pt) "
                            f"or start a new run with resume=null.") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "step" not in ckpt:
-        raise RuntimeError(f"checkpoint {path} is not a trainer checkpoint (expected keys model, step, ...); "
+        raise CheckpointReadError(f"checkpoint {path} is not a trainer checkpoint (expected keys model, step, ...); "
                            f"received {type(ckpt).__name__} with keys {list(ckpt)[:8] if isinstance(ckpt, dict) else []}")
     return ckpt
 

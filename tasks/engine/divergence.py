@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
-from tasks.engine.errors import NonFiniteError
+from tasks.engine.errors import NonFiniteError, resume_command, shell_path
 
 EMA_DECAY = 0.9
 
@@ -55,8 +55,9 @@ class DivergenceGuard:
             where = f"last good checkpoint {self.last_path} (step {self.last_saved})"
             if self.best:
                 where += f", best {self.best_path} ({self.best})"
-            how = (f"{fix}, and continue from the best checkpoint: cp {self.best_path} {self.last_path} && "
-                   f"python train.py resume={self.run_dir} trainer.optimizer.lr=<lower> trainer.grad_clip=1.0")
+            command = resume_command(self.run_dir, "trainer.optimizer.lr=<lower>", "trainer.grad_clip=1.0")
+            how = (f"{fix}, and continue from the best checkpoint: cp {shell_path(self.best_path)} "
+                   f"{shell_path(self.last_path)} && {command}")
         return DivergenceError(f"{what} at step {step}: stopped before saving it; {where}. To recover: {how}")
 
     def check_loss(self, step: int, loss: float) -> None:

@@ -8,12 +8,46 @@ stop requested by SIGTERM/SIGINT, and train.py turns it into exit status ``EXIT_
 """
 from __future__ import annotations
 
+import re
+import shlex
 import signal
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 # EX_TEMPFAIL from sysexits.h: "try again later". Distinct from 0 (done), 1 (error) and 128+N (killed).
 EXIT_INTERRUPTED = 75
+
+
+# Characters a Hydra override value may hold unquoted (its grammar's primitive) and a shell passes as they are.
+_PLAIN = re.compile(r"[A-Za-z0-9_/.:@%+-]+")
+
+
+def override(key: str, value: Any) -> str:
+    """``key=value`` as one token to paste into a shell, and that Hydra parses back to ``value``:
+    ``resume=runs/x``, ``"resume='/data/my runs/x'"`` (Hydra needs the quotes; the shell keeps them)."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):
+        return f"{key}={text}"
+    # Hydra's quoted string: backslashes before a quote (or the end) doubled, quotes and ${ escaped
+    escaped = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, text).replace("'", "\\'").replace("${", "\\${")
+    hydra = f"'{escaped}'"
+    token = f"{key}={hydra}"
+    if not re.search(r'["$`\\!]', token):
+        return f'"{token}"'  # readable: double quotes around Hydra's single-quoted value
+    return shlex.quote(token)
+
+
+def train_command(*overrides: str) -> str:
+    """``python train.py <overrides>`` (each made by ``override``), ready to paste."""
+    return " ".join(("python train.py",) + overrides)
+
+
+def resume_command(run_dir: Any, *more: str) -> str:
+    return train_command(override("resume", run_dir), *more)
+
+
+def shell_path(path: Any) -> str:
+    return shlex.quote(str(path))
 
 
 class RunError(Exception):
@@ -44,6 +78,14 @@ class CheckpointWriteError(RunError, OSError):
     """A checkpoint could not be written (full disk ...); the previous checkpoints are intact."""
 
 
+class MissingPackageError(RunError, ImportError):
+    """An optional package the chosen config needs is not installed (the message has the pip line)."""
+
+
+class CheckpointReadError(ResumeError, RuntimeError):
+    """A checkpoint file is missing, truncated or not a trainer checkpoint."""
+
+
 class TrainingInterrupted(BaseException):
     """SIGTERM / SIGINT / SIGUSR2 stopped the run; ``checkpoint`` holds the state at ``step`` (None: nothing saved)."""
 
@@ -63,4 +105,4 @@ class TrainingInterrupted(BaseException):
         if self.checkpoint is None:
             return f"stopped by {self.signal_name} outside the training loop: no checkpoint written now"
         return (f"stopped by {self.signal_name} at step {self.step}: checkpoint {self.checkpoint}; "
-                f"resume with: python train.py resume={self.run_dir}")
+                f"resume with: {resume_command(self.run_dir)}")

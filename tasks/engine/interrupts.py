@@ -22,9 +22,33 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Dict, Optional
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Set
 
 from tasks.engine.errors import TrainingInterrupted
+
+# Temporary files being written right now (checkpoints' <name>.tmp): a second signal exits with os._exit,
+# which runs no `finally`, so the handler removes them itself; a partial .tmp must never be left behind.
+_WRITING: Set[Path] = set()
+
+
+@contextlib.contextmanager
+def writing(tmp: Path) -> Iterator[Path]:
+    """Around the write of a temporary file: removed on any exit, even the second signal's os._exit."""
+    tmp = Path(tmp)
+    _WRITING.add(tmp)
+    try:
+        yield tmp
+    finally:
+        _WRITING.discard(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def remove_partial_files() -> None:
+    for tmp in list(_WRITING):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def in_submitit_job() -> bool:
@@ -75,6 +99,7 @@ class StopSignals:
         del frame
         name = signal.Signals(signum).name
         if self.signum is not None:
+            remove_partial_files()
             print(f"[trainer] second signal ({name}): exiting now without saving", file=sys.stderr, flush=True)
             os._exit(128 + signum)
         self.signum = signum

@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
+from tasks.engine.errors import MissingPackageError
+from tasks.engine.results import json_safe
+
 LOGGERS = ("csv", "wandb", "tensorboard", "none")
 
 
@@ -68,7 +71,7 @@ class JsonlLogger:
         self.file = open(self.path, "a", encoding="utf-8")  # append: a resumed run continues the file
 
     def log(self, record: Mapping[str, Any]) -> None:
-        self.file.write(json.dumps(record) + "\n")
+        self.file.write(json.dumps(json_safe(record), allow_nan=False) + "\n")  # NaN is not JSON: null
         self.file.flush()
 
     def finish(self) -> None:
@@ -103,7 +106,11 @@ class CsvLogger:
 
 class WandbLogger:
     def __init__(self, run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any], run_name: str):
-        import wandb
+        try:
+            import wandb
+        except ImportError as err:
+            raise MissingPackageError(f"logger=wandb needs the wandb package: pip install wandb (it is in the "
+                                      f"[train] extra), or pick another logger=. ({err})") from err
         mode = cfg.get("mode") or os.environ.get("WANDB_MODE")
         if not mode:  # never block on a login prompt or a missing network: offline unless a key exists
             mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
@@ -133,7 +140,7 @@ class TensorBoardLogger:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as err:  # torch's wrapper needs the tensorboard package
-            raise ImportError("logger=tensorboard needs the tensorboard package: pip install tensorboard "
+            raise MissingPackageError("logger=tensorboard needs the tensorboard package: pip install tensorboard "
                               f"(it is in the [train] extra), or pick another logger=. ({err})") from err
         self.log_dir = Path(cfg.get("log_dir") or Path(run_dir) / "tensorboard")
         self.writer = SummaryWriter(log_dir=str(self.log_dir), flush_secs=int(cfg.get("flush_secs", 30)))
@@ -156,11 +163,14 @@ class Loggers:
     def __init__(self, loggers: List[Any], console: bool = True):
         self.loggers = loggers
         self.console = console
+        self.echo = lambda line: print(line, flush=True)  # the trainer routes it around its progress bar
 
     def log(self, record: Mapping[str, Any]) -> None:
-        if self.console and record.get("split") != "train":
-            shown = " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in record.items())
-            print(f"[eval] {shown}", flush=True)
+        if self.console:  # every record, train ones too: the loss reaches the console with or without a bar
+            kind = "train" if record.get("split") == "train" else "eval"
+            shown = " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in record.items()
+                             if not (kind == "train" and k == "split"))
+            self.echo(f"[{kind}] {shown}")
         for logger in self.loggers:
             logger.log(record)
 

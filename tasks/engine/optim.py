@@ -32,6 +32,24 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: Mapping[str, Any]
     raise ValueError(f"trainer.optimizer.name: expected one of {list(OPTIMIZERS)}, received {name!r}")
 
 
+def restore_optimizer_state(optimizer: torch.optim.Optimizer, state: Mapping[str, Any], saved_name: Any,
+                            name: str) -> bool:
+    """Load a checkpoint's optimizer ``state`` when it comes from the same optimizer; another one (a resume
+    with trainer.optimizer.name changed) starts fresh, with a notice. Return whether the state was loaded.
+
+    The configured hyper-parameters (betas, eps, weight_decay, momentum) win over the saved ones, so a
+    resume with trainer.optimizer.weight_decay=... takes effect (the LR is set before every step)."""
+    if saved_name is not None and saved_name != name:
+        print(f"[trainer] resume: trainer.optimizer.name={name} differs from the checkpoint's {saved_name}: "
+              f"{name} starts with a fresh state (no momentum/moment estimates carried over)", flush=True)
+        return False
+    configured = dict(optimizer.defaults)
+    optimizer.load_state_dict(state)
+    for group in optimizer.param_groups:
+        group.update({k: v for k, v in configured.items() if k in group and k != "lr"})
+    return True
+
+
 def get_lr(step: int, epoch: int, base_lr: float, cfg: Mapping[str, Any], total_steps: int | None) -> float:
     """Learning rate for optimizer step ``step`` (0-based) during ``epoch`` (0-based)."""
     name, warmup = cfg["name"], int(cfg.get("warmup_steps") or 0)

@@ -11,6 +11,24 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, inf) replaced by None: JSON has no NaN (RFC 8259)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def shown(value: Any, fmt: str = ".4f") -> str:
+    """A metric for the console: ``n/a`` when there is none (None, NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return format(value, fmt) if isinstance(value, (int, float)) else str(value)
+
+
 def read_jsonl(path: Path) -> List[Dict[str, Any]]:
     """JSON objects of a .jsonl file; a partial last line (a run killed mid-write) is skipped, not fatal."""
     path = Path(path)

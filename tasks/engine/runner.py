@@ -29,9 +29,13 @@ from omegaconf import DictConfig, OmegaConf
 from tasks.engine import distributed
 from tasks.engine.checkpoint import load_checkpoint
 from tasks.engine.config_checks import check_run_config
-from tasks.engine.errors import EXIT_INTERRUPTED, ConfigError, ResumeError, RunError, TrainingInterrupted
+from tasks.engine.console import tee_console
+from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
+                                 override)
 from tasks.engine.interrupts import StopSignals, in_submitit_job
 from tasks.engine.registry import build_task, task_class
+from tasks.engine.results import json_safe, shown
+from tasks.engine.run_dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run_lock import LOCK_NAME, RunLock, read_lock
 from tasks.engine.sweep_failures import report_failures
 from tasks.engine.sweeps import TrialPruned, validation_callbacks_for_job
@@ -83,6 +87,11 @@ def find_latest_run(runs_dir: str, run_name: Optional[str] = None) -> str:
         runs = [d for d in runs if _run_name_of(d) == run_name]
     runs.sort(key=_start_key)
     named = f"{run_name} " if run_name else ""
+    unused = [d for d in runs if never_started(d) and not read_lock(d / LOCK_NAME)]
+    if unused:  # starts killed before their first step (kill -9 while loading data): nothing to continue
+        print(f"[train] resume=true: passing over {len(unused)} {named}run dir(s) that never trained "
+              f"(no checkpoint, no metrics): {', '.join(str(d) for d in unused[-3:])}", flush=True)
+        runs = [d for d in runs if d not in unused]
     if not runs:
         raise ResumeError(f"resume=true: expected a {named}run with checkpoints/last.pt under {root.resolve()}, "
                           f"found none. Pass resume=<run dir> or start a new run without resume.")
@@ -92,8 +101,8 @@ def find_latest_run(runs_dir: str, run_name: Optional[str] = None) -> str:
         state = (f"it is still running (pid {owner.get('pid')} on {owner.get('host')})" if owner else
                  "it stopped before its first checkpoint")
         older = [d for d in runs[:-1] if (d / "checkpoints" / "last.pt").is_file()]
-        other = (f"; the newest one that has a checkpoint is {older[-1]}: pass resume={older[-1]} to continue it"
-                 if older else "")
+        other = (f"; the newest one that has a checkpoint is {older[-1]}: pass {override('resume', older[-1])} "
+                 f"to continue it" if older else "")
         raise ResumeError(f"resume=true: the newest {named}run {newest} has no checkpoints/last.pt yet ({state}); "
                           f"not jumping to an older run{other}, or start a new run without resume")
     print(f"[train] resume=true: continuing {newest}, the newest of {len(runs)} {named}run(s) under {root} "
@@ -114,11 +123,22 @@ def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
 
 
 OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
+
+
+@functools.lru_cache(maxsize=None)  # resolved several times per start: probe once
+def _checked_writable(run_dir: str, resume: bool) -> None:
+    check_writable(Path(run_dir), resume)
+
+
 def _run_dir_resolver(resume: Any, runs_dir: str, _root_: Any = None) -> str:
-    """``${run_dir:...}`` for Hydra: a ResumeError becomes one line and exit 1, not a resolver traceback."""
+    """``${run_dir:...}`` for Hydra: a ResumeError becomes one line and exit 1, not a resolver traceback;
+    so does a run dir Hydra could not write into (read-only, full disk), checked before Hydra tries."""
     try:
-        return resolve_run_dir(resume, runs_dir, _root_)
-    except ResumeError as err:
+        run_dir = resolve_run_dir(resume, runs_dir, _root_)
+        if str(OmegaConf.select(_root_, "hydra.mode", default="")).split(".")[-1] == "RUN":  # not a sweep
+            _checked_writable(run_dir, _is_resume(resume))
+        return run_dir
+    except (ResumeError, RunDirError) as err:
         print(f"[train] error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None  # a BaseException: OmegaConf and Hydra let it through unwrapped
 
@@ -173,7 +193,8 @@ def check_checkpoint_matches_run(saved: Dict[str, Any], run_dir: Path) -> None:
 
 def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> DictConfig:
     """The saved run's config, with trainer.* / logger.* overrides from this command line applied."""
-    saved_dict = load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
     for override in overrides:
@@ -184,7 +205,34 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) 
             print(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
                   f"(only trainer.* and logger.* may change)")
     saved.resume = cfg.resume
+    check_limits_not_below(saved.trainer, checkpoint, run_dir)
     return saved
+
+
+def check_limits_not_below(trainer: DictConfig, checkpoint: Dict[str, Any], run_dir: Path) -> None:
+    """A resume whose max_steps / max_epochs is below what the checkpoint already did cannot be honoured."""
+    progress = checkpoint.get("progress") or {}
+    step, epoch = int(checkpoint["step"]), int(progress.get("epoch", 0))
+    for key, done, unit in (("max_steps", step, "step"), ("max_epochs", epoch, "epoch")):
+        limit = trainer.get(key)
+        if isinstance(limit, int) and limit < done:
+            raise ResumeError(f"resume: trainer.{key}={limit} is below the checkpoint's {unit} {done} "
+                              f"({run_dir / 'checkpoints' / 'last.pt'}); a run cannot be shortened after the fact. "
+                              f"Pass trainer.{key}={done} or more (or null), or evaluate best.pt without training")
+
+
+@contextlib.contextmanager
+def data_errors_as_one_line():
+    """A data loader's OSError / ValueError (missing, unreadable or malformed file; a missing tool) names the
+    file and the fix in its message: show it as one ``[train] error:`` line (HYDRA_FULL_ERROR=1: traceback)."""
+    try:
+        yield
+    except RunError:
+        raise
+    except (OSError, ValueError) as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        raise DataError(str(err)) from err
 
 
 def check_before_work(cfg: DictConfig):
@@ -237,20 +285,21 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
     config = OmegaConf.to_container(cfg, resolve=True)
     print(f"[train] run dir: {run_dir}", flush=True)
 
-    task.setup()
+    with data_errors_as_one_line():
+        task.setup()
     result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
                  dist_info=dist_info, validation_callbacks=validation_callbacks)
 
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
                                "train_items_per_cpu_s": result.items_per_cpu_second}
-    print(f"[train] best valid {result.monitor}: {result.best_metric}", flush=True)
+    print(f"[train] best valid {result.monitor}: {shown(result.best_metric)}", flush=True)
     if cfg.test_after_training:
         test = evaluate_best(cfg, task, result, "test")
         summary["test"] = test
         print(f"[train] test {result.monitor} (best checkpoint): {test[result.monitor]:.4f}", flush=True)
     if distributed.is_main():
-        (run_dir / "results.json").write_text(json.dumps(summary, indent=2))
+        (run_dir / "results.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return summary
 
 
@@ -274,6 +323,20 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
+    main_rank = distributed.env_rank() == 0
+    # a new single run that ends before training started leaves no run dir (resume=true would stop at it)
+    fresh = main_rank and not _is_resume(cfg.resume) and str(hydra_cfg.mode).split(".")[-1] == "RUN"
+    try:
+        with (tee_console(run_dir / f"{hydra_cfg.job.name}.log") if main_rank  # train.log holds the console
+              else contextlib.nullcontext()):
+            return _hydra_job(cfg, run_dir, hydra_cfg.overrides.task)
+    except (SystemExit, KeyboardInterrupt):
+        if fresh:
+            remove_if_unused(run_dir)
+        raise
+
+
+def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Optional[float]:
     try:
         with StopSignals() as stop_signals, report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
             try:
@@ -282,11 +345,11 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
                     if distributed.env_rank() != 0:  # ranks > 0 print nothing (their errors still reach stderr)
                         stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
                     callbacks = validation_callbacks_for_job(cfg, run_dir)  # an Optuna sweep's trial reporter
-                    summary = run(cfg, run_dir, hydra_cfg.overrides.task, stop_signals, callbacks)
+                    summary = run(cfg, run_dir, overrides, stop_signals, callbacks)
             finally:
                 distributed.cleanup()
     except RunError as err:  # (in a sweep, report_failures has recorded it instead)
-        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)  # one line, always
         raise SystemExit(1) from None
     except TrainingInterrupted as stop:
         if distributed.env_rank() == 0:

@@ -35,12 +35,13 @@ from tasks.engine.checkpoint import (check_same_shapes, copy_atomic, load_checkp
 from tasks.engine.config_checks import check_trainer
 from tasks.engine.devices import autocast, pick_device
 from tasks.engine.divergence import DivergenceGuard
-from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.errors import ResumeError, TrainingInterrupted
 from tasks.engine.evaluation import evaluate, evaluate_checkpoint
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.loggers import build_loggers, drop_records_after
-from tasks.engine.optim import build_optimizer, get_lr
+from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state
 from tasks.engine.plots import plot_curves
+from tasks.engine.results import shown
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
@@ -66,8 +67,8 @@ class FitResult:
     run_dir: Path
     best_checkpoint: Path
     last_checkpoint: Path
-    items_per_second: float       # training throughput (tokens/s or examples/s), warm-up steps excluded
-    items_per_cpu_second: float   # the same per second of this process's CPU time (robust to other load)
+    items_per_second: Optional[float]      # training throughput (tokens/s or examples/s), warm-up steps excluded
+    items_per_cpu_second: Optional[float]  # the same per CPU-second of this process (None: too few steps)
     final_valid: Dict[str, float] = field(default_factory=dict)
     dist_info: Optional[distributed.DistInfo] = None  # where it trained (evaluate_best runs there too)
 
@@ -79,7 +80,7 @@ def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
     if len(states) == world:
         return states[distributed.get_rank()]
     if any(s.get("states") if isinstance(s, dict) else s for s in states):
-        raise ValueError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
+        raise ResumeError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
                          f"resume with the same number of processes (torchrun --nproc_per_node={len(states)})")
     return states[0]
 
@@ -113,6 +114,8 @@ class Trainer:
         self.is_main = distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
         if self.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
+            for stale in self.last_path.parent.glob("*.tmp"):  # a kill -9 mid-save; this process owns the dir
+                stale.unlink()
         self.precision = self.tcfg["precision"]
         autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
         self.accumulate = int(self.tcfg.get("accumulate") or 1)
@@ -135,6 +138,8 @@ class Trainer:
         self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
                                      str(self.cfg.get("run_name", self.task.name)), enabled=self.is_main)
         self.bar = self.progress_bar()
+        if self.bar is not None:  # records printed between bar redraws, not through them
+            self.loggers.echo = lambda line: self.bar.write(line, file=sys.stdout)
         with contextlib.ExitStack() as stack:
             if not self.stop_signals.installed:  # fit() called directly (the runner installs them earlier)
                 stack.enter_context(self.stop_signals)
@@ -167,7 +172,9 @@ class Trainer:
         ckpt = load_checkpoint(self.last_path, map_location=self.device)
         check_same_shapes(ckpt["model"], self.model, self.last_path)  # another size: fail, naming the keys
         self.model.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
+        saved_optimizer = ((ckpt.get("config") or {}).get("trainer") or {}).get("optimizer") or {}
+        restore_optimizer_state(self.optimizer, ckpt["optimizer"], saved_optimizer.get("name"),
+                                self.tcfg["optimizer"]["name"])
         self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = Progress(**ckpt["progress"])
         self.task.load_state_dict(task_state_for_this_rank(ckpt))
@@ -284,10 +291,10 @@ class Trainer:
         p, task = self.progress, self.task
         self.window_sums = sum_logging_outputs([self.window_sums, summed])
         if self.bar is not None:
-            rate = self.train_items / self.train_seconds if self.train_seconds > 0 else float("nan")
-            shown = task.reduce_metrics(summed).get("loss", float("nan"))
+            rate = self.train_items / self.train_seconds if self.train_seconds > 0 else None
+            loss = task.reduce_metrics(summed).get("loss")
             self.bar.update(1)
-            self.bar.set_postfix(loss=f"{shown:.3f}", lr=f"{lr:.3g}", **{f"{self.unit}/s": f"{rate:.0f}"},
+            self.bar.set_postfix(loss=shown(loss, ".3f"), lr=f"{lr:.3g}", **{f"{self.unit}/s": shown(rate, ".0f")},
                                  refresh=False)
         if p.step % int(self.tcfg.get("log_every_steps") or 1) == 0:
             elapsed = max(time.time() - self.window_start, 1e-9)
@@ -382,11 +389,12 @@ class Trainer:
         if self.is_main and self.tcfg.get("plot", True):
             plot_curves(self.run_dir, self.task.monitor)
         p = self.progress
-        rate = self.train_items / self.train_seconds if self.train_seconds > 0 else float("nan")
-        cpu_rate = self.train_items / self.train_cpu if self.train_cpu > 0 else float("nan")
-        best = float("nan") if p.best_metric is None else p.best_metric
-        print(f"[trainer] done: {p.step} steps, best valid {self.task.monitor} {best:.4f} (step {p.best_step}), "
-              f"train throughput {rate:,.0f} {self.unit}/s ({cpu_rate:,.0f} {self.unit} per CPU-second)", flush=True)
+        # too few steps after the warm-up ones (or a resume with nothing left to do): no throughput to show
+        rate = self.train_items / self.train_seconds if self.train_seconds > 0 else None
+        cpu_rate = self.train_items / self.train_cpu if self.train_cpu > 0 else None
+        print(f"[trainer] done: {p.step} steps, best valid {self.task.monitor} {shown(p.best_metric)} "
+              f"(step {p.best_step}), train throughput {shown(rate, ',.0f')} {self.unit}/s "
+              f"({shown(cpu_rate, ',.0f')} {self.unit} per CPU-second)", flush=True)
         return FitResult(best_metric=p.best_metric, monitor=self.task.monitor, steps=p.step, run_dir=self.run_dir,
                          best_checkpoint=self.best_path, last_checkpoint=self.last_path, items_per_second=rate,
                          items_per_cpu_second=cpu_rate, final_valid=self.last_metrics, dist_info=self.dist_info)

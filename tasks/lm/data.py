@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from tasks.common.corpora import gensim_wiki_path
+from tasks.common.text_files import SAMPLE_BYTES, check_text
 from tasks.engine.errors import DataError
 
 SPLITS = ("train", "valid", "test")
@@ -34,16 +35,19 @@ LEVELS = ("word", "char")
 UNK, EOS = "<unk>", "<eos>"
 
 
-def read_text(path: str) -> str:
-    """Read a (possibly compressed) UTF-8 text file, with an error that names the missing path."""
+def read_text(path: str, key: str = "task.data.train_file / valid_file / test_file / file") -> str:
+    """Read a (possibly compressed) UTF-8 text file, with an error that names the missing path;
+    a file that is not text (binary, another encoding) is refused naming it and ``key``."""
     p = Path(os.path.expanduser(str(path)))
     if not p.is_file():
         raise FileNotFoundError(
             f"LM data file not found: {p.resolve()}. Fix the path (task.data.train_file / valid_file / "
             f"test_file / file) or use the offline default task.data.source=ptb.")
     opener = {".bz2": bz2.open, ".gz": gzip.open}.get(p.suffix, open)
-    with opener(p, "rt", encoding="utf-8", errors="replace") as f:
-        return f.read()
+    with opener(p, "rb") as f:
+        raw = f.read()
+    check_text(raw[:SAMPLE_BYTES], p, key)
+    return raw.decode("utf-8", errors="replace")
 
 
 def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
@@ -69,11 +73,11 @@ def load_texts(data: Mapping) -> Dict[str, str]:
         if missing:
             raise ValueError(f"task.data.source=files: expected task.data.{{train,valid,test}}_file paths, "
                              f"missing {missing}")
-        return {s: read_text(data[f"{s}_file"]) for s in SPLITS}
+        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in SPLITS}
     if source == "file":
         if not data.get("file"):
             raise ValueError("task.data.source=file: expected task.data.file=<path to one text file>, received null")
-        return split_by_fractions(read_text(data["file"]), data["split_fractions"])
+        return split_by_fractions(read_text(data["file"], "task.data.file"), data["split_fractions"])
     if source == "gensim_wiki":
         return split_by_fractions(read_text(gensim_wiki_path()), data["split_fractions"])
     if source == "hf":

@@ -100,9 +100,11 @@ def check_tools(voices: Sequence[Tuple[str, str, str, str]]) -> None:
                                                                   "/usr/lib/festival/voices")):
                 packages.append(package)
     if missing or packages:
-        raise RuntimeError(f"the offline speech corpus needs {', '.join(missing + packages)} (not found). "
-                           f"Install them with:\n    {APT_COMMAND}\n"
-                           f"or train on your own audio with task.data.source=manifest (see tasks/speech/README.md)")
+        raise OSError(f"the offline speech corpus needs {', '.join(missing + packages)} (not found). Install them "
+                      f"with: {APT_COMMAND}; or train on audio you have (the checkout ships no audio, only the "
+                      f"manifest format in tests/fixtures/speech/manifest.jsonl): task.data.source=manifest "
+                      f"task.data.manifests.train=<a.jsonl> task.data.manifests.valid=<b.jsonl> "
+                      f"task.data.manifests.test=<c.jsonl> (tasks/speech/README.md)")
 
 
 def sentence_pool(size: int, seed: int) -> List[str]:
