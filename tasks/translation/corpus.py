@@ -10,7 +10,7 @@ Readers (each yields ``Document``s: an id and its aligned ``(en, de)`` segment p
   a page whose block sequences differ (tag by tag) is skipped rather than guessed.
 - The Fish Fillets game (``fillets-ng-data``): ``<level>/dialogs_de.lua`` holds
   ``dialogId("<id>", "<font>", "<English>")`` followed by ``dialogStr("<German>")``.
-(The Ding dictionary reader is ``data.pairs_from_ding_line``; its documents are blocks of lines.)
+(The Ding dictionary reader is ``ding.pairs_from_ding_line``; its documents are blocks of lines.)
 
 Corpus-wide steps: ``clean_segment`` (markup is gone already; placeholders, whitespace), ``keep_pair``
 (empty / identical / garbled / too long), ``dedupe`` on normalised text (case, punctuation, digits and

@@ -18,15 +18,15 @@ then cached as jsonl under ``cache_dir`` (keyed by the file's size/mtime and the
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
-import re
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 from tasks.engine.errors import override
+from tasks.translation.ding import cache_key, pairs_from_ding_line
+from tasks.translation.prepare_real import load_real
 
 SPLITS = ("train", "valid", "test")
 Pair = Dict[str, str]
@@ -34,40 +34,6 @@ DICTIONARY_HINT = ("apt-get install trans-de-en; or try the task now on the 8 sa
                    + " ".join(["python train.py task=translation task.data.source=files"] + [override(
                        f"task.data.files.{s}", Path(__file__).resolve().parents[2] / "tests/fixtures/translation/"
                        "pairs.jsonl") for s in SPLITS]))
-
-_ANNOTATION = re.compile(r"\s*(\{[^}]*\}|\[[^\]]*\]|<[^>]*>)")
-_PARENS = re.compile(r"\s*\([^()]*\)")
-_SPACES = re.compile(r"\s+")
-
-
-# ---- the Ding dictionary ---------------------------------------------------------------------------
-def clean_part(text: str) -> str:
-    """Drop Ding annotations ({m}, [Br.], <alt spelling>) and parenthesised explanations."""
-    text = _ANNOTATION.sub("", text)
-    text = _PARENS.sub("", text)
-    return _SPACES.sub(" ", text).strip().strip(";").strip()
-
-
-def pairs_from_ding_line(line: str, min_words: int) -> List[Tuple[str, str]]:
-    """All (German, English) pairs of one dictionary line with >= ``min_words`` words on each side."""
-    line = line.rstrip("\n")
-    if line.startswith("#") or " :: " not in line:
-        return []
-    german, english = line.split(" :: ", 1)
-    de_parts, en_parts = german.split(" | "), english.split(" | ")
-    if len(de_parts) != len(en_parts):  # misaligned entry: skip rather than guess
-        return []
-    pairs = []
-    for de_part, en_part in zip(de_parts, en_parts):
-        de_alts = [clean_part(a) for a in de_part.split("; ")]
-        en_alts = [clean_part(a) for a in en_part.split("; ")]
-        if len(de_alts) != len(en_alts):
-            de_alts, en_alts = de_alts[:1], en_alts[:1]
-        for de, en in zip(de_alts, en_alts):
-            if len(de.split()) >= min_words and len(en.split()) >= min_words:
-                pairs.append((de, en))
-    return pairs
-
 
 def read_ding_dictionary(path: Path, min_words: int) -> List[Pair]:
     path = Path(path).expanduser()
@@ -110,10 +76,6 @@ def carve_splits(pairs: List[Pair], valid_size: int, test_size: int, seed: int) 
             "train": shuffled[test_size + valid_size:]}
 
 
-def _cache_key(*parts: Any) -> str:
-    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 def write_jsonl(path: Path, pairs: Sequence[Pair]) -> None:
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
@@ -130,7 +92,7 @@ def prepare_dictionary(data: Mapping[str, Any], cache_dir: Path) -> Dict[str, Li
                                 f"dictionary_path), which is missing. Install it with: {DICTIONARY_HINT}")
     stat = path.stat()
     settings = {k: data[k] for k in ("min_words", "max_words", "valid_size", "test_size", "split_seed")}
-    folder = cache_dir / f"dictionary-{_cache_key(str(path), stat.st_size, int(stat.st_mtime), settings)}"
+    folder = cache_dir / f"dictionary-{cache_key(str(path), stat.st_size, int(stat.st_mtime), settings)}"
     if all((folder / f"{s}.jsonl").is_file() for s in SPLITS):
         return {s: read_jsonl(folder / f"{s}.jsonl", ("de", "en")) for s in SPLITS}
     print(f"[translation] extracting sentence pairs from {path} (first use; cached in {folder}) ...", flush=True)
@@ -267,7 +229,6 @@ def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
         if set(langs) != {"de", "en"}:
             raise ValueError(f"task.data.source=real holds English-German pairs; task.src_lang/tgt_lang "
                              f"must be en and de, received {list(langs)}")
-        from tasks.translation.prepare_real import load_real
         splits = load_real(data, cache_dir, log=lambda m: print(m, flush=True))
     elif source == "files":
         splits = load_files(data, langs)

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.translation.corpus import (Document, dedupe, keep_pair, normalise, read_fillets, read_gnome,
                                       read_libreoffice, split_by_document)
+from tasks.translation.ding import cache_key, pairs_from_ding_line
 
 SPLITS = ("train", "valid", "test")
 PACKAGES = {"libreoffice": "libreoffice-help-en-us libreoffice-help-de", "gnome": "gnome-user-docs",
@@ -55,8 +56,6 @@ def _fingerprint(paths: Sequence[Path]) -> List[Any]:
 def read_dictionary_documents(path: Path, block_lines: int, min_words: int) -> Iterator[Document]:
     """The Ding dictionary in blocks of ``block_lines`` consecutive lines (entries are sorted by headword,
     so neighbouring lines share words: a block is the unit of the split, like a page)."""
-    from tasks.translation.data import pairs_from_ding_line
-
     with Path(path).open(encoding="utf-8") as f:
         lines = f.readlines()
     for start in range(0, len(lines), block_lines):
@@ -194,13 +193,11 @@ def _write_lines(path: Path, lines: Sequence[str]) -> None:
 
 
 def corpus_folder(data: Mapping[str, Any], cache_dir: Path) -> Path:
-    from tasks.translation.data import _cache_key
-
     real = data["real"]
     roots = _roots(real, str(data["dictionary_path"]))
     present = [s for s in real["sources"] if s in roots and all(p.exists() for p in roots[s])]
     settings = {k: real[k] for k in real if k not in ("libreoffice_help", "gnome_help", "fillets_scripts")}
-    key = _cache_key([_fingerprint(roots[s]) for s in present], settings, data["split_seed"], data["min_words"], 1)
+    key = cache_key([_fingerprint(roots[s]) for s in present], settings, data["split_seed"], data["min_words"], 1)
     return cache_dir / f"real-{key}"
 
 
