@@ -63,6 +63,29 @@ def test_paper_ptb_sru_and_lstm_share_the_recipe():
     assert sru.model.num_layers == lstm.model.num_layers == 6
 
 
+def test_paper_squad_compares_sru_6_layers_with_the_drqa_lstm_3_layers():
+    sru, lstm = compose(["experiment=paper/squad_sru"]), compose(["experiment=paper/squad_lstm"])
+    assert (sru.model.num_layers, lstm.model.num_layers) == (6, 3)
+    assert sru.task.encoder.num_layers == 6 and lstm.task.encoder.num_layers == 3
+    assert sru.model.hidden_size == lstm.model.hidden_size == 128 and lstm.model.bidirectional
+    assert sru.trainer == lstm.trainer
+
+
+@pytest.mark.parametrize("experiment,unit,layers,width,bidirectional", [
+    ("paper/speech_sru", "sru", 12, 1024, False),     # SRU_12L.ndl
+    ("paper/speech_bisru", "sru", 12, 600, True),     # Bi-SRU_12L
+    ("paper/speech_lstm", "lstm", 5, 1024, False),    # LSTM_5L.ndl
+    ("paper/speech_blstm", "lstm", 5, 512, True),     # BLSTM_5L
+])
+def test_paper_speech_cells_are_the_official_cntk_networks(experiment, unit, layers, width, bidirectional):
+    cfg = compose([f"experiment={experiment}"])
+    assert (cfg.model.name, cfg.model.num_layers, cfg.model.hidden_size, cfg.model.bidirectional) == (
+        unit, layers, width, bidirectional)
+    if unit == "sru":  # FastKernelNN: no c_{t-1} in the gates, tanh(c), highway input projected at every layer
+        assert cfg.model.v1 and cfg.model.use_tanh and cfg.model.project_skip
+    assert cfg.trainer == compose(["experiment=paper/speech_sru"]).trainer
+
+
 @pytest.mark.parametrize("override,choices", [("model=gru", "lstm"), ("task=nope", "lm"),
                                               ("logger=mlflow", "tensorboard")])
 def test_unknown_group_option_lists_valid_choices(override, choices):
