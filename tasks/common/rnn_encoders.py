@@ -92,9 +92,32 @@ class SRUEncoder(_Recurrent):
         return outs, torch.stack(last)
 
 
+def reversal_index(lengths: Tensor, total_length: int) -> Tensor:
+    """(L, B) time index that reverses each sequence's real part and leaves its padding in place:
+    index[t, b] = n_b - 1 - t for t < n_b, else t. Applying it twice is the identity."""
+    t = torch.arange(total_length, device=lengths.device).unsqueeze(1)
+    n = lengths.to(t.device).unsqueeze(0)
+    return torch.where(t < n, n - 1 - t, t)
+
+
+def _gather_time(x: Tensor, index: Tensor) -> Tensor:
+    return x.gather(0, index.unsqueeze(-1).expand_as(x))
+
+
 class LSTMEncoder(_Recurrent):
     """torch.nn.LSTM (cuDNN on GPU), one module per layer so every layer's output is available;
-    padding handled by packing; dropout between layers as nn.LSTM's ``dropout``."""
+    dropout between layers as nn.LSTM's ``dropout``.
+
+    Padding (``mask_pad``): by default (``padding_mode = "reverse"``) each direction runs over the padded
+    batch unpacked, the fastest exact way on CPU (scripts/bench_lstm_padding.py, docs/benchmarks.md): the
+    forward direction reads each sequence from its start, so padding after the end changes only padded
+    outputs (set to 0); the backward direction runs the reverse weights over a copy of the batch in which
+    each sequence's real part is reversed in place, then reverses its outputs back. Real outputs and all
+    gradients equal those of packing (``padding_mode = "packed"``, pack_padded_sequence, kept as the
+    reference); the final state of a padded batch is not returned (None): nn.LSTM gives c only at the
+    last padded step, and no task reads a padded batch's state (the LM runs unpadded)."""
+
+    padding_mode: str = "reverse"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 2, dropout: float = 0.0,
                  bidirectional: bool = False):
@@ -120,8 +143,14 @@ class LSTMEncoder(_Recurrent):
 
     def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None, return_all_layers: bool = False):
         _check_input(x, self.input_size, "LSTM encoder")
+        if self.padding_mode not in ("reverse", "packed"):
+            raise ValueError(f"LSTMEncoder.padding_mode: expected 'reverse' or 'packed', received {self.padding_mode!r}")
         dirs = 2 if self.bidirectional else 1
-        lengths = None if mask_pad is None else (~mask_pad).sum(0).clamp_min(1).cpu()
+        padded = mask_pad is not None and bool(mask_pad.any())
+        lengths = (~mask_pad.bool()).sum(0).clamp_min(1) if padded else None
+        if padded and self.padding_mode == "reverse":
+            keep = (~mask_pad.bool()).unsqueeze(-1).to(x.dtype)
+            index = reversal_index(lengths, x.size(0)) if self.bidirectional else None
         outs: List[Tensor] = []
         hs, cs = [], []
         h = x
@@ -129,14 +158,36 @@ class LSTMEncoder(_Recurrent):
             if i > 0:
                 h = self.dropout(h)
             layer_state = None if state is None else tuple(s[i * dirs:(i + 1) * dirs].contiguous() for s in state)
-            if lengths is None:
+            if not padded:
                 h, (h_n, c_n) = layer(h, layer_state)
-            else:  # packing stops each sequence at its last real token (the backward direction starts there)
-                packed = nn.utils.rnn.pack_padded_sequence(h, lengths, enforce_sorted=False)
+                hs.append(h_n)
+                cs.append(c_n)
+            elif self.padding_mode == "packed":  # each sequence stops at its last real token
+                packed = nn.utils.rnn.pack_padded_sequence(h, lengths.cpu(), enforce_sorted=False)
                 h, (h_n, c_n) = layer(packed, layer_state)
                 h, _ = nn.utils.rnn.pad_packed_sequence(h, total_length=x.size(0))
+                hs.append(h_n)
+                cs.append(c_n)
+            else:
+                h = self._reverse_padded_layer(layer, h, layer_state, index) * keep
             outs.append(h)
-            hs.append(h_n)
-            cs.append(c_n)
-        final = (torch.cat(hs), torch.cat(cs))
+        final = (torch.cat(hs), torch.cat(cs)) if hs else None
         return (outs if return_all_layers else h), final
+
+    @staticmethod
+    def _reverse_padded_layer(layer: nn.LSTM, x: Tensor, state, index: Optional[Tensor]) -> Tensor:
+        """One (bi)directional layer over a right-padded batch, unpacked (see the class docstring)."""
+        def direction(inp: Tensor, suffix: str, d: int) -> Tensor:
+            weights = [getattr(layer, f"{n}_l0{suffix}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            if state is None:
+                zeros = inp.new_zeros(1, inp.size(1), layer.hidden_size)
+                hx = (zeros, zeros)
+            else:
+                hx = (state[0][d:d + 1], state[1][d:d + 1])
+            return torch.lstm(inp, hx, weights, True, 1, 0.0, layer.training, False, False)[0]
+
+        forward = direction(x, "", 0)
+        if index is None:
+            return forward
+        backward = _gather_time(direction(_gather_time(x, index), "_reverse", 1), index)
+        return torch.cat([forward, backward], dim=-1)
