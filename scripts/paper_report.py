@@ -48,6 +48,21 @@ class Run:
         values = [r[metric] for r in self.curve if metric in r]
         return (min if mode == "min" else max)(values) if values else None
 
+    def plateau(self, metric: str, mode: str) -> str:
+        """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or the
+        relative gain of the best validation score over the last quarter of the evaluations."""
+        budget = self.info.get("budget") or {}
+        used = {"max_epochs": self.info.get("epochs") or 0, "max_steps": self.info.get("steps") or 0}
+        hit_budget = any(budget.get(k) and used[k] >= budget[k] for k in used)
+        if budget.get("early_stopping_patience") is not None and not hit_budget:
+            return "early"
+        values = [r[metric] for r in self.curve if metric in r]
+        if len(values) < 4:
+            return "budget (too few evaluations)"
+        pick = min if mode == "min" else max
+        before, after = pick(values[:len(values) - len(values) // 4]), pick(values)
+        return f"budget, last quarter {100 * abs(after - before) / max(abs(before), 1e-12):.1f}%"
+
     def cpu_to_reach(self, target: float, metric: str, mode: str) -> Optional[float]:
         for r in self.curve:
             if metric in r and (r[metric] <= target if mode == "min" else r[metric] >= target):
@@ -127,15 +142,15 @@ def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
 def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, CellRecords]) -> List[str]:
     extra = f" | paper {table.extra_metric} | ours {table.extra_metric}" if table.extra_metric else ""
     lines = [f"| cell | paper {table.metric}{extra} | ours {table.metric} (mean ± std) | seeds | epochs | "
-             f"CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
+             f"stopped | CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
     for c in cells:
         paper = "n/a" if c.cell.reported is None else f"{c.cell.reported:g}"
         paper_extra = ("" if not table.extra_metric else
                        f" | {'n/a' if c.cell.reported_extra is None else f'{c.cell.reported_extra:g}'}")
         if not c.runs:
             lines.append(f"| {c.cell.name} | {paper}{paper_extra}" + (" | " if table.extra_metric else "")
-                         + " | **missing** (no record) | 0 | | | | | |")
+                         + " | **missing** (no record) | 0 | | | | | | |")
             continue
         base_cell = table.baseline_of(c.cell)
         base = by_name.get(base_cell.name) if base_cell else c
@@ -147,8 +162,10 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         if base is not None and base is not c and base.runs:
             speed = f"{_mean([r.cpu_per_epoch for r in base.runs]) / cpu_epoch:.2f}x vs {base.cell.name}"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
+        stops = [r.plateau(table.metric, table.mode) for r in c.runs]
+        stopped = f"early ({stops.count('early')}/{len(stops)})" if stops.count("early") == len(stops) else "; ".join(stops)
         lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs])}"
-                     f"{ours_extra} | {len(c.runs)} | {epochs} | {cpu_epoch:.0f} | "
+                     f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
                      f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
                      f"{speed or '(baseline)'} |")
     return lines

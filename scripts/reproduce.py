@@ -59,6 +59,8 @@ def parse_args(argv=None):
     p.add_argument("--records", default="docs/paper/runs", help="root of the run records (default: docs/paper/runs)")
     p.add_argument("--report", default="docs/paper.md", help="report to write at the end ('' to skip)")
     p.add_argument("--git-commit", action="store_true", help="git-commit each record as it is written")
+    p.add_argument("--launch-until", default=None, metavar="HH:MM",
+                   help="start no new cell after this UTC time (the running one finishes); for shared machines")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument("overrides", nargs="*", help="Hydra overrides added to every cell (after --)")
     args = p.parse_args(argv)
@@ -133,6 +135,7 @@ def write_record(record: Path, run_dir: Path, cfg) -> None:
         "seed": cell["seed"], "commit": git_commit(), "machine": cell["machine"],
         "wall_s": round(cell["wall_s"], 1), "cpu_s": round(cell.get("cpu_s", float("nan")), 1),
         "epochs": max((int(r.get("epoch", 0)) for r in valid), default=0), "steps": results.get("steps"),
+        "budget": {k: cfg.trainer.get(k) for k in ("max_epochs", "max_steps", "early_stopping_patience")},
         "recurrent_share": share}, indent=1) + "\n")
     shutil.rmtree(record, ignore_errors=True)
     tmp.rename(record)  # a record appears whole or not at all
@@ -150,8 +153,24 @@ def git_commit() -> str:
 
 
 def commit_record(record: Path, message: str) -> None:
-    subprocess.run(["git", "add", str(record)], cwd=ROOT, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(record)], cwd=ROOT, check=True)
+    """git-commit only ``record`` (other staged work stays staged); a busy index is retried, a failure reported."""
+    for attempt in range(5):
+        add = subprocess.run(["git", "add", "--", str(record)], cwd=ROOT, capture_output=True, text=True)
+        done = add.returncode == 0 and subprocess.run(
+            ["git", "commit", "-q", "-m", message, "--only", "--", str(record)], cwd=ROOT,
+            capture_output=True, text=True).returncode == 0
+        if done:
+            return
+        time.sleep(5 * (attempt + 1))
+    print(f"[reproduce] could not git-commit {record}; commit it by hand", flush=True)
+
+
+def past(hhmm: Optional[str]) -> bool:
+    if not hhmm:
+        return False
+    now = time.gmtime()
+    hour, minute = (int(v) for v in hhmm.split(":"))
+    return (now.tm_hour, now.tm_min) >= (hour, minute)
 
 
 def run_speed(out: Path, scale: str, dry_run: bool) -> str:
@@ -205,6 +224,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
                     done = " # done: record exists" if (record / "results.json").is_file() else ""
                     print(f"python train.py experiment={experiment} seed={seed} {' '.join(args.overrides)} "
                           f"hydra.run.dir={run_dir}{done}")
+                    continue
+                if past(args.launch_until) and not (record / "results.json").is_file():
+                    print(f"[reproduce] {args.launch_until} UTC passed: not starting {experiment} seed {seed}", flush=True)
+                    status[f"{experiment}/seed{seed}"] = "not started"
                     continue
                 print(f"[reproduce] {key}: {cell.name} ({experiment}) seed {seed}", flush=True)
                 state = run_cell(experiment, seed, run_dir, list(args.overrides), record)

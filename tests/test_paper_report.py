@@ -15,7 +15,7 @@ import reproduce  # noqa: E402
 from paper_tables import TABLES, cells_at  # noqa: E402
 
 
-def _record(root, cell, seed, test_ppl, curve, cpu_s=100.0, epochs=4, share=0.5):
+def _record(root, cell, seed, test_ppl, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10):
     """A record as reproduce.write_record lays it out; curve: valid ppl per evaluation (steps 10, 20, ...)."""
     d = root / "cpu" / cell / f"seed{seed}"
     d.mkdir(parents=True)
@@ -23,14 +23,15 @@ def _record(root, cell, seed, test_ppl, curve, cpu_s=100.0, epochs=4, share=0.5)
     (d / "metrics_valid.csv").write_text("step,epoch,ppl\n" + "".join(
         f"{10 * (i + 1)},{i + 1},{v}\n" for i, v in enumerate(curve)))
     (d / "run.json").write_text(json.dumps({"seed": seed, "cpu_s": cpu_s, "epochs": epochs, "machine": {
-        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": share}}))
+        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": share},
+        "budget": {"max_epochs": max_epochs, "max_steps": None, "early_stopping_patience": 2}}))
 
 
 def _records(tmp_path):
     records = tmp_path / "runs"
     _record(records, "ptb_sru", 1, 200.0, [400, 300, 250, 240], cpu_s=100.0, share=0.4)
     _record(records, "ptb_sru", 2, 210.0, [410, 310, 260, 250], cpu_s=120.0, share=0.4)
-    _record(records, "ptb_lstm", 1, 230.0, [420, 330, 280, 270], cpu_s=300.0, share=0.8)
+    _record(records, "ptb_lstm", 1, 230.0, [420, 330, 280, 270], cpu_s=300.0, share=0.8, max_epochs=4)
     return records
 
 
@@ -38,8 +39,8 @@ def test_report_from_records_cost_columns_and_missing_cells(tmp_path):
     text = paper_report.main(["--records", str(_records(tmp_path)), "--out", str(tmp_path / "docs" / "paper.md")])
     # SRU: ppl 205 ± 7.07 over 2 seeds, CPU-s/epoch (25 + 30)/2, reaches the LSTM's best valid (270)
     # at its 3rd evaluation: 100 * 30/40 = 75 s and 120 * 30/40 = 90 s -> 82 s; 300/4 / 27.5 = 2.73x
-    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | 28 | 40% | 82 s | 2.73x vs LSTM 6x910 |" in text
-    assert "| LSTM 6x910 | n/a | 230.00 | 1 | 4.0 | 75 | 80% | 300 s | (baseline) |" in text
+    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | 40% | 82 s | 2.73x vs LSTM 6x910 |" in text
+    assert "| LSTM 6x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | 80% | 300 s | (baseline) |" in text
     assert "SRU 6x910 vs LSTM 6x910: the paper's shape holds at this scale" in text
     assert "| SRU 6 layers | 1.19 | **missing** (no record) |" in text  # enwik8 never run: never filled in
     assert (tmp_path / "docs" / "img" / "paper_lm_cpu.png").is_file()
