@@ -94,29 +94,33 @@ def test_lstm_loads_checkpoints_of_the_single_module_layout():
     torch.testing.assert_close(c2, c)
 
 
+@pytest.mark.parametrize("mode", ["reverse", "bucketed"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("with_state", [False, True])
-def test_lstm_unpacked_padding_equals_packing_with_gradients(bidirectional, with_state):
-    """The default padding path (each sequence's real part reversed for the backward direction) gives
-    the outputs and every gradient of pack_padded_sequence, in float64, dropout included."""
+def test_lstm_unpacked_padding_equals_packing_with_gradients(mode, bidirectional, with_state):
+    """The unpacked padding paths (each sequence's real part reversed for the backward direction; and
+    that over length buckets, the CPU default) give the outputs and every gradient of
+    pack_padded_sequence, in float64; "reverse" with dropout too (same masks: same RNG draws)."""
     torch.manual_seed(0)
-    enc = build_encoder({**LSTM_CFG, "dropout": 0.3, "bidirectional": bidirectional}, 4).double().train()
+    dropout = 0.3 if mode == "reverse" else 0.0  # buckets draw their dropout masks per bucket
+    enc = build_encoder({**LSTM_CFG, "dropout": dropout, "bidirectional": bidirectional}, 4).double().train()
+    enc.buckets = 2
     lengths = torch.tensor([9, 4, 1, 7, 9])
     mask = torch.arange(9).unsqueeze(1) >= lengths.unsqueeze(0)
     x = torch.randn(9, 5, 4, dtype=torch.float64)
     dirs = 2 if bidirectional else 1
     state = tuple(torch.randn(3 * dirs, 5, 6, dtype=torch.float64) for _ in range(2)) if with_state else None
     results = {}
-    for mode in ("packed", "reverse"):
-        enc.padding_mode = mode
+    for name in ("packed", mode):
+        enc.padding_mode = name
         enc.zero_grad()
         x_in = x.clone().requires_grad_(True)
         torch.manual_seed(1)  # the same dropout masks for both paths
         outs, _ = enc(x_in, state, mask_pad=mask, return_all_layers=True)
         weights = torch.randn_like(outs[-1], generator=torch.Generator().manual_seed(2))
         (sum(o.pow(2).sum() for o in outs[:-1]) + (outs[-1] * weights).sum()).backward()
-        results[mode] = (outs, x_in.grad, [p.grad.clone() for p in enc.parameters()])
-    (out_p, gx_p, gw_p), (out_r, gx_r, gw_r) = results["packed"], results["reverse"]
+        results[name] = (outs, x_in.grad, [p.grad.clone() for p in enc.parameters()])
+    (out_p, gx_p, gw_p), (out_r, gx_r, gw_r) = results["packed"], results[mode]
     for a, b in zip(out_p, out_r):
         torch.testing.assert_close(b, a)
     torch.testing.assert_close(gx_r, gx_p)
@@ -128,5 +132,5 @@ def test_lstm_unpacked_padding_equals_packing_with_gradients(bidirectional, with
 def test_lstm_padding_mode_is_checked():
     enc = build_encoder(LSTM_CFG, 4)
     enc.padding_mode = "sorted"
-    with pytest.raises(ValueError, match="'reverse' or 'packed'"):
+    with pytest.raises(ValueError, match="'bucketed', 'reverse' or 'packed'"):
         enc(torch.randn(3, 2, 4), mask_pad=torch.tensor([[0, 0], [0, 0], [0, 1]], dtype=torch.bool))

@@ -108,16 +108,23 @@ class LSTMEncoder(_Recurrent):
     """torch.nn.LSTM (cuDNN on GPU), one module per layer so every layer's output is available;
     dropout between layers as nn.LSTM's ``dropout``.
 
-    Padding (``mask_pad``): by default (``padding_mode = "reverse"``) each direction runs over the padded
-    batch unpacked, the fastest exact way on CPU (scripts/bench_lstm_padding.py, docs/benchmarks.md): the
-    forward direction reads each sequence from its start, so padding after the end changes only padded
-    outputs (set to 0); the backward direction runs the reverse weights over a copy of the batch in which
-    each sequence's real part is reversed in place, then reverses its outputs back. Real outputs and all
-    gradients equal those of packing (``padding_mode = "packed"``, pack_padded_sequence, kept as the
-    reference); the final state of a padded batch is not returned (None): nn.LSTM gives c only at the
-    last padded step, and no task reads a padded batch's state (the LM runs unpadded)."""
+    Padding (``mask_pad``), ``padding_mode`` (the fastest exact way on CPU is the default; measured by
+    scripts/bench_lstm_padding.py, docs/benchmarks.md#lstm-padding-the-baseline):
 
-    padding_mode: str = "reverse"
+    - "bucketed" (CPU default): the batch's sequences sorted by length into ``buckets`` groups, each cut
+      to its longest sequence and run as "reverse"; outputs put back in batch order;
+    - "reverse": each direction runs over the padded batch unpacked: the forward direction reads each
+      sequence from its start, so padding after the end changes only padded outputs (set to 0); the
+      backward direction runs the reverse weights over a copy of the batch in which each sequence's real
+      part is reversed in place, then reverses its outputs back;
+    - "packed" (CUDA default: cuDNN runs packed batches natively): pack_padded_sequence around each layer.
+
+    All three give the same real outputs and gradients (tests/test_encoders.py). The final state of a
+    padded batch is returned by "packed" only (None otherwise: nn.LSTM gives c only at the last padded
+    step); no task reads it (the LM runs unpadded)."""
+
+    padding_mode: Optional[str] = None  # None: "packed" on CUDA, else "bucketed"
+    buckets: int = 4
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 2, dropout: float = 0.0,
                  bidirectional: bool = False):
@@ -143,13 +150,35 @@ class LSTMEncoder(_Recurrent):
 
     def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None, return_all_layers: bool = False):
         _check_input(x, self.input_size, "LSTM encoder")
-        if self.padding_mode not in ("reverse", "packed"):
-            raise ValueError(f"LSTMEncoder.padding_mode: expected 'reverse' or 'packed', received {self.padding_mode!r}")
-        dirs = 2 if self.bidirectional else 1
+        mode = self.padding_mode or ("packed" if x.is_cuda else "bucketed")
+        if mode not in ("bucketed", "reverse", "packed"):
+            raise ValueError(f"LSTMEncoder.padding_mode: expected 'bucketed', 'reverse' or 'packed', received {mode!r}")
         padded = mask_pad is not None and bool(mask_pad.any())
-        lengths = (~mask_pad.bool()).sum(0).clamp_min(1) if padded else None
-        if padded and self.padding_mode == "reverse":
-            keep = (~mask_pad.bool()).unsqueeze(-1).to(x.dtype)
+        if padded and mode == "bucketed":
+            outs = self._bucketed(x, state, mask_pad.bool())
+            return (outs if return_all_layers else outs[-1]), None
+        outs, final = self._layers(x, state, mask_pad.bool() if padded else None, mode)
+        return (outs if return_all_layers else outs[-1]), final
+
+    def _bucketed(self, x: Tensor, state, mask_pad: Tensor) -> List[Tensor]:
+        lengths = (~mask_pad).sum(0).clamp_min(1)
+        order = lengths.argsort(descending=True)
+        outs = [x.new_zeros(x.size(0), x.size(1), self.output_size) for _ in self.layers]
+        for part in order.chunk(self.buckets):
+            n = int(lengths[part].max())
+            sub_state = None if state is None else tuple(s[:, part] for s in state)
+            sub_mask = mask_pad[:n, part]
+            sub_outs, _ = self._layers(x[:n, part], sub_state, sub_mask if sub_mask.any() else None, "reverse")
+            outs = [o.index_copy(1, part, nn.functional.pad(so, (0, 0, 0, 0, 0, x.size(0) - n)))
+                    for o, so in zip(outs, sub_outs)]
+        return outs
+
+    def _layers(self, x: Tensor, state, mask_pad: Optional[Tensor], mode: str):
+        """Every layer over x; mask_pad None (no padding) or (L, B) bool. Returns (outputs, final state)."""
+        dirs = 2 if self.bidirectional else 1
+        lengths = None if mask_pad is None else (~mask_pad).sum(0).clamp_min(1)
+        if mask_pad is not None and mode == "reverse":
+            keep = (~mask_pad).unsqueeze(-1).to(x.dtype)
             index = reversal_index(lengths, x.size(0)) if self.bidirectional else None
         outs: List[Tensor] = []
         hs, cs = [], []
@@ -158,11 +187,11 @@ class LSTMEncoder(_Recurrent):
             if i > 0:
                 h = self.dropout(h)
             layer_state = None if state is None else tuple(s[i * dirs:(i + 1) * dirs].contiguous() for s in state)
-            if not padded:
+            if mask_pad is None:
                 h, (h_n, c_n) = layer(h, layer_state)
                 hs.append(h_n)
                 cs.append(c_n)
-            elif self.padding_mode == "packed":  # each sequence stops at its last real token
+            elif mode == "packed":  # each sequence stops at its last real token
                 packed = nn.utils.rnn.pack_padded_sequence(h, lengths.cpu(), enforce_sorted=False)
                 h, (h_n, c_n) = layer(packed, layer_state)
                 h, _ = nn.utils.rnn.pad_packed_sequence(h, total_length=x.size(0))
@@ -171,8 +200,7 @@ class LSTMEncoder(_Recurrent):
             else:
                 h = self._reverse_padded_layer(layer, h, layer_state, index) * keep
             outs.append(h)
-        final = (torch.cat(hs), torch.cat(cs)) if hs else None
-        return (outs if return_all_layers else h), final
+        return outs, ((torch.cat(hs), torch.cat(cs)) if hs else None)
 
     @staticmethod
     def _reverse_padded_layer(layer: nn.LSTM, x: Tensor, state, index: Optional[Tensor]) -> Tensor:
