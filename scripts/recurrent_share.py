@@ -54,6 +54,19 @@ def _outputs_sum(out: Any) -> torch.Tensor:
     return torch.zeros(())
 
 
+def _train_batches(task, seed: int, n: int):
+    """The first ``n`` training batches, over more than one epoch when an epoch has fewer."""
+    count = 0
+    for epoch in range(max(n, 1)):
+        for batch in task.batches("train", epoch=epoch, seed=seed):
+            if count >= n:
+                return
+            count += 1
+            yield batch
+        if count == 0:
+            return  # no training batches at all
+
+
 def _cpu() -> float:
     return time.process_time()
 
@@ -75,9 +88,7 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
     full = recurrent = 0.0
     counted = 0
     try:
-        for i, batch in enumerate(task.batches("train", epoch=0, seed=int(cfg.seed or 0))):
-            if i >= warmup + batches:
-                break
+        for i, batch in enumerate(_train_batches(task, int(cfg.seed or 0), warmup + batches)):
             calls.clear()
             model.zero_grad(set_to_none=True)
             t0 = _cpu()

@@ -93,3 +93,18 @@ def test_a_cell_with_a_record_is_not_rerun(tmp_path):
     (record / "results.json").write_text("{}")
     assert reproduce.run_cell("cpu/ptb_sru", 1, tmp_path / "scratch", [], record) == "done"
     assert not (tmp_path / "scratch").exists()
+
+
+@pytest.mark.parametrize("model", ["sru", "lstm"])
+def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
+    """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,
+    positive part of the measured step; a wider encoder takes a larger share."""
+    from conftest import compose, tiny_lm_overrides
+    from recurrent_share import measure
+
+    small = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1"]), batches=6)
+    wide = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1", "model.hidden_size=256",
+                                                       "model.num_layers=4"]), batches=6)
+    assert small["batches"] == wide["batches"] == 6
+    assert 0 < small["share"] < 1.5 and 0 < wide["share"] < 1.5  # a replay may cost a little more than in-step
+    assert wide["share"] > small["share"]
