@@ -108,3 +108,31 @@ def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
     assert small["batches"] == wide["batches"] == 6
     assert 0 < small["share"] < 1.5 and 0 < wide["share"] < 1.5  # a replay may cost a little more than in-step
     assert wide["share"] > small["share"]
+
+
+@pytest.mark.slow
+def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_path, capsys):
+    """Two real (tiny) cells end to end: each finished (cell, seed) leaves config.yaml, results.json,
+    metrics_valid.csv and run.json (no checkpoints); a second call runs nothing; the report reads them."""
+    from conftest import LM_FIXTURE
+
+    overrides = ["--", "task.data.source=files", f"task.data.train_file={LM_FIXTURE / 'train.txt'}",
+                 f"task.data.valid_file={LM_FIXTURE / 'valid.txt'}", f"task.data.test_file={LM_FIXTURE / 'test.txt'}",
+                 "task.data.max_train_tokens=null", "task.batch_size=4", "task.eval_batch_size=4", "task.bptt=8",
+                 "model.hidden_size=16", "trainer.max_epochs=2", "trainer.progress_bar=false",
+                 "trainer.num_threads=1", "trainer.plot=false"]
+    argv = ["--scale", "cpu", "--cell", "cpu/ptb_sru", "--cell", "cpu/ptb_lstm", "--seeds", "1",
+            "--out", str(tmp_path / "scratch"), "--records", str(tmp_path / "runs"),
+            "--report", str(tmp_path / "paper.md"), *overrides]
+    assert set(reproduce.main(argv).values()) == {"ran"}
+    for cell in ("ptb_sru", "ptb_lstm"):
+        record = tmp_path / "runs" / "cpu" / cell / "seed1"
+        assert sorted(p.name for p in record.iterdir()) == ["config.yaml", "metrics_valid.csv", "results.json",
+                                                           "run.json"]
+        info = json.loads((record / "run.json").read_text())
+        assert info["cpu_s"] > 0 and info["epochs"] == 2 and 0 < info["recurrent_share"]["share"]
+        assert info["budget"]["max_epochs"] == 2 and info["command"].startswith(f"python train.py experiment=cpu/{cell}")
+        assert len((record / "metrics_valid.csv").read_text().splitlines()) == 3  # header + 2 evaluations
+    assert set(reproduce.main(argv).values()) == {"done"}
+    text = (tmp_path / "paper.md").read_text()
+    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 6x910 |" in text
