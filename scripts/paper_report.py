@@ -1,19 +1,25 @@
-"""Write docs/paper.md: our numbers beside the paper's, one table per paper table, with figures.
+"""Write docs/paper.md and its figures from the committed run records alone.
 
-    python scripts/paper_report.py --runs outputs/paper --out docs/paper.md
+    python scripts/paper_report.py                    # --records docs/paper/runs --out docs/paper.md
 
-Reads the run dirs ``scripts/reproduce.py`` writes (``<runs>/<scale>/<experiment>/seed<s>/`` holding
-``results.json``, ``cell.json``, ``metrics.jsonl``; a crashed run holds ``failure.json``), groups them by
-experiment, and reports per cell: the paper's number, ours (mean ± std over seeds, n), the scale, the
-hardware, epochs/steps, wall time, and training throughput; per table the SRU/baseline speed ratio
-measured in the same run set and a plain statement of whether the paper's shape holds. A cell without
-runs is listed as missing, never filled in. Figures (PNG, next to the report under img/): the speed
-figure from ``<runs>/<scale>/speed/bench.json``, and per table validation curves + metric-vs-time.
+Reads ``<records>/<scale>/<cell>/seed<s>/`` (``run.json``, ``results.json``, ``metrics_valid.csv``, written by
+``scripts/reproduce.py``) and writes, per paper table: the paper's numbers (EM and F1 for SQuAD), ours as
+mean ± std over seeds, epochs, CPU-seconds per epoch, the recurrent layers' share of a training step, the
+CPU time each model needed to reach the baseline's best validation score ("never" when it did not), the
+per-epoch speed ratio against the baseline (LSTMEncoder's fastest exact padding path, docs/benchmarks.md),
+the departures from the paper, and one plain sentence on whether the paper's shape holds; and a
+quality-vs-CPU-time figure with every model's validation curves (one line per seed). A cell without
+records is listed as missing, never filled in. Nothing but the date line changes when the records did not
+(figures included: PNGs are written without metadata).
+
+CPU time at an evaluation = the run's CPU seconds x its step / the run's last step (steps cost alike).
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,21 +27,53 @@ from typing import Dict, List, Optional
 
 from paper_tables import TABLES, Cell, Table
 
-from tasks.engine.results import format_mean_std, mean_std, read_metrics
+from tasks.engine.results import format_mean_std, mean_std
+
+DATE_PREFIX = "Written by"
 
 
 @dataclass
-class CellRuns:
+class Run:
+    seed: int
+    value: float
+    extra: Optional[float]
+    info: Dict
+    curve: List[Dict[str, float]]          # validation rows: step, epoch, metric, cpu_s
+
+    @property
+    def cpu_per_epoch(self) -> float:
+        return self.info["cpu_s"] / max(self.info.get("epochs") or 1, 1)
+
+    def best_valid(self, metric: str, mode: str) -> Optional[float]:
+        values = [r[metric] for r in self.curve if metric in r]
+        return (min if mode == "min" else max)(values) if values else None
+
+    def plateau(self, metric: str, mode: str) -> str:
+        """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or the
+        relative gain of the best validation score over the last quarter of the evaluations."""
+        budget = self.info.get("budget") or {}
+        used = {"max_epochs": self.info.get("epochs") or 0, "max_steps": self.info.get("steps") or 0}
+        hit_budget = any(budget.get(k) and used[k] >= budget[k] for k in used)
+        if budget.get("early_stopping_patience") is not None and not hit_budget:
+            return "early"
+        values = [r[metric] for r in self.curve if metric in r]
+        if len(values) < 4:
+            return "budget (too few evaluations)"
+        pick = min if mode == "min" else max
+        before, after = pick(values[:len(values) - len(values) // 4]), pick(values)
+        return f"budget, last quarter {100 * abs(after - before) / max(abs(before), 1e-12):.1f}%"
+
+    def cpu_to_reach(self, target: float, metric: str, mode: str) -> Optional[float]:
+        for r in self.curve:
+            if metric in r and (r[metric] <= target if mode == "min" else r[metric] >= target):
+                return r["cpu_s"]
+        return None
+
+
+@dataclass
+class CellRecords:
     cell: Cell
-    scale: str
-    values: List[float] = field(default_factory=list)
-    items_per_s: List[float] = field(default_factory=list)
-    wall_s: List[float] = field(default_factory=list)
-    failed: List[str] = field(default_factory=list)
-    run_dirs: List[Path] = field(default_factory=list)
-    steps: List[int] = field(default_factory=list)
-    machine: Dict = field(default_factory=dict)
-    epochs: Optional[object] = None
+    runs: List[Run] = field(default_factory=list)
 
 
 def metric_of(results: Dict, metric: str) -> Optional[float]:
@@ -46,152 +84,180 @@ def metric_of(results: Dict, metric: str) -> Optional[float]:
     return None
 
 
-def collect(runs_root: Path, table: Table, scale: str) -> List[CellRuns]:
+def read_curve(path: Path, cpu_s: float) -> List[Dict[str, float]]:
+    with open(path, newline="") as f:
+        rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    last = max((r.get("step", 0.0) for r in rows), default=0.0) or 1.0
+    for r in rows:
+        r["cpu_s"] = cpu_s * r.get("step", 0.0) / last
+    return rows
+
+
+def collect(records: Path, table: Table, scale: str) -> List[CellRecords]:
     out = []
     for cell in table.cells:
         experiment = getattr(cell, scale)
-        found = CellRuns(cell, scale)
-        for run_dir in sorted((runs_root / scale / experiment).glob("seed*")) if experiment else []:
-            info = json.loads((run_dir / "cell.json").read_text()) if (run_dir / "cell.json").is_file() else {}
-            found.machine = info.get("machine", found.machine)
-            trainer = (info.get("config") or {}).get("trainer", {})
-            found.epochs = trainer.get("max_epochs") or f"{trainer.get('max_steps')} steps"
-            if not (run_dir / "results.json").is_file():
-                failure = run_dir / "failure.json"
-                reason = json.loads(failure.read_text())["error"] if failure.is_file() else "no results.json"
-                found.failed.append(f"{run_dir.name}: {reason.splitlines()[0][:120]}")
+        found = CellRecords(cell)
+        root = records / scale / experiment.split("/")[-1] if experiment else None
+        for seed_dir in sorted(root.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else 0) \
+                if root and root.is_dir() else []:
+            if not (seed_dir / "results.json").is_file():
                 continue
-            results = json.loads((run_dir / "results.json").read_text())
+            results = json.loads((seed_dir / "results.json").read_text())
+            info = json.loads((seed_dir / "run.json").read_text())
             value = metric_of(results, table.metric)
             if value is None:
-                found.failed.append(f"{run_dir.name}: results.json has no {table.metric}")
                 continue
-            found.values.append(value)
-            found.items_per_s.append(float(results.get("train_items_per_s") or float("nan")))
-            found.wall_s.append(float(info.get("wall_s") or float("nan")))
-            found.steps.append(int(results.get("steps") or 0))
-            found.run_dirs.append(run_dir)
+            extra = metric_of(results, table.extra_metric) if table.extra_metric else None
+            found.runs.append(Run(int(info["seed"]), value, extra, info,
+                                  read_curve(seed_dir / "metrics_valid.csv", float(info["cpu_s"]))))
         out.append(found)
     return out
 
 
-def better_or_on_par(sru: float, base: float, mode: str, tolerance: float = 0.02) -> bool:
-    """SRU at least as good as the baseline, or worse by at most ``tolerance`` of the baseline's value."""
-    return sru <= base * (1 + tolerance) if mode == "min" else sru >= base * (1 - tolerance)
+def _mean(values: List[float]) -> float:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return mean_std(values)[0] if values else float("nan")
 
 
-def shape_statement(table: Table, cells: List[CellRuns]) -> str:
-    measured = [c for c in cells if c.values]
-    sru = next((c for c in measured if c.cell.model in ("sru", "transformer_sru")), None)
-    base = next((c for c in measured if c.cell.model == table.baseline), None)
-    if sru is None or base is None:
-        return f"Shape not checked: SRU and {table.baseline} cells were not both measured at this scale."
-    s, b = mean_std(sru.values)[0], mean_std(base.values)[0]
-    speed = mean_std(sru.items_per_s)[0] / mean_std(base.items_per_s)[0]
-    quality = better_or_on_par(s, b, table.mode)
-    verdict = "holds" if quality and speed > 1 else "does NOT hold"
-    return (f"The paper's shape {verdict} here: {sru.cell.name} {table.metric} {s:.4g} vs {base.cell.name} {b:.4g} "
-            f"({'on par (within 2%) or better' if quality else 'worse by more than 2%'}; "
-            f"{'lower' if table.mode == 'min' else 'higher'} is better), training throughput SRU/{table.baseline} = {speed:.2f}x (measured in this run set).")
+def baseline_target(table: Table, base: Optional[CellRecords]) -> Optional[float]:
+    """The baseline's best validation score (mean over its seeds)."""
+    if base is None or not base.runs:
+        return None
+    best = [r.best_valid(table.metric, table.mode) for r in base.runs]
+    return _mean([b for b in best if b is not None])
 
 
-def markdown_table(table: Table, cells: List[CellRuns]) -> List[str]:
-    lines = [f"| cell | paper | ours (mean ± std) | n | failed | scale | epochs | wall time/run | train items/s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
+    if target is None or not c.runs:
+        return "n/a"
+    times = [r.cpu_to_reach(target, table.metric, table.mode) for r in c.runs]
+    reached = [t for t in times if t is not None]
+    if not reached:
+        return "never"
+    text = f"{_mean(reached):.0f} s"
+    return text if len(reached) == len(times) else f"{text} ({len(reached)}/{len(times)} seeds)"
+
+
+def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, CellRecords]) -> List[str]:
+    extra = f" | paper {table.extra_metric} | ours {table.extra_metric}" if table.extra_metric else ""
+    lines = [f"| cell | paper {table.metric}{extra} | ours {table.metric} (mean ± std) | seeds | epochs | "
+             f"stopped | CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
     for c in cells:
         paper = "n/a" if c.cell.reported is None else f"{c.cell.reported:g}"
-        if not getattr(c.cell, c.scale):
+        paper_extra = ("" if not table.extra_metric else
+                       f" | {'n/a' if c.cell.reported_extra is None else f'{c.cell.reported_extra:g}'}")
+        if not c.runs:
+            lines.append(f"| {c.cell.name} | {paper}{paper_extra}" + (" | " if table.extra_metric else "")
+                         + " | **missing** (no record) | 0 | | | | | | |")
             continue
-        if not c.values and not c.failed:
-            lines.append(f"| {c.cell.name} | {paper} | **missing** (not run) | 0 | 0 | {c.scale} | | | |")
-            continue
-        wall = mean_std(c.wall_s)[0]
-        lines.append(f"| {c.cell.name} | {paper} | {format_mean_std(c.values)} | {len(c.values)} | {len(c.failed)} | "
-                     f"{c.scale} | {c.epochs} | {wall / 60:.1f} min | {format_mean_std(c.items_per_s, 0)} |")
-    for c in cells:
-        lines += [f"- failed: {c.cell.name} {f}" for f in c.failed]
+        base_cell = table.baseline_of(c.cell)
+        base = by_name.get(base_cell.name) if base_cell else c
+        target = baseline_target(table, base)
+        ours_extra = f" | {format_mean_std([r.extra for r in c.runs if r.extra is not None])}" if table.extra_metric else ""
+        share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
+        cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
+        speed = ""
+        if base is not None and base is not c and base.runs:
+            speed = f"{_mean([r.cpu_per_epoch for r in base.runs]) / cpu_epoch:.2f}x vs {base.cell.name}"
+        epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
+        stops = [r.plateau(table.metric, table.mode) for r in c.runs]
+        stopped = f"early ({stops.count('early')}/{len(stops)})" if stops.count("early") == len(stops) else "; ".join(stops)
+        lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs])}"
+                     f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
+                     f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
+                     f"{speed or '(baseline)'} |")
     return lines
 
 
-def plot_table(table: Table, cells: List[CellRuns], path: Path) -> Optional[Path]:
-    measured = [c for c in cells if c.values]
+def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, CellRecords]) -> List[str]:
+    out = []
+    for c in cells:
+        base_cell = table.baseline_of(c.cell)
+        if base_cell is None or c.cell.model == "cnn":
+            continue
+        base = by_name.get(base_cell.name)
+        if not c.runs or base is None or not base.runs:
+            out.append(f"{c.cell.name} vs {base_cell.name}: not both measured at this scale; shape not checked.")
+            continue
+        s, b = _mean([r.value for r in c.runs]), _mean([r.value for r in base.runs])
+        quality = s <= b * 1.02 if table.mode == "min" else s >= b * 0.98
+        cheaper = _mean([r.cpu_per_epoch for r in c.runs]) < _mean([r.cpu_per_epoch for r in base.runs])
+        verdict = "holds" if quality and cheaper else "does NOT hold"
+        out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape {verdict} at this scale ({table.metric} "
+                   f"{s:.4g} vs {b:.4g}, {'on par (within 2%) or better' if quality else 'worse by more than 2%'}; "
+                   f"{'cheaper' if cheaper else 'not cheaper'} per epoch).")
+    return out
+
+
+def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[Path]:
+    measured = [c for c in cells if c.runs]
     if not measured:
         return None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (curves, scatter) = plt.subplots(1, 2, figsize=(11, 4))
-    for c in measured:
-        records = read_metrics(c.run_dirs[0], "valid") if (c.run_dirs[0] / "metrics.jsonl").is_file() else []
-        points = [(r["step"], r[table.metric]) for r in records if table.metric in r]
-        if points:
-            curves.plot(*zip(*points), "o-", label=c.cell.name)
-        scatter.scatter([w / 60 for w in c.wall_s], c.values, label=c.cell.name)
-    curves.set(xlabel="step", ylabel=f"valid {table.metric}", title="validation curves (first seed)")
-    scatter.set(xlabel="wall time per run (min)", ylabel=f"test {table.metric}", title=f"{table.metric} vs time")
-    for ax in (curves, scatter):
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    fig.suptitle(table.title, fontsize=10)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, c in enumerate(measured):
+        color = f"C{i % 10}"
+        for j, r in enumerate(c.runs):
+            points = [(row["cpu_s"], row[table.metric]) for row in r.curve if table.metric in row]
+            if points:
+                ax.plot(*zip(*points), "-", color=color, alpha=0.8, lw=1.2, label=c.cell.name if j == 0 else None)
+    ax.set(xlabel="CPU seconds of training (incl. evaluation)", ylabel=f"valid {table.metric}",
+           title=f"{table.title}: validation curves, every seed")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100, metadata={"Software": None})  # no version stamp: same records, same bytes
     plt.close(fig)
     return path
 
 
-def speed_section(bench: Path, img: Path) -> List[str]:
-    if not bench.is_file():
-        return ["**missing**: no speed benchmark in this run set (`scripts/reproduce.py --table speed`)."]
-    data = json.loads(bench.read_text())
-    lines = [f"Machine: {data['machine'].get('gpu', data['machine'].get('cpu_model'))}, "
-             f"{data['machine'].get('threads')} threads; command `{data['machine'].get('command')}`.", "",
-             "| shape | candidate | forward ms | train step ms | train speedup vs LSTM |", "|---|---|---|---|---|"]
-    for r in data["results"]:
-        if "error" in r:
-            lines.append(f"| {r['shape']['label']} | {r['candidate']} | failed | | |")
-            continue
-        speedup = r["train_step"].get("speedup_vs_lstm")
-        lines.append(f"| {r['shape']['label']} | {r['candidate']} | {r['forward']['median_ms']:.3f} | "
-                     f"{r['train_step']['median_ms']:.3f} | {'' if speedup is None else f'{speedup:.2f}x'} |")
-    png = bench.parent / "speed.png"
-    if png.is_file():
-        img.parent.mkdir(parents=True, exist_ok=True)
-        img.write_bytes(png.read_bytes())
-        lines += ["", f"![speed]({img.parent.name}/{img.name})"]
-    lines += ["", "Paper (GTX 1070, B=32, fwd+bwd): l=32,d=256: LSTM ≈6.5 ms, conv2d ≈0.54 ms, SRU ≈0.40 ms; "
-              "l=128,d=512: LSTM ≈38.9 ms, conv2d ≈4.5 ms, SRU ≈3.4 ms."]
-    return lines
+def machines(cells: List[CellRecords]) -> str:
+    seen = sorted({f"{r.info['machine'].get('cpu')}, {r.info['machine'].get('threads')} thread(s), torch "
+                   f"{r.info['machine'].get('torch')}" for c in cells for r in c.runs})
+    return "; ".join(seen) or "n/a"
 
 
 def main(argv=None) -> str:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", default="outputs/paper")
+    p.add_argument("--records", default="docs/paper/runs")
     p.add_argument("--out", default="docs/paper.md")
     p.add_argument("--scales", default="cpu,paper")
     args = p.parse_args(argv)
-    runs, out = Path(args.runs), Path(args.out)
+    records, out = Path(args.records), Path(args.out)
     img = out.parent / "img"
-    scales = [s for s in args.scales.split(",") if (runs / s).is_dir()] or ["cpu"]
+    scales = [s for s in args.scales.split(",") if (records / s).is_dir()] or ["cpu"]
     text = ["# The paper's tables, reproduced", "",
-            f"Written by `python scripts/paper_report.py --runs {args.runs}` on {time.strftime('%Y-%m-%d %H:%M')} "
-            f"from the run dirs of `scripts/reproduce.py`; scales: {', '.join(scales)}. \"paper\" = the number the "
-            f"paper reports; missing cells are listed as missing.", ""]
+            f"{DATE_PREFIX} `python scripts/paper_report.py` on {time.strftime('%Y-%m-%d %H:%M')}.",
+            "", f"Rebuilt from the committed run records under `{args.records}/` alone (one per (cell, seed), "
+            "written by `python scripts/reproduce.py --scale <scale> --table <table>`); scales: "
+            f"{', '.join(scales)}. \"paper\" = the number the paper reports (docs/paper_numbers.md). CPU-s = "
+            "CPU seconds of the training process (all threads; robust to other load); recurrent share = the "
+            "SRU/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
+            "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding).", ""]
     for scale in scales:
-        text += [f"## Speed ({scale} scale)", ""] + speed_section(runs / scale / "speed" / "bench.json",
-                                                                   img / f"paper_speed_{scale}.png") + [""]
         for table in TABLES.values():
-            cells = collect(runs, table, scale)
-            if not any(getattr(c.cell, scale) for c in cells):
+            cells = [c for c in collect(records, table, scale) if getattr(c.cell, scale)]
+            if not cells:
                 continue
-            machines = {c.machine.get("cpu") for c in cells if c.machine}
-            text += [f"## {table.title} — {scale} scale", "", table.note, ""] + markdown_table(table, cells)
-            text += ["", f"Hardware: {', '.join(sorted(m for m in machines if m)) or 'n/a'}.", "",
-                     shape_statement(table, cells), ""]
+            by_name = {c.cell.name: c for c in cells}
+            text += [f"## {table.title} — {scale} scale", "", table.note, ""]
+            text += markdown_table(table, cells, by_name)
+            departures = [f"- {c.cell.name}: {c.cell.departure}" for c in cells if c.cell.departure]
+            if departures:
+                text += ["", "Departures from the paper:"] + departures
+            text += ["", f"Hardware: {machines(cells)}.", ""] + shape_statements(table, cells, by_name)
+            if table.finding:
+                text += ["", table.finding]
             figure = plot_table(table, cells, img / f"paper_{table.key}_{scale}.png")
             if figure:
-                text += [f"![{table.key}]({img.name}/{figure.name})", ""]
+                text += ["", f"![{table.key}]({img.name}/{figure.name})"]
+            text.append("")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text) + "\n")
     print(f"[report] wrote {out}", flush=True)

@@ -1,22 +1,36 @@
-"""Run the paper's tables: every cell of a table over N seeds, resumable, then write the report.
+"""Run the paper's tables: every cell of a table over N seeds, in pieces, each finished (cell, seed) kept as
+a small committed run record; then rebuild the report from the records.
 
-    python scripts/reproduce.py --scale cpu --all                    # every CPU preset, then docs/paper.md
-    python scripts/reproduce.py --scale cpu --table lm --seeds 1,2,3
+    python scripts/reproduce.py --scale cpu --all                           # every CPU cell, seeds 1,2,3
+    python scripts/reproduce.py --scale cpu --table lm --seeds 1,2,3 -- trainer.num_threads=1
+    python scripts/reproduce.py --scale cpu --cell cpu/ptb_sru --seeds 2    # one cell (experiment or row name)
     python scripts/reproduce.py --scale paper --table classification --dry-run   # list the commands
-    python scripts/reproduce.py ... -- trainer.device=cuda           # extra overrides for every cell
+    python scripts/reproduce.py ... --git-commit                            # git-commit each record as it lands
 
 Each (cell, seed) runs ``tasks.engine.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
-``<out>/<scale>/<cell experiment>/seed<s>/``. A cell whose run dir holds ``results.json`` is done and is not
-rerun, so an interrupted reproduction continues where it stopped; a crash is written to ``failure.json``
-in that run dir (the report lists it) and the next cell runs. Cells run table by table, seed by seed,
-models interleaved, so load from other work on a shared machine hits SRU and baselines alike.
+a scratch run dir ``<out>/<scale>/<experiment>/seed<s>/`` (checkpoints; git-ignored; an interrupted cell
+resumes from its last.pt), then writes its record to ``<records>/<scale>/<cell>/seed<s>/``:
+
+- ``config.yaml``: the composed config; ``results.json``: the run's summary (best/final valid, test);
+- ``metrics_valid.csv``: the validation curve (one row per evaluation);
+- ``run.json``: what ran it: command, commit, CPU, threads, torch, wall and CPU seconds, epochs, steps,
+  and the recurrent layers' share of a training step (scripts/recurrent_share.py).
+
+No checkpoints, no data. A (cell, seed) with a record is never rerun, so the reproduction can be run in
+pieces, on different machines and days; ``scripts/paper_report.py`` rebuilds docs/paper.md from the records
+alone. A crash goes to ``failure.json`` in the scratch run dir (no record) and the next cell runs. Cells
+run table by table, seed by seed, models interleaved, so load from other work hits SRU and baselines alike.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
+import resource
+import shutil
+import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -26,7 +40,10 @@ import torch
 from omegaconf import OmegaConf
 from paper_tables import TABLES, cells_at
 
+from tasks.engine.results import read_metrics
 from tasks.engine.runner import compose, run
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv=None):
@@ -35,43 +52,125 @@ def parse_args(argv=None):
     p.add_argument("--table", action="append", choices=sorted(TABLES) + ["speed"],
                    help="a table to run (repeatable); speed = the layer benchmark of the paper's speed figure")
     p.add_argument("--all", action="store_true", help="every table")
-    p.add_argument("--seeds", default="1", help="comma-separated seeds (default: 1)")
-    p.add_argument("--out", default="outputs/paper", help="root of the run dirs (default: outputs/paper)")
+    p.add_argument("--cell", action="append", default=[],
+                   help="only this cell (its experiment, e.g. cpu/ptb_sru, or its row name; repeatable)")
+    p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default: 1,2,3)")
+    p.add_argument("--out", default="outputs/paper", help="root of the scratch run dirs (default: outputs/paper)")
+    p.add_argument("--records", default="docs/paper/runs", help="root of the run records (default: docs/paper/runs)")
     p.add_argument("--report", default="docs/paper.md", help="report to write at the end ('' to skip)")
+    p.add_argument("--git-commit", action="store_true", help="git-commit each record as it is written")
+    p.add_argument("--launch-until", default=None, metavar="HH:MM",
+                   help="start no new cell after this UTC time (the running one finishes); for shared machines")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument("overrides", nargs="*", help="Hydra overrides added to every cell (after --)")
     args = p.parse_args(argv)
-    if not args.all and not args.table:
-        p.error("give --table NAME (repeatable) or --all")
+    if not args.all and not args.table and not args.cell:
+        p.error("give --table NAME (repeatable), --cell EXPERIMENT or --all")
     return args
 
 
-def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str]) -> str:
-    """Run one (cell, seed) unless it finished before; return done | ran | failed."""
-    if (run_dir / "results.json").is_file():
+def record_dir(records: Path, scale: str, experiment: str, seed: int) -> Path:
+    return records / scale / experiment.split("/")[-1] / f"seed{seed}"
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], record: Optional[Path] = None) -> str:
+    """Run one (cell, seed) unless it has a record (or, without ``record``, a results.json): done | ran | failed."""
+    if (record / "results.json").is_file() if record else (run_dir / "results.json").is_file():
         return "done"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "failure.json").unlink(missing_ok=True)
     cell_overrides = [f"experiment={experiment}", f"seed={seed}", *overrides]
-    resume = ["resume=" + str(run_dir)] if (run_dir / "checkpoints" / "last.pt").is_file() else []
-    t0 = time.time()
-    earlier = json.loads((run_dir / "cell.json").read_text()).get("wall_s", 0.0) if resume else 0.0
+    finished = (run_dir / "results.json").is_file()  # trained before, its record not yet written
+    resume = ["resume=" + str(run_dir)] if not finished and (run_dir / "checkpoints" / "last.pt").is_file() else []
+    earlier = json.loads((run_dir / "cell.json").read_text()) if (resume or finished) and (
+        run_dir / "cell.json").is_file() else {}
+    t0, cpu0 = time.time(), _cpu_seconds()
     try:
         cfg = compose(cell_overrides + resume)
-        (run_dir / "cell.json").write_text(json.dumps({
-            "experiment": experiment, "seed": seed, "overrides": cell_overrides, "machine": machine(),
-            "wall_s": earlier, "config": OmegaConf.to_container(cfg, resolve=False)}, indent=1))
-        run(cfg, run_dir, cell_overrides + resume)
+        if not finished:
+            (run_dir / "cell.json").write_text(json.dumps({
+                "experiment": experiment, "seed": seed, "overrides": cell_overrides, "machine": machine(cfg),
+                "wall_s": earlier.get("wall_s", 0.0), "cpu_s": earlier.get("cpu_s", 0.0),
+                "config": OmegaConf.to_container(cfg, resolve=False)}, indent=1))
+            run(cfg, run_dir, cell_overrides + resume)
+            cell = json.loads((run_dir / "cell.json").read_text())
+            cell["wall_s"] = cell.get("wall_s", 0.0) + time.time() - t0  # a resumed cell adds its earlier time
+            cell["cpu_s"] = cell.get("cpu_s", 0.0) + _cpu_seconds() - cpu0
+            (run_dir / "cell.json").write_text(json.dumps(cell, indent=1))
+        if record:
+            write_record(record, run_dir, compose(cell_overrides))
     except Exception as err:  # noqa: BLE001  one broken cell must not stop the table
         (run_dir / "failure.json").write_text(json.dumps({
             "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
             "overrides": cell_overrides, "seconds": time.time() - t0}, indent=2))
         print(f"[reproduce] FAILED {experiment} seed {seed}: {type(err).__name__}: {err}", flush=True)
         return "failed"
-    cell = json.loads((run_dir / "cell.json").read_text())
-    cell["wall_s"] = cell.get("wall_s", 0.0) + time.time() - t0  # a resumed cell adds its earlier time
-    (run_dir / "cell.json").write_text(json.dumps(cell, indent=1))
     return "ran"
+
+
+def write_record(record: Path, run_dir: Path, cfg) -> None:
+    """The committed evidence of one finished (cell, seed): small text files, no checkpoints, no data."""
+    from recurrent_share import measure
+    cell = json.loads((run_dir / "cell.json").read_text())
+    valid = read_metrics(run_dir, "valid")
+    share = measure(cfg)
+    tmp = record.with_name(record.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    shutil.copyfile(run_dir / "results.json", tmp / "results.json")
+    keys = sorted({k for r in valid for k, v in r.items() if isinstance(v, (int, float)) and k != "split"})
+    with open(tmp / "metrics_valid.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, ["step", "epoch"] + [k for k in keys if k not in ("step", "epoch")])
+        writer.writeheader()
+        writer.writerows({k: r.get(k, "") for k in writer.fieldnames} for r in valid)
+    results = json.loads((run_dir / "results.json").read_text())
+    (tmp / "run.json").write_text(json.dumps({
+        "command": "python train.py " + " ".join(cell["overrides"]), "experiment": cell["experiment"],
+        "seed": cell["seed"], "commit": git_commit(), "machine": cell["machine"],
+        "wall_s": round(cell["wall_s"], 1), "cpu_s": round(cell.get("cpu_s", float("nan")), 1),
+        "epochs": max((int(r.get("epoch", 0)) for r in valid), default=0), "steps": results.get("steps"),
+        "budget": {k: cfg.trainer.get(k) for k in ("max_epochs", "max_steps", "early_stopping_patience")},
+        "recurrent_share": share}, indent=1) + "\n")
+    shutil.rmtree(record, ignore_errors=True)
+    tmp.rename(record)  # a record appears whole or not at all
+    print(f"[reproduce] record {record}", flush=True)
+
+
+def git_commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def commit_record(record: Path, message: str) -> None:
+    """git-commit only ``record`` (other staged work stays staged); a busy index is retried, a failure reported."""
+    for attempt in range(5):
+        add = subprocess.run(["git", "add", "--", str(record)], cwd=ROOT, capture_output=True, text=True)
+        done = add.returncode == 0 and subprocess.run(
+            ["git", "commit", "-q", "-m", message, "--only", "--", str(record)], cwd=ROOT,
+            capture_output=True, text=True).returncode == 0
+        if done:
+            return
+        time.sleep(5 * (attempt + 1))
+    print(f"[reproduce] could not git-commit {record}; commit it by hand", flush=True)
+
+
+def past(hhmm: Optional[str]) -> bool:
+    if not hhmm:
+        return False
+    now = time.gmtime()
+    hour, minute = (int(v) for v in hhmm.split(":"))
+    return (now.tm_hour, now.tm_min) >= (hour, minute)
 
 
 def run_speed(out: Path, scale: str, dry_run: bool) -> str:
@@ -89,7 +188,7 @@ def run_speed(out: Path, scale: str, dry_run: bool) -> str:
     return "ran"
 
 
-def machine() -> dict:
+def machine(cfg=None) -> dict:
     cpu = platform.processor()
     try:
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -97,37 +196,51 @@ def machine() -> dict:
     except (OSError, StopIteration):
         pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(), "gpu": gpu,
-            "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
+    threads = int(cfg.trainer.get("num_threads") or 0) if cfg is not None else 0
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": threads or torch.get_num_threads(), "gpu": gpu,
+            "torch": torch.__version__, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+
+
+def selected(cell, wanted: List[str], scale: str) -> bool:
+    return not wanted or getattr(cell, scale) in wanted or cell.name in wanted
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
-    tables = ["speed", *sorted(TABLES)] if args.all else args.table
+    tables = ["speed", *sorted(TABLES)] if args.all else (args.table or sorted(TABLES))
     seeds = [int(s) for s in args.seeds.split(",")]
-    out = Path(args.out) / args.scale
+    out, records = Path(args.out) / args.scale, Path(args.records)
     status = {}
-    if "speed" in tables:
+    if "speed" in tables and not args.cell:
         status["speed"] = run_speed(out / "speed", args.scale, args.dry_run)
     for key in [t for t in tables if t != "speed"]:
-        cells = cells_at(TABLES[key], args.scale)
+        cells = [c for c in cells_at(TABLES[key], args.scale) if selected(c, args.cell, args.scale)]
         for seed in seeds:
             for cell in cells:
                 experiment = getattr(cell, args.scale)
                 run_dir = out / experiment / f"seed{seed}"
+                record = record_dir(records, args.scale, experiment, seed)
                 if args.dry_run:
+                    done = " # done: record exists" if (record / "results.json").is_file() else ""
                     print(f"python train.py experiment={experiment} seed={seed} {' '.join(args.overrides)} "
-                          f"hydra.run.dir={run_dir}")
+                          f"hydra.run.dir={run_dir}{done}")
+                    continue
+                if past(args.launch_until) and not (record / "results.json").is_file():
+                    print(f"[reproduce] {args.launch_until} UTC passed: not starting {experiment} seed {seed}", flush=True)
+                    status[f"{experiment}/seed{seed}"] = "not started"
                     continue
                 print(f"[reproduce] {key}: {cell.name} ({experiment}) seed {seed}", flush=True)
-                status[f"{experiment}/seed{seed}"] = run_cell(experiment, seed, run_dir, list(args.overrides))
+                state = run_cell(experiment, seed, run_dir, list(args.overrides), record)
+                status[f"{experiment}/seed{seed}"] = state
+                if state == "ran" and args.git_commit:
+                    commit_record(record, f"Run record {args.scale}/{experiment.split('/')[-1]} seed {seed}")
     if not args.dry_run:
         print(f"[reproduce] {sum(v == 'ran' for v in status.values())} ran, "
               f"{sum(v == 'done' for v in status.values())} already done, "
               f"{sum(v == 'failed' for v in status.values())} failed", flush=True)
         if args.report:
             from paper_report import main as report
-            report(["--runs", str(Path(args.out)), "--out", args.report])
+            report(["--records", str(records), "--out", args.report])
     return status
 
 

@@ -54,7 +54,8 @@ class SRUCell(nn.Module):
                  amp_recurrence_fp16: bool = False,
                  normalize_after: bool = False,
                  weight_c_init: Optional[float] = None,
-                 backend: str = "auto"):
+                 backend: str = "auto",
+                 project_skip: bool = False):
         super().__init__()
         for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
             if not isinstance(value, int) or value <= 0:
@@ -86,8 +87,10 @@ class SRUCell(nn.Module):
         if 0 < n_proj < input_size and n_proj < self.output_size:
             self.projection_size = n_proj
 
-        # k = 4 adds the skip projection u3 when the input cannot be added to h directly.
-        self.num_matrices = 4 if has_skip_term and input_size != self.output_size else 3
+        # k = 4 adds the skip projection u3 when the input cannot be added to h directly, or when asked
+        # (project_skip: the highway carries W_h x_t at every layer, as the paper's CNTK speech model).
+        self.project_skip = bool(project_skip)
+        self.num_matrices = 4 if has_skip_term and (project_skip or input_size != self.output_size) else 3
 
         self.weight_proj: Optional[nn.Parameter]
         self.weight: Optional[nn.Parameter]
@@ -137,7 +140,7 @@ class SRUCell(nn.Module):
         # lack the attributes added here or in later 2.x versions.
         for name, default in (("backend", "auto"), ("normalize_after", False),
                               ("weight_c_init", None), ("amp_recurrence_fp16", False),
-                              ("custom_m", None)):
+                              ("custom_m", None), ("project_skip", False)):
             self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
 
@@ -236,7 +239,7 @@ class SRUCell(nn.Module):
                    ("highway_bias", self.highway_bias, 0), ("activation", self.activation, "none"),
                    ("v1", self.v1, False), ("rescale", self.rescale, None),  # rescale: always shown
                    ("has_skip_term", self.has_skip_term, True), ("normalize_after", self.normalize_after, False),
-                   ("backend", self.backend, "auto")]
+                   ("project_skip", self.project_skip, False), ("backend", self.backend, "auto")]
         shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend" else f"{name}={value}"
                  for name, value, default in options if value != default]
         return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
@@ -273,7 +276,8 @@ class SRU(nn.Module):
                  normalize_after: bool = False,
                  weight_c_init: Optional[float] = None,
                  batch_first: bool = False,
-                 backend: str = "auto"):
+                 backend: str = "auto",
+                 project_skip: bool = False):
         super().__init__()
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError(f"SRU expected num_layers to be a positive int, got {num_layers!r}")
@@ -325,6 +329,7 @@ class SRU(nn.Module):
                 normalize_after=normalize_after,
                 weight_c_init=weight_c_init,
                 backend=backend,
+                project_skip=project_skip,
             ))
 
     def __getstate__(self):

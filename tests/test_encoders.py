@@ -56,7 +56,8 @@ def test_all_layer_outputs_end_with_the_normal_output(cfg, bidirectional):
     outs, state_all = enc(x, mask_pad=mask, return_all_layers=True)
     assert len(outs) == 3 and all(o.shape == out.shape for o in outs)
     torch.testing.assert_close(outs[-1], out)
-    torch.testing.assert_close(state_all, state)
+    if state is not None:  # the LSTM returns no final state for a padded batch (LSTMEncoder docstring)
+        torch.testing.assert_close(state_all, state)
     assert outs[-1][5:, 1].abs().max() == 0  # padded steps produce no output
 
 
@@ -92,3 +93,45 @@ def test_lstm_loads_checkpoints_of_the_single_module_layout():
     torch.testing.assert_close(out, ref)
     torch.testing.assert_close(h2, h)
     torch.testing.assert_close(c2, c)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "bucketed"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_lstm_unpacked_padding_equals_packing_with_gradients(mode, bidirectional, with_state):
+    """The unpacked padding paths (each sequence's real part reversed for the backward direction; and
+    that over length buckets, the CPU default) give the outputs and every gradient of
+    pack_padded_sequence, in float64; "reverse" with dropout too (same masks: same RNG draws)."""
+    torch.manual_seed(0)
+    dropout = 0.3 if mode == "reverse" else 0.0  # buckets draw their dropout masks per bucket
+    enc = build_encoder({**LSTM_CFG, "dropout": dropout, "bidirectional": bidirectional}, 4).double().train()
+    enc.buckets = 2
+    lengths = torch.tensor([9, 4, 1, 7, 9])
+    mask = torch.arange(9).unsqueeze(1) >= lengths.unsqueeze(0)
+    x = torch.randn(9, 5, 4, dtype=torch.float64)
+    dirs = 2 if bidirectional else 1
+    state = tuple(torch.randn(3 * dirs, 5, 6, dtype=torch.float64) for _ in range(2)) if with_state else None
+    results = {}
+    for name in ("packed", mode):
+        enc.padding_mode = name
+        enc.zero_grad()
+        x_in = x.clone().requires_grad_(True)
+        torch.manual_seed(1)  # the same dropout masks for both paths
+        outs, _ = enc(x_in, state, mask_pad=mask, return_all_layers=True)
+        weights = torch.randn_like(outs[-1], generator=torch.Generator().manual_seed(2))
+        (sum(o.pow(2).sum() for o in outs[:-1]) + (outs[-1] * weights).sum()).backward()
+        results[name] = (outs, x_in.grad, [p.grad.clone() for p in enc.parameters()])
+    (out_p, gx_p, gw_p), (out_r, gx_r, gw_r) = results["packed"], results[mode]
+    for a, b in zip(out_p, out_r):
+        torch.testing.assert_close(b, a)
+    torch.testing.assert_close(gx_r, gx_p)
+    assert gx_r[mask].abs().max() == 0  # padded inputs get no gradient
+    for a, b in zip(gw_p, gw_r):
+        torch.testing.assert_close(b, a)
+
+
+def test_lstm_padding_mode_is_checked():
+    enc = build_encoder(LSTM_CFG, 4)
+    enc.padding_mode = "sorted"
+    with pytest.raises(ValueError, match="'bucketed', 'reverse' or 'packed'"):
+        enc(torch.randn(3, 2, 4), mask_pad=torch.tensor([[0, 0], [0, 0], [0, 1]], dtype=torch.bool))

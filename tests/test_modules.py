@@ -255,3 +255,39 @@ def test_post_layer_norm_normalizes_h():
     h_plain, c_plain = plain(x)
     torch.testing.assert_close(h, cell.layer_norm(h_plain))
     torch.testing.assert_close(c, c_plain)
+
+
+# ---------------------------------------------------------------- project_skip (the CNTK speech SRU)
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_project_skip_is_the_cntk_highway_with_its_own_projection(backend):
+    """project_skip=True gives k = 4 at equal widths and h = r*tanh(c) + (1-r)*(W_h x): SRU_12L.ndl's
+    FastKernelNN (with v1: no c_{t-1} term in the gates), checked against the formula, with gradients."""
+    torch.manual_seed(0)
+    cell = _randomize(SRUCell(4, 4, use_tanh=True, v1=True, project_skip=True, backend=backend)).double()
+    with torch.no_grad():
+        cell.weight_c.zero_()  # v1's init (randomized above with every parameter)
+    assert cell.num_matrices == 4 and SRUCell(4, 4).num_matrices == 3
+    x = torch.randn(6, 3, 4, dtype=torch.float64, requires_grad=True)
+    h, c_last = cell(x)
+    u = (x.reshape(-1, 4) @ cell.weight).view(6, 3, 4, 4)     # (L, B, d, k)
+    b_f, b_r = cell.bias[:4], cell.bias[4:]
+    c = torch.zeros(3, 4, dtype=torch.float64)
+    expected = []
+    for t in range(6):
+        f = torch.sigmoid(u[t, :, :, 1] + b_f)
+        c = f * c + (1 - f) * u[t, :, :, 0]
+        r = torch.sigmoid(u[t, :, :, 2] + b_r)
+        expected.append(r * torch.tanh(c) + (1 - r) * u[t, :, :, 3])
+    expected = torch.stack(expected)
+    torch.testing.assert_close(h, expected)
+    torch.testing.assert_close(c_last, c)
+    grads = torch.autograd.grad(h.sum(), [x, cell.weight])
+    wanted = torch.autograd.grad(expected.sum(), [x, cell.weight])
+    for got, want in zip(grads, wanted):
+        torch.testing.assert_close(got, want)
+
+
+def test_project_skip_reaches_every_layer_of_a_stack():
+    stack = SRU(6, 8, num_layers=3, project_skip=True)
+    assert [cell.num_matrices for cell in stack.rnn_lst] == [4, 4, 4]

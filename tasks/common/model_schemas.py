@@ -27,6 +27,7 @@ class SRUConfig:
     use_tanh: bool = key(False)
     projection_size: int = key(0, low=0)
     has_skip_term: bool = key(True)
+    project_skip: bool = key(False)   # highway input W_h x_t at every layer (k = 4), the CNTK speech SRU
     v1: bool = key(False)
     proj_input_to_hidden_first: bool = key(False)
     normalize_after: bool = key(False)

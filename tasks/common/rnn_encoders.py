@@ -92,9 +92,39 @@ class SRUEncoder(_Recurrent):
         return outs, torch.stack(last)
 
 
+def reversal_index(lengths: Tensor, total_length: int) -> Tensor:
+    """(L, B) time index that reverses each sequence's real part and leaves its padding in place:
+    index[t, b] = n_b - 1 - t for t < n_b, else t. Applying it twice is the identity."""
+    t = torch.arange(total_length, device=lengths.device).unsqueeze(1)
+    n = lengths.to(t.device).unsqueeze(0)
+    return torch.where(t < n, n - 1 - t, t)
+
+
+def _gather_time(x: Tensor, index: Tensor) -> Tensor:
+    return x.gather(0, index.unsqueeze(-1).expand_as(x))
+
+
 class LSTMEncoder(_Recurrent):
     """torch.nn.LSTM (cuDNN on GPU), one module per layer so every layer's output is available;
-    padding handled by packing; dropout between layers as nn.LSTM's ``dropout``."""
+    dropout between layers as nn.LSTM's ``dropout``.
+
+    Padding (``mask_pad``), ``padding_mode`` (the fastest exact way on CPU is the default; measured by
+    scripts/bench_lstm_padding.py, docs/benchmarks.md#lstm-padding-the-baseline):
+
+    - "bucketed" (CPU default): the batch's sequences sorted by length into ``buckets`` groups, each cut
+      to its longest sequence and run as "reverse"; outputs put back in batch order;
+    - "reverse": each direction runs over the padded batch unpacked: the forward direction reads each
+      sequence from its start, so padding after the end changes only padded outputs (set to 0); the
+      backward direction runs the reverse weights over a copy of the batch in which each sequence's real
+      part is reversed in place, then reverses its outputs back;
+    - "packed" (CUDA default: cuDNN runs packed batches natively): pack_padded_sequence around each layer.
+
+    All three give the same real outputs and gradients (tests/test_encoders.py). The final state of a
+    padded batch is returned by "packed" only (None otherwise: nn.LSTM gives c only at the last padded
+    step); no task reads it (the LM runs unpadded)."""
+
+    padding_mode: Optional[str] = None  # None: "packed" on CUDA, else "bucketed"
+    buckets: int = 4
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 2, dropout: float = 0.0,
                  bidirectional: bool = False):
@@ -120,8 +150,36 @@ class LSTMEncoder(_Recurrent):
 
     def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None, return_all_layers: bool = False):
         _check_input(x, self.input_size, "LSTM encoder")
+        mode = self.padding_mode or ("packed" if x.is_cuda else "bucketed")
+        if mode not in ("bucketed", "reverse", "packed"):
+            raise ValueError(f"LSTMEncoder.padding_mode: expected 'bucketed', 'reverse' or 'packed', received {mode!r}")
+        padded = mask_pad is not None and bool(mask_pad.any())
+        if padded and mode == "bucketed":
+            outs = self._bucketed(x, state, mask_pad.bool())
+            return (outs if return_all_layers else outs[-1]), None
+        outs, final = self._layers(x, state, mask_pad.bool() if padded else None, mode)
+        return (outs if return_all_layers else outs[-1]), final
+
+    def _bucketed(self, x: Tensor, state, mask_pad: Tensor) -> List[Tensor]:
+        lengths = (~mask_pad).sum(0).clamp_min(1)
+        order = lengths.argsort(descending=True)
+        outs = [x.new_zeros(x.size(0), x.size(1), self.output_size) for _ in self.layers]
+        for part in order.chunk(self.buckets):
+            n = int(lengths[part].max())
+            sub_state = None if state is None else tuple(s[:, part] for s in state)
+            sub_mask = mask_pad[:n, part]
+            sub_outs, _ = self._layers(x[:n, part], sub_state, sub_mask if sub_mask.any() else None, "reverse")
+            outs = [o.index_copy(1, part, nn.functional.pad(so, (0, 0, 0, 0, 0, x.size(0) - n)))
+                    for o, so in zip(outs, sub_outs)]
+        return outs
+
+    def _layers(self, x: Tensor, state, mask_pad: Optional[Tensor], mode: str):
+        """Every layer over x; mask_pad None (no padding) or (L, B) bool. Returns (outputs, final state)."""
         dirs = 2 if self.bidirectional else 1
-        lengths = None if mask_pad is None else (~mask_pad).sum(0).clamp_min(1).cpu()
+        lengths = None if mask_pad is None else (~mask_pad).sum(0).clamp_min(1)
+        if mask_pad is not None and mode == "reverse":
+            keep = (~mask_pad).unsqueeze(-1).to(x.dtype)
+            index = reversal_index(lengths, x.size(0)) if self.bidirectional else None
         outs: List[Tensor] = []
         hs, cs = [], []
         h = x
@@ -129,14 +187,35 @@ class LSTMEncoder(_Recurrent):
             if i > 0:
                 h = self.dropout(h)
             layer_state = None if state is None else tuple(s[i * dirs:(i + 1) * dirs].contiguous() for s in state)
-            if lengths is None:
+            if mask_pad is None:
                 h, (h_n, c_n) = layer(h, layer_state)
-            else:  # packing stops each sequence at its last real token (the backward direction starts there)
-                packed = nn.utils.rnn.pack_padded_sequence(h, lengths, enforce_sorted=False)
+                hs.append(h_n)
+                cs.append(c_n)
+            elif mode == "packed":  # each sequence stops at its last real token
+                packed = nn.utils.rnn.pack_padded_sequence(h, lengths.cpu(), enforce_sorted=False)
                 h, (h_n, c_n) = layer(packed, layer_state)
                 h, _ = nn.utils.rnn.pad_packed_sequence(h, total_length=x.size(0))
+                hs.append(h_n)
+                cs.append(c_n)
+            else:
+                h = self._reverse_padded_layer(layer, h, layer_state, index) * keep
             outs.append(h)
-            hs.append(h_n)
-            cs.append(c_n)
-        final = (torch.cat(hs), torch.cat(cs))
-        return (outs if return_all_layers else h), final
+        return outs, ((torch.cat(hs), torch.cat(cs)) if hs else None)
+
+    @staticmethod
+    def _reverse_padded_layer(layer: nn.LSTM, x: Tensor, state, index: Optional[Tensor]) -> Tensor:
+        """One (bi)directional layer over a right-padded batch, unpacked (see the class docstring)."""
+        def direction(inp: Tensor, suffix: str, d: int) -> Tensor:
+            weights = [getattr(layer, f"{n}_l0{suffix}") for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            if state is None:
+                zeros = inp.new_zeros(1, inp.size(1), layer.hidden_size)
+                hx = (zeros, zeros)
+            else:
+                hx = (state[0][d:d + 1], state[1][d:d + 1])
+            return torch.lstm(inp, hx, weights, True, 1, 0.0, layer.training, False, False)[0]
+
+        forward = direction(x, "", 0)
+        if index is None:
+            return forward
+        backward = _gather_time(direction(_gather_time(x, index), "_reverse", 1), index)
+        return torch.cat([forward, backward], dim=-1)
