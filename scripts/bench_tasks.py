@@ -6,7 +6,7 @@
 
 Every task compares two models (``PAIRS``): translation ``model=transformer_sru`` with
 ``model=transformer``, every other task ``model=sru`` with ``model=lstm``. For each the config is
-composed exactly as ``train.py task=<name> model=<model>`` would (``tasks.runner.compose``), the task
+composed exactly as ``train.py task=<name> model=<model>`` would (``tasks.engine.runner.compose``), the task
 builds its data, model and optimizer, and ``--steps`` training batches are taken once and replayed for
 both models (the two tasks are built from one config but for the model and give identical batches;
 checked). The models then alternate, ``--steps`` optimizer steps each per round, the order flipping
@@ -40,10 +40,10 @@ from typing import Callable, Dict, List, Tuple
 import torch
 from torch import nn
 
-from tasks import build_task
-from tasks.base import move_to_device
-from tasks.optim import build_optimizer
-from tasks.runner import compose, find_conf_dir
+from tasks.engine.devices import move_to_device
+from tasks.engine.optim import build_optimizer
+from tasks.engine.registry import build_task
+from tasks.engine.runner import compose, find_conf_dir
 from tasks.squad.model import DocumentReader
 from tasks.translation.model import Seq2SeqTransformer, SRUSublayer
 

@@ -1,4 +1,4 @@
-"""One prepared check for a short GPU session (about 5 minutes on one GPU).
+"""One prepared check for a short time on a GPU machine (about 5 minutes on one GPU).
 
     python scripts/check_gpu.py [--out outputs/check_gpu] [--skip-bench] [--bench-timeout 420]
     TRITON_INTERPRET=1 python scripts/check_gpu.py --dry-run-cpu   # smoke-test this script

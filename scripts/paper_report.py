@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 from paper_tables import TABLES, Cell, Table
 
-from tasks.results import format_mean_std, mean_std, read_metrics
+from tasks.engine.results import format_mean_std, mean_std, read_metrics
 
 
 @dataclass

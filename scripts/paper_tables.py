@@ -1,6 +1,7 @@
 """The paper's tables as data: which experiment config reproduces each cell, at which scale, and the
-number the paper reports (``PAPER.md`` of the project notes; None where the paper's own table could not be
-read). Used by ``scripts/reproduce.py`` (what to run) and ``scripts/paper_report.py`` (what to compare).
+number the paper reports (Lei et al., arXiv 1709.02755, its tables; copied with their sources into
+docs/paper_numbers.md; None where the paper's own table could not be read). Used by
+``scripts/reproduce.py`` (what to run) and ``scripts/paper_report.py`` (what to compare).
 
 A cell runs ``python train.py experiment=<paper or cpu experiment> seed=<s>``. ``metric`` is a key of the
 run's ``results.json`` ``test`` block (valid when a task has no test split), ``mode`` says which direction

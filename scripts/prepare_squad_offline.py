@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     wiki = args.wiki
     if wiki is None:
-        from tasks.lm.data import gensim_wiki_path
+        from tasks.common.corpora import gensim_wiki_path
         wiki = gensim_wiki_path()
     # the same parameters (and so the same cache key) as conf/task/squad.yaml's defaults
     params = {"seed": args.seed, "max_context_words": args.max_context_words,

@@ -5,7 +5,7 @@
     python scripts/reproduce.py --scale paper --table classification --dry-run   # list the commands
     python scripts/reproduce.py ... -- trainer.device=cuda           # extra overrides for every cell
 
-Each (cell, seed) runs ``tasks.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
+Each (cell, seed) runs ``tasks.engine.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
 ``<out>/<scale>/<cell experiment>/seed<s>/``. A cell whose run dir holds ``results.json`` is done and is not
 rerun, so an interrupted reproduction continues where it stopped; a crash is written to ``failure.json``
 in that run dir (the report lists it) and the next cell runs. Cells run table by table, seed by seed,
@@ -26,7 +26,7 @@ import torch
 from omegaconf import OmegaConf
 from paper_tables import TABLES, cells_at
 
-from tasks.runner import compose, run
+from tasks.engine.runner import compose, run
 
 
 def parse_args(argv=None):

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from tasks.runner import compose
+from tasks.engine.runner import compose
 
 
 def main(argv=None):
@@ -26,8 +26,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("overrides", nargs="*")
     args = p.parse_args(argv)
-    from tasks import build_task
-    from tasks.optim import build_optimizer
+    from tasks.engine.optim import build_optimizer
+    from tasks.engine.registry import build_task
 
     torch.set_num_threads(args.threads)
     names = args.models.split(",")

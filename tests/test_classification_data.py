@@ -14,9 +14,9 @@ import torch
 from tasks.classification.data import collate, encode, load_classification_data, tokenize_rows
 from tasks.classification.sources import read_table
 from tasks.classification.splits import cross_validation_split, stratified_folds
-from tasks.classification.text import tokenize
-from tasks.text import Vocabulary
-from tasks.vectors import embedding_matrix, load_vectors
+from tasks.common.text import Vocabulary
+from tasks.common.tokenize import tokenize
+from tasks.common.vectors import embedding_matrix, load_vectors
 
 FIX = Path(__file__).parent / "fixtures" / "classification"
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # the hub code path below must never need the network

@@ -5,13 +5,13 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import CONF, compose
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from conftest import CONF, compose
-from tasks import build_task
-from tasks.encoders import ENCODERS, build_encoder
-from tasks.trainer import check_trainer_config
+from tasks.common.encoders import ENCODERS, build_encoder
+from tasks.engine.registry import build_task
+from tasks.engine.trainer import check_trainer_config
 
 GROUPS = ["task", "model", "trainer", "logger", "paths", "debug", "hparams_search"]
 EXPERIMENTS = sorted(str(p.relative_to(CONF / "experiment").with_suffix(""))
@@ -34,26 +34,11 @@ def _instantiate(cfg):
     check_trainer_config(cfg.trainer)
     task = build_task(cfg)
     task.check_config()
-    if cfg.model.name not in ENCODERS:  # a task-specific model (translation: model=transformer): its task checked it
+    width = task.encoder_input_size()
+    if width is None:  # a task-specific model (translation: model=transformer): its check_config checked it
+        assert cfg.model.name not in ENCODERS, f"task={cfg.task.name} uses a shared encoder but gives no input width"
         return task
-    # The width each task feeds its encoder: classification's word vectors; the LM's embedding,
-    # which defaults to the encoder's hidden size (tasks/lm/task.py).
-    if cfg.task.name == "classification":
-        width = cfg.task.embedding.dim
-    elif cfg.task.name == "lm":
-        width = cfg.task.get("emb_size") or cfg.model.hidden_size
-    elif cfg.task.name == "squad":  # the paragraph encoder: word + aligned question embedding + token features
-        from tasks.squad.features import NUM_FEATURES
-        task.check_config()
-        width = 2 * cfg.task.embedding.dim + NUM_FEATURES
-        build_encoder({**task.encoder_config(), "bidirectional": True}, int(width))
-        return task
-    elif cfg.task.name == "speech":  # stacked log-mel frames
-        task.check_config()
-        width = cfg.task.features.n_mels * cfg.task.features.stack
-    else:
-        raise AssertionError(f"_instantiate: add the encoder input width of task {cfg.task.name!r}")
-    build_encoder(cfg.model, int(width))
+    build_encoder(task.encoder_config(), width, causal=task.causal)
     return task
 
 
@@ -106,7 +91,8 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
     two runs with seed=0 start from the same weights, so their first losses are identical."""
     import torch
     from conftest import tiny_lm_overrides
-    from tasks.results import read_metrics
+
+    from tasks.engine.results import read_metrics
 
     overrides = tiny_lm_overrides(steps=2)
     assert "seed=0" in overrides
@@ -119,7 +105,7 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
 
 
 def test_run_dirs_are_unique_per_process(tmp_path):
-    from tasks import runner
+    from tasks.engine import runner
     run_dir = runner.resolve_run_dir(None, "outputs/runs")
     assert run_dir.startswith("outputs/runs/") and f"_{os.getpid()}-" in run_dir
     with pytest.raises(ValueError, match="checkpoints/last.pt"):

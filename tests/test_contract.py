@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
-
 from contract_worker import OVERRIDES, train_toy
-from tasks.runner import compose
-from toy_task import ToyTask
 from test_distributed import ROOT, torchrun
+from toy_task import ToyTask
+
+from tasks.engine.runner import compose
 
 
 def _weights(summary):

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import torch
+from conftest import ROOT, compose
 from torch import nn
 
-from conftest import ROOT, compose
-from tasks.encoders import ENCODERS, build_encoder, check_encoder_config
+from tasks.common.encoders import ENCODERS, build_encoder, check_encoder_config
 
 SRU_CFG = {"name": "sru", "hidden_size": 6, "num_layers": 3, "dropout": 0.0, "rnn_dropout": 0.0}
 LSTM_CFG = {"name": "lstm", "hidden_size": 6, "num_layers": 3, "dropout": 0.0}
@@ -30,7 +30,7 @@ def test_causal_tasks_refuse_bidirectional_encoders_and_bad_values_name_the_key(
     for key, value in (("hidden_size", -5), ("num_layers", 0), ("dropout", 1.5), ("hidden_size", "abc")):
         with pytest.raises(ValueError, match=f"model.{key}: expected"):
             check_encoder_config({**SRU_CFG, key: value})
-    with pytest.raises(ValueError, match="unknown model config keys \\['highway_bias'\\]"):
+    with pytest.raises(ValueError, match=r"model.highway_bias: not a key of model.*conf/model/lstm.yaml"):
         check_encoder_config({**LSTM_CFG, "highway_bias": -3})
 
 

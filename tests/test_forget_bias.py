@@ -1,9 +1,9 @@
 """model.forget_bias: the SRU encoder's initial forget-gate bias, a departure that leaves `sru/` official."""
 import pytest
 import torch
-
-from tasks.encoders import SRUEncoder
 from test_official_checkpoint import CONFIGS, official_state_dict  # noqa: E402  (tests/ is on sys.path)
+
+from tasks.common.rnn_encoders import SRUEncoder
 
 
 def _encoder(forget_bias, **kw):

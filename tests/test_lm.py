@@ -6,11 +6,11 @@ import math
 
 import pytest
 import torch
-
 from conftest import LM_FIXTURE, compose, tiny_lm_overrides
-from tasks.results import read_metrics
+
+from tasks.common.text import Vocabulary
+from tasks.engine.results import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
-from tasks.text import Vocabulary
 
 
 @pytest.mark.parametrize("model", ["sru", "lstm"])
@@ -60,7 +60,7 @@ def test_char_level_tokenizes_every_character():
 
 
 def test_missing_data_file_names_path_and_fix(tmp_path):
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     missing = tmp_path / "nope" / "train.txt"
     cfg = compose(tiny_lm_overrides() + [f"task.data.train_file={missing}"])
     task = build_task(cfg)
@@ -70,7 +70,7 @@ def test_missing_data_file_names_path_and_fix(tmp_path):
 
 
 def test_lm_state_is_carried_and_detached():
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     task = build_task(compose(tiny_lm_overrides("lstm")))
     task.setup()
     model = task.build_model()

@@ -3,11 +3,12 @@ and no module reaching back into train.py or editing sys.path."""
 from __future__ import annotations
 
 import subprocess
+
 import pytest
+from conftest import ROOT
 
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
-from conftest import ROOT
 
 
 def test_every_config_folder_is_installed_as_data_files():
@@ -18,7 +19,7 @@ def test_every_config_folder_is_installed_as_data_files():
     assert folders <= listed, f"add these conf/ folders to [tool.setuptools.data-files]: {sorted(folders - listed)}"
     for target, patterns in data_files.items():
         assert all(target == "share/sru-experiments/" + pattern.rsplit("/", 1)[0] for pattern in patterns)
-    assert project["project"]["scripts"]["sru-train"] == "tasks.runner:cli"
+    assert project["project"]["scripts"]["sru-train"] == "tasks.engine.runner:cli"
 
 
 def test_nothing_imports_train_or_edits_sys_path():

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import torch
-
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint
-from tasks.errors import EXIT_INTERRUPTED
-from tasks.results import read_metrics
+
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.errors import EXIT_INTERRUPTED
+from tasks.engine.results import read_metrics
 
 TIMEOUT_S = 120
 
@@ -113,7 +113,7 @@ def test_second_process_cannot_resume_a_live_run_and_sigint_saves(tmp_path):
 
 def test_second_signal_exits_at_once():
     code = ("import os, signal, time\n"
-            "from tasks.interrupts import StopSignals\n"
+            "from tasks.engine.interrupts import StopSignals\n"
             "with StopSignals() as stop, stop.deferred():\n"
             "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2)\n"
             "    assert stop.requested(); print('first: a request', flush=True)\n"

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint
+
+from tasks.engine.checkpoint import load_checkpoint
 
 TIMEOUT_S = 180
 

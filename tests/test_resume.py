@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import ROOT, tiny_lm_overrides
-from tasks.checkpoint import load_checkpoint, save_atomic
-from tasks.results import read_metrics
+
+from tasks.engine.checkpoint import load_checkpoint, save_atomic
+from tasks.engine.results import read_metrics
 
 
 def _train_losses(run_dir):

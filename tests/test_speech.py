@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import soundfile
 import torch
-
 from conftest import ROOT, compose
-from tasks.batching import pad_collate
+
+from tasks.common.batching import pad_collate
 from tasks.speech.data import Utterance, load_audio, read_manifest
 from tasks.speech.decoding import collapse, greedy_decode, prefix_beam_search
-from tasks.speech.features import LogMel, cmvn, mel_filterbank, mel_to_hz, hz_to_mel, spec_augment, stack_frames
+from tasks.speech.features import LogMel, cmvn, hz_to_mel, mel_filterbank, mel_to_hz, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
@@ -190,7 +190,7 @@ def test_missing_tools_say_which_apt_command(monkeypatch, tmp_path):
 
 
 def test_bad_task_keys_fail_before_data(tmp_path):
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     with pytest.raises(ValueError, match="task.decoder"):
         build_task(compose(["task=speech", "task.decoder=viterbi"])).check_config()
     with pytest.raises(ValueError, match="task.features.cmvn"):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import ROOT, compose, load_script
 from squad_oracle import evaluate_files
-from tasks.results import read_metrics
+
+from tasks.engine.results import read_metrics
 
 TINY = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
 
@@ -57,10 +57,10 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
 
 
 def test_bad_task_config_fails_before_data_loading():
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     with pytest.raises(ValueError, match="task.data.source"):
         build_task(compose(["task=squad", "task.data.source=bogus"])).check_config()
-    with pytest.raises(ValueError, match="model=sru or model=lstm"):
+    with pytest.raises(ValueError, match=r"model=cnn: task=squad accepts model= one of \['sru', 'lstm'\]"):
         build_task(compose(["task=squad", "model=cnn"])).check_config()
     with pytest.raises(ValueError, match="task.data.files.train"):
         task = build_task(compose(["task=squad", "task.data.source=files"]))
@@ -78,6 +78,7 @@ def test_paper_experiments_compose():
 def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
     """The hub's flat rows (one per question) regroup into articles/paragraphs the v1.1 loader accepts."""
     import datasets
+
     from tasks.squad.data import load_squad_file, split_files
 
     rows = [{"id": "h1", "title": "Zürich", "context": "Zürich lies on the Limmat.", "question": "Where?",
@@ -98,7 +99,8 @@ def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
 def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     """DrQA's tune_partial: with a vector file, only the N most frequent question words get gradients."""
     import torch
-    from tasks import build_task
+
+    from tasks.engine.registry import build_task
 
     words = ["what", "the", "zürich", "limmat", "athens", "city", "river"]
     vec = tmp_path / "vectors.txt"
@@ -110,6 +112,7 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     task.setup()
     model = task.build_model()
     from collections import Counter
+
     from tasks.squad.data import load_squad_file, tokenize
     counts = Counter(w.lower() for ex in load_squad_file(TINY) for w in tokenize(ex.question)[0])
     top = sorted(counts, key=lambda w: (-counts[w], w))[:3]

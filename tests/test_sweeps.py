@@ -5,12 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import collect_results  # noqa: E402
 import yaml
-
 from conftest import ROOT, tiny_lm_overrides
 
 sys.path.insert(0, str(ROOT / "scripts"))
-import collect_results  # noqa: E402
 
 # a few steps only: these tests check the sweep machinery, not learning
 FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("trainer.max_steps")] + [
@@ -71,9 +70,10 @@ def test_submitit_local_launcher_runs_one_job_as_two_ddp_ranks(tmp_path):
 
 
 def test_slurm_launcher_config_has_documented_keys():
-    import tasks.runner  # noqa: F401  (registers the config resolvers)
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
+
+    import tasks.engine.runner  # noqa: F401  (registers the config resolvers)
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=4",

@@ -3,14 +3,15 @@ back from the event file with TensorBoard's own EventAccumulator."""
 from __future__ import annotations
 
 import pytest
+from conftest import compose  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from test_trainer import RegressionTask, _cfg  # noqa: E402
+
+from tasks.engine.loggers import build_loggers  # noqa: E402
+from tasks.engine.trainer import fit  # noqa: E402
 
 pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-from conftest import compose  # noqa: E402
-from tasks.loggers import build_loggers  # noqa: E402
-from tasks.trainer import fit  # noqa: E402
-from test_trainer import RegressionTask, _cfg  # noqa: E402
 
 
 def _events(log_dir):

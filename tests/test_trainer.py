@@ -6,14 +6,14 @@ import math
 
 import pytest
 import torch
+from conftest import compose
 from omegaconf import OmegaConf
 from torch import nn
 
-from conftest import compose
-from tasks.base import Task
-from tasks.results import read_metrics
-from tasks.optim import get_lr
-from tasks.trainer import fit
+from tasks.engine.base import Task
+from tasks.engine.optim import get_lr
+from tasks.engine.results import read_metrics
+from tasks.engine.trainer import fit
 
 
 class RegressionTask(Task):
@@ -33,7 +33,7 @@ class RegressionTask(Task):
     def setup(self):
         pass
 
-    def num_batches(self, split, epoch=0):
+    def num_batches(self, split, epoch=0, seed=0):
         return math.ceil(len(self.data[split][0]) / self.batch_size)
 
     def batches(self, split, epoch=0, seed=0, start=0):

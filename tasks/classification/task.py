@@ -6,21 +6,24 @@ runs every fold and reports mean ± std. Metrics: accuracy and macro-F1 (percent
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.base import LoggingOutput, Task
-from tasks.batching import global_batches, shard_batches, split_batch
-from tasks.encoders import build_encoder
-from tasks.text import PAD, UNK, Vocabulary
+from tasks.classification.presets import PRESETS
+from tasks.classification.schema import ClassificationConfig
+from tasks.common.batching import global_batches, shard_batches, split_batch
+from tasks.common.encoders import build_encoder, check_encoder_config
+from tasks.common.text import PAD, UNK, Vocabulary
+from tasks.common.vectors import embedding_matrix, load_vectors
+from tasks.engine.base import LoggingOutput, Task
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .metrics import count_logging_output, reduce_classification
 from .model import SentenceClassifier
-from tasks.vectors import embedding_matrix, load_vectors
 
 SPLITS = ("train", "valid", "test")
 
@@ -30,6 +33,8 @@ class ClassificationTask(Task):
     monitor = "accuracy"
     monitor_mode = "max"
     throughput_key = "nsentences"
+    models = ("sru", "lstm", "cnn")
+    schema = ClassificationConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -39,6 +44,16 @@ class ClassificationTask(Task):
         self.encoded: Dict[str, EncodedSplit] = {}
         self.vectors = None
         self.epoch_seconds: Dict[int, float] = {}
+        self._epoch_start: Optional[float] = None
+
+    def check_config(self) -> None:
+        super().check_config()  # model name, task.* types and ranges
+        check_encoder_config(self.cfg["model"], causal=self.causal)
+        check_choice("task.data.name", self.task_cfg["data"].get("name"), [*sorted(PRESETS), None])
+        data = self.task_cfg["data"]
+        if data.get("fold") is not None and data["fold"] >= data["cv_folds"]:
+            raise ConfigError(f"task.data.fold: expected 0 <= fold < task.data.cv_folds={data['cv_folds']}, "
+                              f"received {data['fold']}")
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -75,23 +90,32 @@ class ClassificationTask(Task):
         plan = global_batches(n, int(self.task_cfg["eval_batch_size"]), shuffle=False, world_size=1)
         return shard_batches(plan, train=False)
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
-        return len(self._plan(split, epoch, 0))  # the count does not depend on the seed
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
+        return len(self._plan(split, epoch, seed))
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
         data = self.encoded[split]
-        t0 = time.perf_counter()
         for index in self._plan(split, epoch, seed)[start:]:
             yield collate(data, index, self.vocab.pad_id)
-        if split == "train" and start == 0:
-            # wall time of the whole pass (the trainer runs forward/backward/step between our yields):
-            # the paper's Table 1 reports training time per epoch
-            seconds = time.perf_counter() - t0
-            self.epoch_seconds[int(epoch)] = seconds
-            print(f"[classification] epoch {epoch}: {seconds:.1f} s training "
-                  f"({len(data) / seconds:.0f} examples/s)", flush=True)
+
+    def begin_epoch(self, epoch: int) -> None:
+        self._epoch_start = time.perf_counter()
+
+    def end_epoch(self, epoch: int) -> None:
+        # wall time of the whole pass (forward/backward/step included): the paper's Table 1 reports
+        # training time per epoch. None after a resume inside the epoch: not a whole epoch.
+        start, self._epoch_start = self._epoch_start, None
+        if start is None:
+            return
+        seconds = time.perf_counter() - start
+        self.epoch_seconds[int(epoch)] = seconds
+        print(f"[classification] epoch {epoch}: {seconds:.1f} s training "
+              f"({len(self.encoded['train']) / seconds:.0f} examples/s)", flush=True)
 
     # ---- model --------------------------------------------------------------------------------
+    def encoder_input_size(self) -> int:
+        return int(self.task_cfg["embedding"]["dim"])  # the word vectors
+
     def build_model(self) -> nn.Module:
         t, model_cfg = self.task_cfg, self.cfg["model"]
         emb = t["embedding"]
@@ -103,7 +127,7 @@ class ClassificationTask(Task):
         if self.vectors is not None:
             print(f"[classification] pretrained vectors for {hits:,}/{len(self.vocab):,} words "
                   f"({'fixed' if fixed else 'fine-tuned'})")
-        encoder = build_encoder(model_cfg, int(emb["dim"]))
+        encoder = build_encoder(model_cfg, self.encoder_input_size())
         return SentenceClassifier(weight, encoder, len(self.data.label_names), dropout=float(t["dropout"]),
                                   pooling=t.get("pooling", "auto"),
                                   bidirectional=bool(model_cfg.get("bidirectional", False)),

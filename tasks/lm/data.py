@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import importlib.util
 import math
 import os
 from pathlib import Path
@@ -26,11 +25,13 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import torch
 from torch import Tensor
 
+from tasks.common.corpora import gensim_wiki_path
+from tasks.engine.errors import DataError
+
 SPLITS = ("train", "valid", "test")
 SOURCES = ("ptb", "files", "file", "gensim_wiki", "hf")
 LEVELS = ("word", "char")
 UNK, EOS = "<unk>", "<eos>"
-GENSIM_WIKI = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 
 
 def read_text(path: str) -> str:
@@ -52,14 +53,6 @@ def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
     a = int(len(text) * fractions[0])
     b = a + int(len(text) * fractions[1])
     return {"train": text[:a], "valid": text[a:b], "test": text[b:]}
-
-
-def gensim_wiki_path() -> str:
-    # Locate the package without importing it: importing gensim.test.utils builds demo corpora.
-    spec = importlib.util.find_spec("gensim")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("task.data.source=gensim_wiki needs the `gensim` package: pip install gensim")
-    return str(Path(list(spec.submodule_search_locations)[0]) / "test" / "test_data" / GENSIM_WIKI)
 
 
 def load_texts(data: Mapping) -> Dict[str, str]:
@@ -134,7 +127,6 @@ def batchify(ids: Tensor, batch_size: int, split: str = "train", origin: str = "
     """(N,) -> (T, B): B contiguous streams side by side; the ragged tail is dropped."""
     steps = ids.numel() // batch_size
     if steps < 2:
-        from tasks.errors import DataError
 
         where = f" from {origin}" if origin else ""
         problem = ("is empty: check that file" if ids.numel() == 0 else

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import torch
 from torch import Tensor, nn
 
-from tasks.encoders import build_encoder
+from tasks.common.encoders import build_encoder
 
 
 class LanguageModel(nn.Module):

@@ -14,13 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks import distributed
-from tasks.base import LoggingOutput, Task
-from tasks.encoders import detach_state
+from tasks.common.encoders import check_encoder_config
+from tasks.common.rnn_encoders import detach_state
+from tasks.common.text import Vocabulary
+from tasks.engine import distributed
+from tasks.engine.base import LoggingOutput, Task
 from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
-from tasks.text import Vocabulary
 from tasks.lm.model import LanguageModel
-
+from tasks.lm.schema import LMConfig
 
 MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
@@ -29,6 +30,8 @@ class LanguageModelingTask(Task):
     name = "lm"
     throughput_key = "ntokens"
     causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
+    models = ("sru", "lstm")
+    schema = LMConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -42,17 +45,8 @@ class LanguageModelingTask(Task):
         self.vocab: Vocabulary | None = None
 
     def check_config(self) -> None:
-        super().check_config()  # model keys
-        from tasks.config_checks import check_choice, check_number
-        from tasks.lm.data import LEVELS, SOURCES
-
-        t, data = self.task_cfg, self.task_cfg["data"]
-        check_number("task.bptt", t.get("bptt"), 1, integer=True)
-        check_number("task.emb_size", t.get("emb_size"), 1, integer=True, allow_none=True)
-        check_choice("task.data.source", data.get("source"), SOURCES)
-        check_choice("task.data.level", data.get("level"), LEVELS)
-        check_number("task.data.max_vocab", data.get("max_vocab"), 2, integer=True, allow_none=True)
-        check_number("task.data.max_train_tokens", data.get("max_train_tokens"), 1, integer=True, allow_none=True)
+        super().check_config()  # model name
+        check_encoder_config(self.cfg["model"], causal=self.causal)
 
     def setup(self) -> None:
         t0 = time.time()
@@ -76,7 +70,7 @@ class LanguageModelingTask(Task):
         print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return num_windows(self.streams[split], self.task_cfg["bptt"])
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
@@ -87,12 +81,16 @@ class LanguageModelingTask(Task):
         for i in range(start, num_windows(stream, bptt)):
             yield window(stream, i, bptt)
 
-    def build_model(self) -> nn.Module:
-        t = self.task_cfg
-        emb_size = t.get("emb_size") or self.cfg["model"].get("hidden_size")
+    def encoder_input_size(self) -> int:
+        """The embedding width: ``task.emb_size``, by default the encoder's hidden size (tied weights)."""
+        emb_size = self.task_cfg.get("emb_size") or self.cfg["model"].get("hidden_size")
         if not emb_size:
             raise ValueError("task.emb_size: expected a positive integer (or a model with hidden_size), received null")
-        return LanguageModel(len(self.vocab), int(emb_size), self.cfg["model"], emb_dropout=t["emb_dropout"],
+        return int(emb_size)
+
+    def build_model(self) -> nn.Module:
+        t = self.task_cfg
+        return LanguageModel(len(self.vocab), self.encoder_input_size(), self.cfg["model"], emb_dropout=t["emb_dropout"],
                              out_dropout=t["out_dropout"], tie_weights=t["tie_weights"])
 
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:

@@ -28,6 +28,9 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
+from tasks.speech.librispeech import write_librispeech_manifest
+from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
+
 SPLITS = ("train", "valid", "test")
 SOURCES = ("fillets", "offline", "manifest", "librispeech", "hub")
 _AUDIO_KEYS = ("audio", "audio_filepath", "path")
@@ -172,7 +175,6 @@ def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utter
     if source == "fillets":
         return _fillets_split(data_cfg, cache, split)
     if source == "offline":
-        from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
         o = data_cfg["offline"]
         spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),
                            sentence_pool=int(o["sentence_pool"]), seed=int(o["seed"]))
@@ -184,7 +186,6 @@ def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utter
                              f"or .tsv manifest per split (train, valid, test)")
         return read_manifest(path)
     if source == "librispeech":
-        from tasks.speech.librispeech import write_librispeech_manifest
         ls = data_cfg["librispeech"]
         if not ls.get("root"):
             raise ValueError("task.data.source=librispeech: set task.data.librispeech.root to the folder holding "

@@ -118,11 +118,6 @@ def stack_frames(feats: Tensor, stack: int = 3, skip: int = 3) -> Tensor:
     return feats[index].reshape(len(starts), stack * feats.size(1))
 
 
-def stacked_length(num_frames: Tensor, skip: int) -> Tensor:
-    """Length after stack_frames: ceil(T / skip) (also what a padded mask_pad[::skip] keeps as real)."""
-    return (num_frames + skip - 1) // skip
-
-
 def spec_augment(x: Tensor, n_mels: int, generator: torch.Generator, freq_masks: int = 2, freq_width: int = 10,
                  time_masks: int = 2, time_width: int = 10) -> Tensor:
     """SpecAugment (Park et al. 2019) without time warping on one stacked utterance (T', stack * n_mels):

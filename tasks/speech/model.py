@@ -6,7 +6,7 @@ from typing import Any, Mapping, Optional
 
 from torch import Tensor, nn
 
-from tasks.encoders import build_encoder
+from tasks.common.encoders import build_encoder
 
 
 class CTCModel(nn.Module):

@@ -18,14 +18,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.base import LoggingOutput, Record, Task
-from tasks.batching import bucket_batches, pad_collate, shard_batches
-from tasks.speech.data import SOURCES, SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
+from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
+from tasks.common.encoders import check_encoder_config
+from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.speech.data import SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
 from tasks.speech.report import group_rates, test_report
+from tasks.speech.schema import SpeechConfig
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
@@ -36,6 +38,8 @@ class SpeechRecognitionTask(Task):
     monitor = "wer"
     monitor_mode = "min"
     throughput_key = "nframes"  # 10 ms feature frames per second
+    models = ("sru", "lstm")
+    schema = SpeechConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -46,24 +50,12 @@ class SpeechRecognitionTask(Task):
         self.vocab = char_vocabulary(self.alphabet)
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
-        self._plans: Dict[Tuple[str, int, int], List[List[int]]] = {}
+        self._plans = PlanCache(self._make_plan)
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
-        super().check_config()
-        t = self.task_cfg
-        if t["data"]["source"] not in SOURCES:
-            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
-        if t["features"]["cmvn"] not in ("utterance", "global", "none"):
-            raise ValueError(f"task.features.cmvn: expected utterance, global or none, received {t['features']['cmvn']!r}")
-        if t["decoder"] not in ("greedy", "beam"):
-            raise ValueError(f"task.decoder: expected greedy or beam, received {t['decoder']!r}")
-        for key in ("max_frames", "batch_size", "eval_max_frames", "beam_size"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
-        for key in ("n_mels", "stack", "skip"):
-            if not isinstance(t["features"][key], int) or t["features"][key] < 1:
-                raise ValueError(f"task.features.{key}: expected a positive integer, received {t['features'][key]!r}")
+        super().check_config()  # model name, task.* types and ranges
+        check_encoder_config(self.cfg["model"], causal=self.causal)
 
     # ---- data ---------------------------------------------------------------------------------
     def _log_mels(self, split: str, utts: List[Utterance]) -> List[Tensor]:
@@ -132,33 +124,28 @@ class SpeechRecognitionTask(Task):
             note = f", {skipped} skipped (too long, or fewer frames than characters)" if skipped else ""
             print(f"[speech] {split}: {len(d['id'])} utterances, {hours * 60:.1f} min of audio, "
                   f"{len({v for v in d['voice'] if v})} voices/speakers{note}", flush=True)
-        print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.input_size} = "
+        print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
 
-    @property
-    def input_size(self) -> int:
+    def encoder_input_size(self) -> int:
+        """Stacked log-mel frames: ``stack`` frames of ``n_mels`` each."""
         return self.task_cfg["features"]["stack"] * self.task_cfg["features"]["n_mels"]
 
-    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+    def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         train = split == "train"
-        key = (split, epoch if train else 0, seed if train else 0)
-        if key not in self._plans:
-            lengths = [x.size(0) for x in self.data[split]["x"]]
-            t = self.task_cfg
-            plan = bucket_batches(lengths, max_tokens=t["max_frames"] if train else t["eval_max_frames"],
-                                  max_examples=t["batch_size"] if train else None, shuffle=train, seed=seed, epoch=epoch)
-            if train:
-                self._plans = {k: v for k, v in self._plans.items() if k[0] != "train"}  # keep one epoch's plan
-            self._plans[key] = shard_batches(plan, train=train)
-        return self._plans[key]
+        lengths = [x.size(0) for x in self.data[split]["x"]]
+        t = self.task_cfg
+        plan = bucket_batches(lengths, max_tokens=t["max_frames"] if train else t["eval_max_frames"],
+                              max_examples=t["batch_size"] if train else None, shuffle=train, seed=seed, epoch=epoch)
+        return shard_batches(plan, train=train)
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
-        return len(self._plan(split, epoch, int(self.cfg.get("seed") or 0)))
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
+        return len(self._plans.get(split, epoch, seed))
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
         d, sa = self.data[split], self.task_cfg["spec_augment"]
         augment = split == "train" and (sa["freq_masks"] > 0 or sa["time_masks"] > 0)
-        for b, index in enumerate(self._plan(split, epoch, seed)):
+        for b, index in enumerate(self._plans.get(split, epoch, seed)):
             if b < start:
                 continue
             xs = [d["x"][i] for i in index]
@@ -173,7 +160,7 @@ class SpeechRecognitionTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        return CTCModel(self.input_size, len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"])
+        return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"])
 
     # ---- loss, decoding, metrics --------------------------------------------------------------
     def _forward(self, model: nn.Module, batch: Dict[str, Any]) -> Tuple[Tensor, Tensor, LoggingOutput]:

@@ -15,7 +15,7 @@ import re
 import string
 import unicodedata
 
-from tasks.text import UNK, Vocabulary
+from tasks.common.text import UNK, Vocabulary
 
 BLANK = "<blank>"
 # Letters beyond a-z of each language (lowercase, NFC). Czech: the 15 of its alphabet; Dutch: the accents

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from tasks.common.corpora import gensim_wiki_path
+
 SPLITS = ("train", "valid", "test")
 SOURCES = ("generated", "files", "hub")
 
@@ -147,7 +149,6 @@ def split_files(data_cfg: Mapping[str, Any]) -> Dict[str, Path]:
         from .generate import prepare_offline
         wiki = data_cfg.get("wiki_path")
         if not wiki:
-            from tasks.lm.data import gensim_wiki_path
             wiki = gensim_wiki_path()
         params = {k: data_cfg[k] for k in ("seed", "max_context_words", "questions_per_context")}
         params["fractions"] = list(data_cfg["split_fractions"])

@@ -16,8 +16,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from tasks.batching import pad_collate
-from tasks.text import Vocabulary
+from tasks.common.batching import pad_collate
+from tasks.common.text import Vocabulary
 
 from .data import SquadExample, char_to_token_span, tokenize
 

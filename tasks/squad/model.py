@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.encoders import build_encoder
+from tasks.common.encoders import build_encoder
 
 NEG = -1e30
 

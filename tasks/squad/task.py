@@ -17,12 +17,16 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks import distributed
-from tasks.base import LoggingOutput, Record, Task
-from tasks.batching import bucket_batches, shard_batches, split_batch
-from tasks.text import PAD, UNK, Vocabulary
+from tasks.common.batching import bucket_batches, shard_batches, split_batch
+from tasks.common.encoders import check_encoder_config
+from tasks.common.text import PAD, UNK, Vocabulary
+from tasks.common.vectors import embedding_matrix, load_vectors
+from tasks.engine import distributed
+from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.schema import as_plain
+from tasks.squad.schema import SquadConfig
 
-from .data import SPLITS, SOURCES, load_squad_file, split_files
+from .data import SPLITS, load_squad_file, split_files
 from .features import NUM_FEATURES, EncodedExample, collate, encode_split
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader
@@ -33,6 +37,8 @@ class SquadTask(Task):
     monitor = "f1"
     monitor_mode = "max"
     throughput_key = "nsentences"
+    models = ("sru", "lstm")  # the reader stacks recurrent encoders (DrQA)
+    schema = SquadConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
@@ -49,16 +55,9 @@ class SquadTask(Task):
         self.last_epoch: Dict[str, float] = {}
 
     def check_config(self) -> None:
-        super().check_config()
-        t = self.task_cfg
-        if t["data"]["source"] not in SOURCES:
-            raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {t['data']['source']!r}")
-        for key in ("batch_size", "eval_batch_size", "max_answer_len"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
-        if self.cfg["model"]["name"] not in ("sru", "lstm"):
-            raise ValueError(f"model={self.cfg['model']['name']}: the SQuAD reader stacks recurrent encoders; "
-                             f"use model=sru or model=lstm")
+        super().check_config()  # model name, task.* types and ranges
+        overlay = {k: v for k, v in (as_plain(self.task_cfg.get("encoder")) or {}).items() if v is not None}
+        check_encoder_config({**as_plain(self.cfg["model"]), **overlay}, causal=self.causal)
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -100,7 +99,6 @@ class SquadTask(Task):
         vocab = Vocabulary.from_counts(counts, (PAD, UNK), int(t.get("min_freq", 1)), t.get("max_vocab"))
         if not emb.get("path"):
             return vocab
-        from tasks.vectors import load_vectors
         wanted = {w for s in SPLITS for ex in prepared[s] for w in ex.context_words + ex.question_words}
         self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
         # DrQA: the N most frequent question words come first and are fine-tuned, the rest stay fixed
@@ -122,34 +120,28 @@ class SquadTask(Task):
         plan = bucket_batches(lengths, max_examples=int(self.task_cfg["eval_batch_size"]))
         return shard_batches(plan, train=False)
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
-        return len(self._plan(split, epoch, 0))
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
+        return len(self._plan(split, epoch, seed))
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
         data = self.encoded[split]
-        self._finish_epoch()  # the trainer stops pulling after an epoch's last step: time it before anything else
-        plan = self._plan(split, epoch, seed)[start:]
         t0 = time.perf_counter()
-        if split == "train" and start == 0 and self.model is not None:
-            self._pass = {"epoch": epoch, "t0": t0, "eval0": self.eval_seconds, "n": len(data),
-                          "enc0": self.model.encoder_seconds, "all_yielded": False}
-        for k, index in enumerate(plan):
-            if split == "train" and k == len(plan) - 1 and self._pass is not None:
-                self._pass["all_yielded"] = True
+        for index in self._plan(split, epoch, seed)[start:]:
             yield collate([data[i] for i in index], index, self.vocab.pad_id)
-        if split == "train":
-            self._finish_epoch()
-        else:
+        if split != "train":
             self.eval_seconds += time.perf_counter() - t0
 
-    def _finish_epoch(self) -> None:
-        """Print and keep the wall time of the training pass whose batches were all handed out, minus the
-        evaluations run inside it, and the encoders' forward + backward time in it (the model's timer
-        counts training mode only): the paper's time per epoch and its RNN share."""
-        p = getattr(self, "_pass", None)
-        if p is None or not p["all_yielded"]:
+    def begin_epoch(self, epoch: int) -> None:
+        self._pass = {"epoch": epoch, "t0": time.perf_counter(), "eval0": self.eval_seconds,
+                      "n": len(self.encoded["train"]), "enc0": self.model.encoder_seconds if self.model else 0.0}
+
+    def end_epoch(self, epoch: int) -> None:
+        """Print and keep the epoch's training wall time minus the evaluations run inside it, and the
+        encoders' forward + backward time in it (the model's timer counts training mode only): the paper's
+        time per epoch and its RNN share."""
+        p, self._pass = self._pass, None
+        if p is None or self.model is None:  # a resume started inside the epoch: not a whole epoch
             return
-        self._pass = None
         seconds = time.perf_counter() - p["t0"] - (self.eval_seconds - p["eval0"])
         enc = self.model.encoder_seconds - p["enc0"]
         self.last_epoch = {"epoch_seconds": seconds, "encoder_seconds": enc}
@@ -158,7 +150,6 @@ class SquadTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        from tasks.vectors import embedding_matrix
         emb = self.task_cfg["embedding"]
         weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
                                         seed=int(self.cfg.get("seed") or 0))
@@ -170,12 +161,14 @@ class SquadTask(Task):
                                     fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
         return self.model
 
+    def encoder_input_size(self) -> int:
+        """The paragraph encoder's input: word + aligned question embedding + token features."""
+        return 2 * int(self.task_cfg["embedding"]["dim"]) + NUM_FEATURES
+
     def encoder_config(self) -> Dict[str, Any]:
         """cfg.model with the non-null ``task.encoder`` keys written over it (the model groups are sized
         for the LM; the reader's default is DrQA's width at 2 layers so a CPU epoch takes minutes)."""
-        from omegaconf import OmegaConf
-        model = self.cfg["model"]
-        cfg = OmegaConf.to_container(model, resolve=True) if OmegaConf.is_config(model) else dict(model)
+        cfg = dict(as_plain(self.cfg["model"]))
         changed = {k: v for k, v in dict(self.task_cfg.get("encoder") or {}).items()
                    if v is not None and cfg.get(k) != v}
         if changed:

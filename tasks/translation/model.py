@@ -29,6 +29,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import check_schema
+from tasks.translation.schema import TransformerConfig
+
 NORMS = ("pre", "post")
 SRU_MODES = ("none", "replace_ffn", "before_ffn")
 State = Dict[str, Any]
@@ -229,40 +233,10 @@ class Seq2SeqTransformer(nn.Module):
 
 
 def check_model_config(cfg: Mapping[str, Any]) -> None:
-    """Model keys of model=transformer / transformer_sru, before any data is loaded."""
-    name = cfg.get("name")
-    if name not in ("transformer", "transformer_sru"):
-        raise ValueError(f"task=translation: expected model=transformer or model=transformer_sru, received "
-                         f"model={name}")
-    expected = {"name", "d_model", "attention_heads", "ffn_dim", "encoder_layers", "decoder_layers", "norm",
-                "dropout", "attention_dropout", "activation_dropout", "share_all_embeddings",
-                "share_decoder_input_output_embed", "max_positions", "sru"}
-    unknown, missing = sorted(set(cfg) - expected), sorted(expected - set(cfg))
-    if unknown or missing:
-        raise ValueError(f"model={name}: unknown keys {unknown}, missing keys {missing}; see conf/model/{name}.yaml")
-    for key in ("d_model", "attention_heads", "ffn_dim", "encoder_layers", "decoder_layers", "max_positions"):
-        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
-            raise ValueError(f"model.{key}: expected a positive integer, received {cfg[key]!r}")
+    """Model keys of model=transformer / transformer_sru (the schema), before any data is loaded."""
+    check_schema(cfg, TransformerConfig, "model", see=f"conf/model/{cfg.get('name')}.yaml")
     if cfg["d_model"] % cfg["attention_heads"]:
-        raise ValueError(f"model.d_model={cfg['d_model']} must be divisible by "
-                         f"model.attention_heads={cfg['attention_heads']}")
-    for key in ("dropout", "attention_dropout", "activation_dropout"):
-        if not 0.0 <= float(cfg[key]) < 1.0:
-            raise ValueError(f"model.{key}: expected a number in [0, 1), received {cfg[key]!r}")
-    if cfg["norm"] not in NORMS:
-        raise ValueError(f"model.norm: expected one of {list(NORMS)}, received {cfg['norm']!r}")
-    sru = cfg["sru"]
-    if sru.get("mode") not in SRU_MODES:
-        raise ValueError(f"model.sru.mode: expected one of {list(SRU_MODES)}, received {sru.get('mode')!r}")
-    sru_keys = {"mode", "num_layers", "dropout", "rnn_dropout", "highway_bias", "rescale", "projection_size",
-                "encoder_bidirectional"}
-    if set(sru) != sru_keys:
-        raise ValueError(f"model.sru: expected the keys {sorted(sru_keys)}, received {sorted(sru)}; "
-                         f"see conf/model/transformer_sru.yaml")
-    for key in ("dropout", "rnn_dropout"):
-        if not 0.0 <= float(sru[key]) < 1.0:
-            raise ValueError(f"model.sru.{key}: expected a number in [0, 1), received {sru[key]!r}")
+        raise ConfigError(f"model.d_model={cfg['d_model']} must be divisible by "
+                          f"model.attention_heads={cfg['attention_heads']}")
 
 
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())  # tied weights are one Parameter: counted once

@@ -3,8 +3,8 @@
 Byte fallback is on: characters unseen in training are encoded as their UTF-8 bytes, never as
 ``<unk>``, so decoding gives back the input text exactly. One model for both languages, so source and target share ids and the embeddings can be tied three
 ways (encoder input, decoder input, decoder output), as in the Transformer base setup. Ids 0..3 are
-fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.text``'s translation
-vocabulary, so ``Subwords.vocabulary`` is a ``tasks.text.Vocabulary`` whose ids ARE the model's ids.
+fixed to ``<pad> <unk> <s> </s>``: the same specials, in the same order, as ``tasks.common.text``'s translation
+vocabulary, so ``Subwords.vocabulary`` is a ``tasks.common.text.Vocabulary`` whose ids ARE the model's ids.
 
 The trained model is cached under the data cache (keyed by the training text and the settings) and
 its serialized proto travels with the run: in the checkpoint's task state and as ``spm.model`` in the
@@ -17,7 +17,9 @@ import io
 from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Sequence
 
-from tasks.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.engine.schema import check_schema
+from tasks.translation.schema import SubwordConfig
 
 MODEL_TYPES = ("unigram", "bpe")
 
@@ -59,11 +61,7 @@ class Subwords:
 
 
 def check_subword_config(cfg: Mapping[str, Any]) -> None:
-    if cfg["model_type"] not in MODEL_TYPES:
-        raise ValueError(f"task.subwords.model_type: expected one of {list(MODEL_TYPES)}, received {cfg['model_type']!r}")
-    if not isinstance(cfg["vocab_size"], int) or cfg["vocab_size"] < 300:
-        raise ValueError(f"task.subwords.vocab_size: expected an integer >= 300 (256 byte-fallback pieces, the "
-                         f"specials and the characters), received {cfg['vocab_size']!r}")
+    check_schema(cfg, SubwordConfig, "task.subwords")  # vocab_size >= 300: 256 byte-fallback pieces, specials, chars
 
 
 def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path) -> Subwords:

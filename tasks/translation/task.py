@@ -1,6 +1,6 @@
 """Machine translation task: label-smoothed token-level loss, beam search, sacreBLEU / chrF.
 
-Batches (time-major, from ``tasks.batching``): ``src`` (S, B) = subwords + ``</s>``; ``prev`` (T, B) =
+Batches (time-major, from ``tasks.common.batching``): ``src`` (S, B) = subwords + ``</s>``; ``prev`` (T, B) =
 ``<s>`` + target subwords (teacher forcing input); ``target`` (T, B) = target subwords + ``</s>``; the
 pad masks of both; ``ids`` = example indices, so records map back to references.
 
@@ -20,20 +20,19 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 from torch import Tensor, nn
 
-from tasks.base import LoggingOutput, Record, Task
-from tasks.batching import bucket_batches, pad_collate, shard_batches
+from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
+from tasks.engine import distributed
+from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import as_plain
 from tasks.translation.data import SPLITS, load_pairs
 from tasks.translation.metrics import bleu_from_statistics, chrf_from_statistics, signatures, translation_statistics
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
+from tasks.translation.schema import TranslationConfig
 from tasks.translation.search import beam_search, greedy_search
-from tasks.translation.subwords import Subwords, check_subword_config, train_subwords
-
-
-def _plain(cfg: Any) -> Any:
-    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+from tasks.translation.subwords import Subwords, train_subwords
 
 
 class TranslationTask(Task):
@@ -42,39 +41,26 @@ class TranslationTask(Task):
     monitor_mode = "max"
     throughput_key = "ntokens"   # target tokens
     causal = False               # the encoder sees the whole source; the decoder is causal by construction
+    models = ("transformer", "transformer_sru")
+    schema = TranslationConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = _plain(cfg["task"])
-        self.model_cfg = _plain(cfg["model"]) if "model" in cfg else None
+        self.task_cfg = as_plain(cfg["task"])
+        self.model_cfg = as_plain(cfg["model"]) if "model" in cfg else None
         self.src, self.tgt = self.task_cfg["src_lang"], self.task_cfg["tgt_lang"]
         self.subwords: Optional[Subwords] = None
         self.examples: Dict[str, List[Dict[str, Any]]] = {}
-        self._plans: Dict[Tuple[str, int, int], List[List[int]]] = {}
-        # the trainer's seed (num_batches is asked without one; batches gets it): same plan either way
-        self._seed = cfg.get("seed") if cfg.get("seed") is not None else 0
+        self._plans = PlanCache(self._make_plan)
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
         """Task keys and the model=transformer / transformer_sru keys (not shared encoders, so the
         default encoder check does not apply)."""
+        super().check_config()  # model name, task.* types and ranges
         t = self.task_cfg
         if self.src == self.tgt:
-            raise ValueError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
-        if t["data"]["source"] not in ("dictionary", "files", "hub"):
-            raise ValueError(f"task.data.source: expected dictionary | files | hub, received {t['data']['source']!r}")
-        check_subword_config(t["subwords"])
-        for key in ("max_subwords", "max_tokens", "max_sentences", "eval_max_tokens", "eval_max_sentences"):
-            if not isinstance(t[key], int) or t[key] < 1:
-                raise ValueError(f"task.{key}: expected a positive integer, received {t[key]!r}")
-        if not 0.0 <= float(t["label_smoothing"]) < 1.0:
-            raise ValueError(f"task.label_smoothing: expected a number in [0, 1), received {t['label_smoothing']!r}")
-        dec = t["decoding"]
-        for key in ("valid_beam_size", "beam_size", "max_len_b"):
-            if not isinstance(dec[key], int) or dec[key] < 1:
-                raise ValueError(f"task.decoding.{key}: expected a positive integer, received {dec[key]!r}")
-        if self.model_cfg is None:
-            raise ValueError("task=translation needs model=transformer or model=transformer_sru")
+            raise ConfigError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
         check_model_config(self.model_cfg)
         if t["max_subwords"] + 2 > self.model_cfg["max_positions"]:
             raise ValueError(f"task.max_subwords={t['max_subwords']} needs model.max_positions >= "
@@ -103,26 +89,20 @@ class TranslationTask(Task):
         print(f"[translation] {data['source']} {self.src}->{self.tgt}: pairs {sizes}; joint {self.task_cfg['subwords']['model_type']} "
               f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
 
-    def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
+    def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         train = split == "train"
-        key = (split, epoch if train else 0, seed if train else 0)
-        if key not in self._plans:
-            ex = self.examples[split]
-            lengths = [max(len(e["src"]), len(e["tgt"]) + 1) for e in ex]
-            t = self.task_cfg
-            plan = bucket_batches(lengths, max_tokens=t["max_tokens"] if train else t["eval_max_tokens"],
-                                  max_examples=t["max_sentences"] if train else t["eval_max_sentences"],
-                                  shuffle=train, seed=seed, epoch=epoch)
-            if train:
-                self._plans = {k: v for k, v in self._plans.items() if k[0] != "train"}  # keep one epoch's plan
-            self._plans[key] = shard_batches(plan, train=train)
-        return self._plans[key]
+        lengths = [max(len(e["src"]), len(e["tgt"]) + 1) for e in self.examples[split]]
+        t = self.task_cfg
+        plan = bucket_batches(lengths, max_tokens=t["max_tokens"] if train else t["eval_max_tokens"],
+                              max_examples=t["max_sentences"] if train else t["eval_max_sentences"],
+                              shuffle=train, seed=seed, epoch=epoch)
+        return shard_batches(plan, train=train)
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
-        return len(self._plan(split, epoch, self._seed))
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
+        return len(self._plans.get(split, epoch, seed))
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
-        plan = self._plan(split, epoch, seed)
+        plan = self._plans.get(split, epoch, seed)
         for index in plan[start:]:
             yield self.collate(split, index)
 
@@ -157,7 +137,7 @@ class TranslationTask(Task):
         v, dec = self.subwords.vocabulary, self.task_cfg["decoding"]
         common = dict(bos=v.bos_id, eos=v.eos_id, pad=v.pad_id, max_len_a=float(dec["max_len_a"]),
                       max_len_b=int(dec["max_len_b"]))
-        model = getattr(model, "module", model)
+        model = distributed.unwrap_model(model)
         if beam_size == 1:
             ids = greedy_search(model, src, src_pad, **common)
         else:

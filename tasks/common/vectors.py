@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import torch
 
-OFFLINE_NAME = "offline_word2vec"  # task.embedding.path value: the vectors trained here (word2vec.py)
+from tasks.common.word2vec import OFFLINE_NAME, offline_vectors_path
 
 
 def _detect_format(path: Path, fmt: str) -> str:
@@ -27,10 +27,8 @@ def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "
     """Return {word: float32 vector} for the words in ``wanted`` (all words when None).
 
     ``path`` is a word2vec/GloVe file, or ``offline_word2vec``: the vectors trained here by
-    ``tasks/classification/word2vec.py`` (cached; trained on first use, a few minutes)."""
+    ``tasks/common/word2vec.py`` (cached; trained on first use, a few minutes)."""
     if str(path) == OFFLINE_NAME:
-        from tasks.classification.word2vec import offline_vectors_path  # trains them on first use
-
         path, fmt = str(offline_vectors_path()), "binary"
     p = Path(path).expanduser()
     if not p.is_file():

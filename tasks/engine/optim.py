@@ -29,11 +29,6 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: Mapping[str, Any]
     raise ValueError(f"trainer.optimizer.name: expected one of {list(OPTIMIZERS)}, received {name!r}")
 
 
-def check_schedule(cfg: Mapping[str, Any]) -> None:
-    if cfg["name"] not in SCHEDULES:
-        raise ValueError(f"trainer.scheduler.name: expected one of {list(SCHEDULES)}, received {cfg['name']!r}")
-
-
 def get_lr(step: int, epoch: int, base_lr: float, cfg: Mapping[str, Any], total_steps: int | None) -> float:
     """Learning rate for optimizer step ``step`` (0-based) during ``epoch`` (0-based)."""
     name, warmup = cfg["name"], int(cfg.get("warmup_steps") or 0)

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
-from tasks.errors import NonFiniteError
+from tasks.engine.errors import NonFiniteError
 
 EMA_DECAY = 0.9
 

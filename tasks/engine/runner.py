@@ -26,13 +26,15 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from tasks import build_task, distributed
-from tasks.checkpoint import load_checkpoint
-from tasks.config_checks import check_run_config
-from tasks.errors import EXIT_INTERRUPTED, ConfigError, ResumeError, RunError, TrainingInterrupted
-from tasks.interrupts import StopSignals, in_submitit_job
-from tasks.run_lock import LOCK_NAME, RunLock, read_lock
-from tasks.trainer import evaluate_best, fit
+from tasks.engine import distributed
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.config_checks import check_run_config
+from tasks.engine.errors import EXIT_INTERRUPTED, ConfigError, ResumeError, RunError, TrainingInterrupted
+from tasks.engine.interrupts import StopSignals, in_submitit_job
+from tasks.engine.registry import build_task, task_class
+from tasks.engine.run_lock import LOCK_NAME, RunLock, read_lock
+from tasks.engine.sweep_failures import report_failures
+from tasks.engine.trainer import evaluate_best, fit
 
 # One id per process: run folders started in the same second by different processes never collide.
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
@@ -40,7 +42,7 @@ RUN_STAMP = time.strftime("%Y-%m-%d/%H-%M-%S")
 
 
 def find_conf_dir() -> Path:
-    candidates = [os.environ.get("SRU_CONF_DIR"), Path(__file__).resolve().parents[1] / "conf",
+    candidates = [os.environ.get("SRU_CONF_DIR"), Path(__file__).resolve().parents[2] / "conf",
                   Path(sys.prefix) / "share" / "sru-experiments" / "conf"]
     for c in candidates:
         if c and (Path(c) / "config.yaml").is_file():
@@ -128,7 +130,8 @@ OmegaConf.register_new_resolver(
 
 def compose(overrides: Sequence[str] = (), config_dir: Optional[Path] = None) -> DictConfig:
     """The config ``python train.py <overrides>`` would run with (without the hydra node)."""
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(config_dir or CONF_DIR), version_base="1.3"):
         return hydra_compose(config_name="config", overrides=list(overrides))
@@ -201,26 +204,29 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
+    The walk is straight down: the config this run uses (a resume: the saved one plus trainer.* /
+    logger.* overrides), checked once and the task built once, before any process group, lock or data;
+    then the process group (once), the run lock, the task's data, training, test.
     """
-    check_before_work(cfg)  # the command line's values, before any process group, lock or data
+    resume = _is_resume(cfg.resume)
+    if resume:  # found from the file system, so every rank finds it (ranks > 0 have no Hydra run dir)
+        cfg = config_for_resume(cfg, Path(resolve_run_dir(cfg.resume, cfg.paths.runs_dir, cfg)), overrides)
+    task = check_before_work(cfg)
     with contextlib.ExitStack() as stack:
         if stop_signals is None:
             stop_signals = stack.enter_context(StopSignals())
-        distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
+        dist_info = distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
         run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
         with RunLock(run_dir, enabled=distributed.is_main()):  # one process owns a run dir at a time
             try:
-                return _run_locked(cfg, run_dir, overrides, stop_signals)
+                return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals)
             except TrainingInterrupted as stop:
                 stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
                 raise
 
 
-def _run_locked(cfg: DictConfig, run_dir: Path, overrides: Sequence[str], stop_signals: StopSignals):
-    resume = _is_resume(cfg.resume)
-    if resume:
-        cfg = config_for_resume(cfg, run_dir, overrides)
-    task = check_before_work(cfg)  # again: a resumed run uses the saved config
+def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: distributed.DistInfo,
+                stop_signals: StopSignals):
     if cfg.seed is not None:  # 0 is a seed too
         seed_everything(int(cfg.seed))
     if cfg.trainer.num_threads:
@@ -229,7 +235,8 @@ def _run_locked(cfg: DictConfig, run_dir: Path, overrides: Sequence[str], stop_s
     print(f"[train] run dir: {run_dir}", flush=True)
 
     task.setup()
-    result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals)
+    result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
+                 dist_info=dist_info)
 
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
@@ -261,18 +268,15 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
     """
     from hydra.core.hydra_config import HydraConfig
 
-    from tasks.sweep_failures import report_failures
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
-        with StopSignals() as stop_signals, report_failures(lambda: build_task(cfg).monitor_mode) as outcome:
+        with StopSignals() as stop_signals, report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
             try:
                 resume_requeued_job(cfg, run_dir)
-                check_before_work(cfg)  # before the process group: a bad value must not wait for peers
-                distributed.setup(cfg.trainer.device)
                 with contextlib.ExitStack() as stack:
-                    if not distributed.is_main():  # ranks > 0 print nothing (their errors still reach stderr)
+                    if distributed.env_rank() != 0:  # ranks > 0 print nothing (their errors still reach stderr)
                         stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
                     summary = run(cfg, run_dir, hydra_cfg.overrides.task, stop_signals)
             finally:

@@ -1,7 +1,7 @@
 """Kim (2014) CNN sentence encoder, the paper's convolutional baseline: for each width (3, 4, 5) 100
 filters, ReLU; the classifier then takes the max over time (pooling="max").
 
-Registered as encoder "cnn" (``tasks/encoders.py`` imports this module), so ``model=cnn`` plugs into
+Listed as encoder "cnn" in ``tasks/common/encoders.py``'s table, so ``model=cnn`` plugs into
 ``build_encoder`` like sru/lstm for any task. Windows end at t, so the features are causal.
 """
 from __future__ import annotations
@@ -12,10 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.encoders import register_encoder
 
-
-@register_encoder("cnn")
 class CNNEncoder(nn.Module):
     """forward(x (L, B, D), state=None, mask_pad=None) -> (features (L, B, len(widths)*filters), None).
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from tasks.errors import RunLockedError
+from tasks.engine.errors import RunLockedError
 
 LOCK_NAME = "run.lock"
 HEARTBEAT_S = 30.0

@@ -1,16 +1,18 @@
 """The contract every task keeps with the generic trainer (after fairseq, without its size).
 
 A task owns everything specific to one problem: its data per split, its model (a head over a shared
-encoder from ``tasks/encoders.py``), how a batch turns into a loss, how summed logging outputs turn into
-metrics, and (decoding tasks) what an evaluation writes. The trainer (``tasks/trainer.py``) owns the rest:
+encoder from ``tasks/common/encoders.py``), how a batch turns into a loss, how summed logging outputs turn into
+metrics, and (decoding tasks) what an evaluation writes. The trainer (``tasks/engine/trainer.py``) owns the rest:
 optimizer, schedule, AMP, clipping, accumulation, evaluation cadence, checkpoints, loggers, DDP.
 
 The hooks, in the order the runner and trainer call them::
 
     check_config()                          before any data is loaded: reject bad task/model keys
+    encoder_input_size() -> int | None      the width fed to the shared encoder (from the config alone)
     setup()                                 load / build every split (and vocabularies)
     build_model() -> nn.Module
-    num_batches(split, epoch) -> int        this rank's batch count (may change with the epoch's shuffle)
+    num_batches(split, epoch, seed) -> int  this rank's batch count (may change with the epoch's shuffle)
+    begin_epoch(epoch) / end_epoch(epoch)   around each training epoch (timing, per-epoch state)
     batches(split, epoch, seed, start)      this rank's batches, from index ``start`` (exact resume)
     compute_loss(model, batch, split) -> (loss, logging_output)          training (and default eval)
     eval_step(model, batch, split) -> (logging_output, records)          evaluation; default: compute_loss
@@ -43,6 +45,10 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
+from tasks.engine.devices import move_to_device
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import check_schema
+
 LoggingOutput = Dict[str, float]
 Record = Dict[str, Any]
 
@@ -59,6 +65,8 @@ class Task:
                       "nsentences")
       causal          True when the model must not see the future (LM, a decoder): the runner refuses
                       a bidirectional encoder before loading data
+      models          the ``model=<name>`` values this task accepts, listed in the error for any other
+      schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/schema.py)
     """
 
     name: str = "base"
@@ -66,6 +74,8 @@ class Task:
     monitor_mode: str = "min"
     throughput_key: str = "nsentences"
     causal: bool = False
+    models: Tuple[str, ...] = ()
+    schema: Optional[type] = None
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg
@@ -74,26 +84,46 @@ class Task:
     def check_config(self) -> None:
         """Fail fast, before any data is loaded, on task/model keys this task cannot use.
 
-        The default checks the encoder config (``tasks.encoders.check_encoder_config``), including the
-        rule that a causal task refuses ``model.bidirectional=true``. Tasks extend it with their keys.
+        The default refuses a ``model=<name>`` outside ``models`` and checks ``task.*`` against the
+        task's ``schema``. Tasks extend it with rules across keys (and, over a shared encoder,
+        ``tasks.common.encoders.check_encoder_config``).
         """
-        from tasks.encoders import check_encoder_config
+        model = self.cfg.get("model") if hasattr(self.cfg, "get") else None
+        if model is not None and self.models and model.get("name") not in self.models:
+            raise ConfigError(f"model={model.get('name')}: task={self.name} accepts model= one of "
+                              f"{list(self.models)}")
+        if self.schema is not None:
+            check_schema(self.cfg["task"], self.schema, "task", see=f"conf/task/{self.name}.yaml")
 
-        if "model" in self.cfg:
-            check_encoder_config(self.cfg["model"], causal=self.causal)
+    def encoder_input_size(self) -> Optional[int]:
+        """Width of the vectors this task feeds its shared encoder (``tasks.common.encoders``), known
+        from the config alone (embedding size, stacked feature frames); None when the task builds a model
+        of its own instead (translation). Tests and tools build the encoder with it, no data needed."""
+        return None
+
+    def encoder_config(self) -> Mapping[str, Any]:
+        """The ``model`` config the shared encoder is built from (a task may fix keys, e.g. SQuAD's
+        bidirectional reader)."""
+        return self.cfg["model"]
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         """Load / build every split's dataset (and vocabularies). Called once before ``build_model``."""
         raise NotImplementedError
 
-    def num_batches(self, split: str, epoch: int = 0) -> int:
-        """Number of batches one pass over ``split`` yields on this rank in ``epoch``.
+    def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
+        """Number of batches one pass over ``split`` yields on this rank in ``epoch`` under ``seed``.
 
         Length-bucketed batching makes this depend on the epoch's shuffle; every DDP rank must get the
-        same number of training batches (``tasks/batching.py`` guarantees it).
+        same number of training batches (``tasks/common/batching.py`` guarantees it).
         """
         raise NotImplementedError
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Before the first training batch of ``epoch`` (not called when a resume starts inside it)."""
+
+    def end_epoch(self, epoch: int) -> None:
+        """After the last training step of ``epoch``, before the epoch's validation (if any)."""
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Any]:
         """Yield this rank's batches of ``split``.
@@ -156,16 +186,6 @@ class Task:
         if best is None or math.isnan(best):
             return not math.isnan(new)
         return new < best if self.monitor_mode == "min" else new > best
-
-
-def move_to_device(obj: Any, device: torch.device) -> Any:
-    if isinstance(obj, Tensor):
-        return obj.to(device, non_blocking=True)
-    if isinstance(obj, dict):
-        return {k: move_to_device(v, device) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(move_to_device(v, device) for v in obj)
-    return obj
 
 
 def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput:

@@ -10,37 +10,16 @@ the same decisions (best checkpoint, early stopping).
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 from torch import nn
 
-from tasks import distributed
-from tasks.base import Task, sum_logging_outputs
-from tasks.checkpoint import load_checkpoint
-
-PRECISIONS = ("fp32", "bf16", "fp16")
-
-
-def autocast(device: torch.device, precision: str):
-    if precision not in PRECISIONS:
-        raise ValueError(f"trainer.precision: expected one of {list(PRECISIONS)}, received {precision!r}")
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
-        raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"trainer.device: received {name!r} but CUDA is not available; use trainer.device=cpu or auto")
-    return device
+from tasks.engine import distributed
+from tasks.engine.base import Task, sum_logging_outputs
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.devices import autocast, pick_device
 
 
 def gather_records(records: List[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:
@@ -74,9 +53,11 @@ def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, pre
 
 
 def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, split: str = "test",
-                        run_dir: Optional[Path] = None) -> Dict[str, float]:
-    """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test)."""
-    dist_info = distributed.setup(cfg["trainer"]["device"])
+                        run_dir: Optional[Path] = None,
+                        dist_info: Optional[distributed.DistInfo] = None) -> Dict[str, float]:
+    """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test), on the
+    devices of ``dist_info`` (the training run's; set up here when None)."""
+    dist_info = dist_info or distributed.setup(cfg["trainer"]["device"])
     device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
     distributed.barrier()  # rank 0 has finished writing the checkpoint
     model = task.build_model().to(device)

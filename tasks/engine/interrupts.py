@@ -5,15 +5,15 @@
         with stop.deferred():             # the training loop
             ...; if stop.requested(): save last.pt; raise TrainingInterrupted(...)
 
-Why: SLURM preemption sends SIGTERM (then SIGKILL after a grace period) and Ctrl-C sends SIGINT; both
-used to kill the run and lose every step since the last evaluation. While deferred, the first signal
+Why: SLURM preemption sends SIGTERM (then SIGKILL after a grace period) and Ctrl-C sends SIGINT; by
+default both kill the run and lose every step since the last evaluation. While deferred, the first signal
 only sets a flag that the trainer reads after each optimizer step (under DDP every rank all-reduces
 it, so all ranks stop at the same step); a second signal exits at once with status 128+signal.
 
 Inside a submitit job (hydra/launcher=slurm|local) SIGUSR2 is submitit's "you are about to be
 preempted / time out" signal: it is handled the same way, and after the checkpoint is written the
 runner hands the signal to submitit's own handler, which requeues the job (its checkpointing
-protocol); the requeued job resumes from last.pt (tasks/runner.py).
+protocol); the requeued job resumes from last.pt (tasks/engine/runner.py).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import sys
 import threading
 from typing import Any, Dict, Optional
 
-from tasks.errors import TrainingInterrupted
+from tasks.engine.errors import TrainingInterrupted
 
 
 def in_submitit_job() -> bool:

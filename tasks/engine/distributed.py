@@ -25,6 +25,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from tasks.engine.devices import move_to_device
+
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -167,7 +169,6 @@ def gather_to_main(obj):
 
     Used for per-rank state a checkpoint must keep, e.g. the LM's hidden state of each rank's columns.
     """
-    from tasks.base import move_to_device  # tensors of any nesting
 
     obj = move_to_device(obj, torch.device("cpu"))
     if get_world_size() == 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from tasks.results import read_metrics
+from tasks.engine.results import read_metrics
 
 
 def plot_curves(run_dir: Path, monitor: str, out: Optional[Path] = None) -> Path:

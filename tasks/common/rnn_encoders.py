@@ -1,92 +1,12 @@
-"""Sequence encoders shared by every task: one interface whatever the unit (SRU, LSTM, CNN).
-
-    check_encoder_config(cfg.model, causal=False)       # before data loading: name, keys, ranges
-    enc = build_encoder(cfg.model, input_size, causal=False)
-    out, state = enc(x, state=None, mask_pad=None)      # x (L, B, D) -> out (L, B, enc.output_size)
-    outs, state = enc(x, return_all_layers=True)        # a list: every layer's output, top layer last
-    h_t, state = enc.step(x_t, state)                   # one time step (B, D) -> (B, H), state carried
-    state = enc.reorder_state(state, index)             # pick / repeat batch entries (beam search)
-
-``mask_pad`` is (L, B) bool, true on padding (right padding: real tokens first); padded steps neither
-change the state nor produce output (SRU: h = 0; LSTM: packed, outputs 0).
-
-Final states (what ``state`` holds after a call, and what to pass back in):
-- SRU: ``c`` of shape (layers, B, dirs*d); for a bidirectional layer [c_fwd at each sequence's last real
-  step ; c_bwd at step 0] (docs/sru.md).
-- LSTM: ``(h, c)``, each (layers*dirs, B, d), as torch.nn.LSTM: for each layer the forward direction
-  then the backward one, the forward one at each sequence's last real step.
-- CNN: None (no state).
-
-Every encoder exposes ``input_size``, ``output_size``, ``num_layers`` and ``bidirectional``. A causal task
-(language model, translation decoder) builds with ``causal=True`` and is refused a bidirectional
-encoder, which would see the tokens it predicts. New encoders register with ``@register_encoder(name)``.
-"""
+"""The recurrent encoders: a stacked SRU (this repository's ``sru``) and ``torch.nn.LSTM``, with the
+state helpers every recurrent encoder shares (truncated-BPTT detaching, beam reordering, one step).
+Their config keys are checked and their names looked up in ``tasks/common/encoders.py``."""
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, List, Optional
 
 import torch
 from torch import Tensor, nn
-
-from tasks.config_checks import check_number
-
-ENCODERS: Dict[str, Callable[..., nn.Module]] = {}
-
-
-def register_encoder(name: str):
-    def wrap(cls):
-        ENCODERS[name] = cls
-        return cls
-    return wrap
-
-
-def _as_dict(cfg: Any) -> Dict[str, Any]:
-    try:  # DictConfig -> plain dict, without making this module depend on OmegaConf being used
-        from omegaconf import DictConfig, OmegaConf
-        if isinstance(cfg, DictConfig):
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except ImportError:  # pragma: no cover
-        pass
-    return dict(cfg)
-
-
-def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
-    """Reject an encoder config before any data is loaded: unknown name or keys, bad ranges, and a
-    bidirectional encoder for a causal task."""
-    kwargs = _as_dict(cfg)
-    name = kwargs.pop("name", None)
-    if name not in ENCODERS:
-        raise ValueError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
-                         f"Pick one with model=<name>.")
-    params = inspect.signature(ENCODERS[name].__init__).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(kwargs) - set(params))
-        if unknown:
-            raise ValueError(f"model={name}: unknown model config keys {unknown}; "
-                             f"see conf/model/{name}.yaml for the accepted keys")
-    for key in ("hidden_size", "num_layers", "filters"):
-        if key in kwargs:
-            check_number(f"model.{key}", kwargs[key], 1, integer=True)
-    for key in ("dropout", "rnn_dropout"):
-        if key in kwargs:
-            check_number(f"model.{key}", kwargs[key], 0.0, 1.0, high_open=True)
-    if causal and kwargs.get("bidirectional"):
-        raise ValueError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
-                         "and a bidirectional encoder would see the very tokens it predicts. "
-                         "Set model.bidirectional=false.")
-
-
-def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:
-    """Build the encoder named ``cfg["name"]`` with the other keys of ``cfg`` as keyword arguments."""
-    check_encoder_config(cfg, causal)
-    kwargs = _as_dict(cfg)
-    name = kwargs.pop("name")
-    try:
-        return ENCODERS[name](input_size=input_size, **kwargs)
-    except TypeError as err:  # missing keys: say which config group to fix
-        raise ValueError(f"model={name}: bad model config keys {sorted(kwargs)} ({err}). "
-                         f"See conf/model/{name}.yaml for the accepted keys.") from None
 
 
 def detach_state(state: Any) -> Any:
@@ -129,7 +49,6 @@ class _Recurrent(nn.Module):
         return reorder_state(state, index)
 
 
-@register_encoder("sru")
 class SRUEncoder(_Recurrent):
     """Stacked SRU from this repository's ``sru`` package."""
 
@@ -173,7 +92,6 @@ class SRUEncoder(_Recurrent):
         return outs, torch.stack(last)
 
 
-@register_encoder("lstm")
 class LSTMEncoder(_Recurrent):
     """torch.nn.LSTM (cuDNN on GPU), one module per layer so every layer's output is available;
     padding handled by packing; dropout between layers as nn.LSTM's ``dropout``."""
@@ -222,6 +140,3 @@ class LSTMEncoder(_Recurrent):
             cs.append(c_n)
         final = (torch.cat(hs), torch.cat(cs))
         return (outs if return_all_layers else h), final
-
-
-from tasks import cnn_encoder  # noqa: E402,F401  (registers "cnn": found whatever the task)

@@ -1,4 +1,4 @@
-"""Tokenizer for sentence classification (project-made; no torchtext; the vocabulary is tasks/text.py).
+"""Tokenizer for sentence classification (project-made; no torchtext; the vocabulary is tasks/common/text.py).
 
 The tokenizer follows the spirit of Kim (2014)'s ``clean_str`` that the SRU paper's classification scripts
 use: keep letters, digits and a little punctuation, split clitics ("don't" -> "do n't") and punctuation

@@ -2,7 +2,7 @@
 
     fit(cfg, task, run_dir) -> FitResult
 
-The task supplies data, model, loss and metrics (``tasks/base.py``); this file supplies the rest:
+The task supplies data, model, loss and metrics (``tasks/engine/base.py``); this file supplies the rest:
 optimizer + LR schedule, AMP, gradient clipping and accumulation, loss normalisation by sample size,
 evaluation every N steps or every epoch, early stopping, atomic ``last``/``best`` checkpoints and exact
 resume, progress bar, loggers and a plot of the curves. ``Trainer.train`` is the loop; each step of it
@@ -13,7 +13,7 @@ GradScaler, progress (step, epoch, batch index inside the epoch), every RNG stat
 state (e.g. the LM's carried hidden state). The LR is a pure function of (step, epoch). Evaluation
 draws no random numbers, so a run that stops at step k and resumes is indistinguishable from one
 that never stopped. Failures (docs/failures.md): SIGTERM/SIGINT save last.pt after the current step
-(tasks/interrupts.py); non-finite or exploding values stop the run before any save (tasks/divergence.py).
+(tasks/engine/interrupts.py); non-finite or exploding values stop the run before any save (tasks/engine/divergence.py).
 """
 from __future__ import annotations
 
@@ -28,17 +28,19 @@ from typing import Any, Dict, List, Mapping, Optional
 import torch
 from torch import nn
 
-from tasks import distributed
-from tasks.base import LoggingOutput, Task, sum_logging_outputs
-from tasks.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic, set_rng_state
-from tasks.config_checks import check_trainer
-from tasks.divergence import DivergenceGuard
-from tasks.errors import TrainingInterrupted
-from tasks.evaluation import autocast, evaluate, evaluate_checkpoint, pick_device
-from tasks.interrupts import StopSignals
-from tasks.loggers import build_loggers, drop_records_after
-from tasks.optim import build_optimizer, get_lr
-from tasks.plots import plot_curves
+from tasks.engine import distributed
+from tasks.engine.base import LoggingOutput, Task, sum_logging_outputs
+from tasks.engine.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
+                                     set_rng_state)
+from tasks.engine.config_checks import check_trainer
+from tasks.engine.devices import autocast, pick_device
+from tasks.engine.divergence import DivergenceGuard
+from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.evaluation import evaluate, evaluate_checkpoint
+from tasks.engine.interrupts import StopSignals
+from tasks.engine.loggers import build_loggers, drop_records_after
+from tasks.engine.optim import build_optimizer, get_lr
+from tasks.engine.plots import plot_curves
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
@@ -52,7 +54,7 @@ class Progress:
     best_step: int = -1
     bad_evals: int = 0            # evaluations since the last improvement (early stopping)
     last_eval_step: int = -1
-    loss_ema: Optional[float] = None   # explosion detector (tasks/divergence.py): running train loss level
+    loss_ema: Optional[float] = None   # explosion detector (tasks/engine/divergence.py): running train loss level
     exploding_steps: int = 0
 
 
@@ -67,6 +69,7 @@ class FitResult:
     items_per_second: float       # training throughput (tokens/s or examples/s), warm-up steps excluded
     items_per_cpu_second: float   # the same per second of this process's CPU time (robust to other load)
     final_valid: Dict[str, float] = field(default_factory=dict)
+    dist_info: Optional[distributed.DistInfo] = None  # where it trained (evaluate_best runs there too)
 
 
 def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
@@ -86,11 +89,6 @@ def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
     check_trainer(tcfg)
 
 
-def unwrap(model: nn.Module) -> nn.Module:
-    """The bare model inside a DistributedDataParallel wrapper (checkpoints store the bare one)."""
-    return getattr(model, "module", model)
-
-
 def scale_gradients(model: nn.Module, factor: float) -> None:
     for p in model.parameters():
         if p.grad is not None:
@@ -99,14 +97,16 @@ def scale_gradients(model: nn.Module, factor: float) -> None:
 
 class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None,
-                 stop_signals: Optional[StopSignals] = None):
+                 stop_signals: Optional[StopSignals] = None, dist_info: Optional[distributed.DistInfo] = None):
         self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
         self.run_dir = Path(run_dir)
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
         self.best_path = self.run_dir / "checkpoints" / "best.pt"
         self.config_to_save = config_to_save or {}
-        check_trainer_config(self.tcfg)
-        self.dist_info = distributed.setup(self.tcfg["device"])  # one process per device under torchrun
+        if dist_info is None:  # fit() called directly: the runner has already checked and set up both
+            check_trainer_config(self.tcfg)
+            dist_info = distributed.setup(self.tcfg["device"])  # one process per device under torchrun
+        self.dist_info = dist_info
         self.device = self.dist_info.device if self.dist_info.enabled else pick_device(self.tcfg["device"])
         self.is_main = distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
         if self.is_main:
@@ -183,7 +183,7 @@ class Trainer:
 
     def plan(self) -> None:
         """Total steps for the schedule and the progress bar (epoch 0's batch count when batches vary)."""
-        steps_per_epoch = math.ceil(self.task.num_batches("train", 0) / self.accumulate)
+        steps_per_epoch = math.ceil(self.task.num_batches("train", 0, self.seed) / self.accumulate)
         max_epochs, max_steps = self.tcfg.get("max_epochs"), self.tcfg.get("max_steps")
         planned = [n for n in (max_steps, max_epochs and max_epochs * steps_per_epoch) if n]
         self.total_steps = min(planned) if planned else 0
@@ -203,7 +203,9 @@ class Trainer:
     def train_epoch(self) -> bool:
         """Run (the rest of) the current epoch; return True when training must stop."""
         p, task = self.progress, self.task
-        n_batches = task.num_batches("train", p.epoch)
+        n_batches = task.num_batches("train", p.epoch, self.seed)
+        if p.batch_in_epoch == 0:
+            task.begin_epoch(p.epoch)
         micro: List[LoggingOutput] = []
         step_start, step_cpu = time.time(), time.process_time()
         for i, batch in enumerate(task.batches("train", epoch=p.epoch, seed=self.seed, start=p.batch_in_epoch),
@@ -228,10 +230,12 @@ class Trainer:
                 self.window_start = time.time()  # do not count eval time as training
             if self.should_stop():
                 if p.batch_in_epoch >= n_batches:  # the stop came with the epoch's last batch: count it
+                    task.end_epoch(p.epoch)
                     p.epoch, p.batch_in_epoch = p.epoch + 1, 0
                 return True
             self.honour_stop_request()
             step_start, step_cpu = time.time(), time.process_time()
+        task.end_epoch(p.epoch)
         p.epoch += 1  # the epoch ran to its end
         p.batch_in_epoch = 0
         if not self.tcfg.get("eval_every_steps"):
@@ -296,7 +300,7 @@ class Trainer:
     def validate(self) -> Dict[str, float]:
         p, task = self.progress, self.task
         # the bare model: DDP's forward would sync buffers, a collective that eval shards of unequal length break
-        metrics = evaluate(task, unwrap(self.model), "valid", self.device, self.precision,
+        metrics = evaluate(task, distributed.unwrap_model(self.model), "valid", self.device, self.precision,
                            self.tcfg.get("eval_max_batches"), run_dir=self.run_dir)
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
@@ -319,7 +323,7 @@ class Trainer:
         if not self.is_main:
             return
         payload = {
-            "model": unwrap(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
+            "model": distributed.unwrap_model(self.model).state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(), "progress": asdict(self.progress), "step": self.progress.step,
             "rng": rng_state(), "task": task_states[0], "config": self.config_to_save,
             "monitor": self.task.monitor, "metrics": metrics or {}, "train_window": dict(self.window_sums),
@@ -364,7 +368,7 @@ class Trainer:
 
     def finish(self) -> FitResult:
         if self.dist_info.enabled:  # DDP keeps replicas identical; never save a run whose ranks drifted apart
-            diff = distributed.max_replica_difference(unwrap(self.model))
+            diff = distributed.max_replica_difference(distributed.unwrap_model(self.model))
             print(f"[trainer] DDP: {self.dist_info.world_size} processes, max parameter difference between "
                   f"ranks {diff:.3g}")
             if diff > 1e-6:
@@ -381,15 +385,20 @@ class Trainer:
               f"train throughput {rate:,.0f} {self.unit}/s ({cpu_rate:,.0f} {self.unit} per CPU-second)", flush=True)
         return FitResult(best_metric=p.best_metric, monitor=self.task.monitor, steps=p.step, run_dir=self.run_dir,
                          best_checkpoint=self.best_path, last_checkpoint=self.last_path, items_per_second=rate,
-                         items_per_cpu_second=cpu_rate, final_valid=self.last_metrics)
+                         items_per_cpu_second=cpu_rate, final_valid=self.last_metrics, dist_info=self.dist_info)
 
 
 def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
-        config_to_save: Optional[Dict[str, Any]] = None, stop_signals: Optional[StopSignals] = None) -> FitResult:
-    """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``)."""
-    return Trainer(cfg, task, run_dir, config_to_save, stop_signals).train(resume)
+        config_to_save: Optional[Dict[str, Any]] = None, stop_signals: Optional[StopSignals] = None,
+        dist_info: Optional[distributed.DistInfo] = None) -> FitResult:
+    """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``).
+
+    ``dist_info``: the runner's one ``distributed.setup`` (it has checked the config too); None when
+    called directly, and then both happen here."""
+    return Trainer(cfg, task, run_dir, config_to_save, stop_signals, dist_info).train(resume)
 
 
 def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of the best checkpoint (predictions files go to the run dir)."""
-    return evaluate_checkpoint(cfg, task, result.best_checkpoint, split, run_dir=result.run_dir)
+    return evaluate_checkpoint(cfg, task, result.best_checkpoint, split, run_dir=result.run_dir,
+                               dist_info=result.dist_info)

@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 import torch
 
-from tasks.errors import CheckpointWriteError, ResumeError
+from tasks.engine.errors import CheckpointWriteError, ResumeError
 
 
 def _is_disk_full(err: BaseException) -> bool:

@@ -9,7 +9,7 @@ In multirun mode (`python train.py -m ...`, `hparams_search=...`, submitit launc
 Why the worst value and not NaN: Optuna accepts ±inf as a completed (bad) trial and steers away from it, while
 NaN makes hydra-optuna-sweeper abort the study; Hydra's basic sweeper would re-raise a job's exception once its
 batch finishes, failing the whole sweep. Single runs (no -m) still raise, so a bug is never silent there.
-Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/interrupts.py raises
+Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/interrupts.py raises
 TrainingInterrupted, a BaseException, which no `except Exception` here sees; docs/failures.md).
 """
 from __future__ import annotations

@@ -1,0 +1,73 @@
+"""Sequence encoders shared by every task: one interface whatever the unit (SRU, LSTM, CNN).
+
+    check_encoder_config(cfg.model, causal=False)       # before data loading: name, keys, ranges
+    enc = build_encoder(cfg.model, input_size, causal=False)
+    out, state = enc(x, state=None, mask_pad=None)      # x (L, B, D) -> out (L, B, enc.output_size)
+    outs, state = enc(x, return_all_layers=True)        # a list: every layer's output, top layer last
+    h_t, state = enc.step(x_t, state)                   # one time step (B, D) -> (B, H), state carried
+    state = enc.reorder_state(state, index)             # pick / repeat batch entries (beam search)
+
+``mask_pad`` is (L, B) bool, true on padding (right padding: real tokens first); padded steps neither
+change the state nor produce output (SRU: h = 0; LSTM: packed, outputs 0).
+
+Final states (what ``state`` holds after a call, and what to pass back in):
+- SRU: ``c`` of shape (layers, B, dirs*d); for a bidirectional layer [c_fwd at each sequence's last real
+  step ; c_bwd at step 0] (docs/sru.md).
+- LSTM: ``(h, c)``, each (layers*dirs, B, d), as torch.nn.LSTM: for each layer the forward direction
+  then the backward one, the forward one at each sequence's last real step.
+- CNN: None (no state).
+
+Every encoder exposes ``input_size``, ``output_size``, ``num_layers`` and ``bidirectional``. A causal task
+(language model, translation decoder) builds with ``causal=True`` and is refused a bidirectional
+encoder, which would see the tokens it predicts. New encoders are one line of the ``ENCODERS`` table below.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Mapping
+
+from torch import nn
+
+from tasks.common.cnn_encoder import CNNEncoder
+from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig
+from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
+from tasks.engine.errors import ConfigError
+from tasks.engine.schema import as_plain, check_schema
+
+# The one table of encoders: ``model=<name>`` -> class, and the schema of its config group. A new
+# encoder is one line in each.
+ENCODERS: Dict[str, Callable[..., nn.Module]] = {
+    "sru": SRUEncoder,
+    "lstm": LSTMEncoder,
+    "cnn": CNNEncoder,
+}
+MODEL_SCHEMAS: Dict[str, type] = {
+    "sru": SRUConfig,
+    "lstm": LSTMConfig,
+    "cnn": CNNConfig,
+}
+
+
+def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
+    """Reject an encoder config before any data is loaded: unknown name or keys, bad types and ranges
+    (``MODEL_SCHEMAS``), and a bidirectional encoder for a causal task."""
+    name = cfg.get("name")
+    if name not in ENCODERS:
+        raise ConfigError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
+                          f"Pick one with model=<name>.")
+    check_schema(cfg, MODEL_SCHEMAS[name], "model", see=f"conf/model/{name}.yaml")
+    if causal and cfg.get("bidirectional"):
+        raise ConfigError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
+                          "and a bidirectional encoder would see the very tokens it predicts. "
+                          "Set model.bidirectional=false.")
+
+
+def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:
+    """Build the encoder named ``cfg["name"]`` with the other keys of ``cfg`` as keyword arguments."""
+    check_encoder_config(cfg, causal)
+    kwargs = dict(as_plain(cfg))
+    name = kwargs.pop("name")
+    try:
+        return ENCODERS[name](input_size=input_size, **kwargs)
+    except TypeError as err:  # missing keys: say which config group to fix
+        raise ValueError(f"model={name}: bad model config keys {sorted(kwargs)} ({err}). "
+                         f"See conf/model/{name}.yaml for the accepted keys.") from None

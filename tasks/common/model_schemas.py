@@ -1,0 +1,52 @@
+"""Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,lstm,cnn}.yaml): each key's
+type and range (values live in the YAML files; see ``tasks/engine/schema.py``). A key an encoder does
+not take is refused before any data is loaded."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Literal, Optional
+
+from tasks.engine.schema import key
+
+Rate = dict(low=0, high=1, high_open=True)  # a dropout probability: [0, 1)
+
+
+@dataclass(kw_only=True)
+class SRUConfig:
+    """sru.SRU's constructor arguments (conf/model/sru.yaml), plus the encoder's forget_bias."""
+    name: Literal["sru"]
+    hidden_size: int = key(low=1)
+    num_layers: int = key(2, low=1)
+    dropout: float = key(0.0, **Rate)
+    rnn_dropout: float = key(0.0, **Rate)
+    bidirectional: bool = key(False)
+    layer_norm: bool = key(False)
+    highway_bias: float = key(0.0)
+    forget_bias: float = key(0.0)
+    rescale: bool = key(False)
+    use_tanh: bool = key(False)
+    projection_size: int = key(0, low=0)
+    has_skip_term: bool = key(True)
+    v1: bool = key(False)
+    proj_input_to_hidden_first: bool = key(False)
+    normalize_after: bool = key(False)
+    weight_c_init: Optional[float] = key(None)
+    amp_recurrence_fp16: bool = key(False)
+    backend: Literal["auto", "reference", "cpu", "triton"] = key("auto")
+
+
+@dataclass(kw_only=True)
+class LSTMConfig:
+    name: Literal["lstm"]
+    hidden_size: int = key(low=1)
+    num_layers: int = key(2, low=1)
+    dropout: float = key(0.0, **Rate)
+    bidirectional: bool = key(False)
+
+
+@dataclass(kw_only=True)
+class CNNConfig:
+    name: Literal["cnn"]
+    widths: List[int] = key([3, 4, 5], low=1)
+    filters: int = key(100, low=1)
+    activation: Literal["relu", "tanh"] = key("relu")

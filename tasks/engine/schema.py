@@ -1,0 +1,181 @@
+"""Typed config schemas: one dataclass per config group, checked before any data is loaded.
+
+    @dataclass(kw_only=True)       # kw_only: required and defaulted keys in any order
+    class OptimizerConfig:
+        name: Literal["sgd", "adam"]
+        lr: float = key(low=0)                       # required: every YAML of the group sets it
+        momentum: float = key(0.0, low=0, high=1, high_open=True)   # may be left out: 0.0
+
+    check_schema(cfg.trainer.optimizer, OptimizerConfig, "trainer.optimizer")
+
+Division of labour: the YAML files under ``conf/`` hold the values; a schema holds each key's type,
+its allowed range or choices, and, for a key a YAML may leave out, the value used then. A key that
+is not in the schema is refused (``+trainer.max_step=5`` is a typo, not a new setting), and every
+error is one line naming the key, the value received and what is allowed (``ConfigError``).
+
+Types understood: ``int``, ``float``, ``bool``, ``str``, ``Literal[...]`` (choices), ``Optional[X]``
+(null allowed), ``List[X]`` / ``Tuple[X, ...]`` (``length=`` fixes the count), ``Dict[str, Any]``
+(a mapping, keys unchecked), ``Any`` (unchecked), and a nested schema dataclass (a sub-section).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Dict, Literal, Optional, Union
+
+from omegaconf import OmegaConf
+
+from tasks.engine.errors import ConfigError
+
+MISSING = dataclasses.MISSING
+
+
+def as_plain(cfg: Any) -> Any:
+    """A composed (OmegaConf) config node as plain dicts/lists, interpolations resolved; anything else as is."""
+    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
+
+
+def _number_kind(integer: bool) -> str:
+    return "an integer" if integer else "a number"
+
+
+def check_number(key: str, value: Any, low: Optional[float] = None, high: Optional[float] = None, *,
+                 integer: bool = False, low_open: bool = False, high_open: bool = False,
+                 allow_none: bool = False) -> None:
+    """Raise ConfigError unless ``value`` is an int/float (int when ``integer``) inside the given bounds."""
+    if value is None and allow_none:
+        return
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    ok = ok and not isinstance(value, bool) and (integer or math.isfinite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if ok:
+        return
+    if low is not None and high is not None:
+        span = f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    elif low is not None:
+        span = f"{'>' if low_open else '>='} {low}"
+    elif high is not None:
+        span = f"{'<' if high_open else '<='} {high}"
+    else:
+        span = ""
+    null = " or null" if allow_none else ""
+    raise ConfigError(f"{key}: expected {_number_kind(integer)} {span}{null}, received {value!r}".replace("  ", " "))
+
+
+def check_choice(key: str, value: Any, choices) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key}: expected one of {list(choices)}, received {value!r}")
+
+
+def check_bool(key: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, received {value!r}")
+
+
+def key(default: Any = MISSING, *, low: Optional[float] = None, high: Optional[float] = None,
+        low_open: bool = False, high_open: bool = False, length: Optional[int] = None) -> Any:
+    """A schema field: its range (numbers), its element count (lists) and, when given, its default."""
+    meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open, "length": length}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _hints(schema: type) -> Dict[str, Any]:
+    return typing.get_type_hints(schema, include_extras=False)
+
+
+def _optional(tp: Any):
+    """(inner type, True) for Optional[inner], else (tp, False)."""
+    if typing.get_origin(tp) is Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) < len(typing.get_args(tp)):
+            return (args[0] if len(args) == 1 else Union[tuple(args)]), True
+    return tp, False
+
+
+def _unknown_key(name: str, known, prefix: str, see: Optional[str]) -> ConfigError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean {prefix}.{close[0]}?)" if close else f"; {prefix} has {sorted(known)}"
+    where = f" (the accepted keys: {see})" if see else ""
+    return ConfigError(f"{prefix}.{name}: not a key of {prefix}{hint}. Remove it or fix its spelling{where}")
+
+
+def check_schema(node: Any, schema: type, prefix: str, see: Optional[str] = None) -> None:
+    """Raise ConfigError unless ``node`` (a mapping) has exactly ``schema``'s keys with allowed values.
+
+    ``see`` names the file whose keys these are (``conf/model/lstm.yaml``), for the unknown-key error."""
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"{prefix}: expected a section of keys ({', '.join(f.name for f in dataclasses.fields(schema))}), "
+                          f"received {node!r}")
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for name in node:
+        if name not in fields:
+            raise _unknown_key(str(name), fields, prefix, see)
+    hints = _hints(schema)
+    for name, f in fields.items():
+        if name not in node:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ConfigError(f"{prefix}.{name}: missing; set it in the config group's YAML or on the command line")
+            continue
+        check_value(f"{prefix}.{name}", node[name], hints[name], f.metadata)
+
+
+def check_value(where: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> None:
+    tp, optional = _optional(tp)
+    if value is None:
+        if optional or tp is Any:
+            return
+        raise ConfigError(f"{where}: expected a value, received null")
+    if tp is Any:
+        return
+    origin = typing.get_origin(tp)
+    bounds = {k: meta.get(k) for k in ("low", "high")}
+    opened = {k: bool(meta.get(k)) for k in ("low_open", "high_open")}
+    if tp is bool:
+        check_bool(where, value)
+    elif tp is int or tp is float:
+        check_number(where, value, bounds["low"], bounds["high"], integer=tp is int, allow_none=optional, **opened)
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, received {value!r}")
+    elif origin is Literal:
+        check_choice(where, value, typing.get_args(tp))
+    elif origin in (list, tuple, Sequence):
+        _check_sequence(where, value, tp, meta)
+    elif origin in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected a mapping {{key: value}}, received {value!r}")
+    elif dataclasses.is_dataclass(tp):
+        check_schema(value, tp, where)
+    else:  # pragma: no cover - a schema author's mistake, not a user's
+        raise TypeError(f"schema of {where}: unsupported type {tp!r}")
+
+
+def _check_sequence(where: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> None:
+    length = meta.get("length")
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or (length and len(value) != length):
+        count = f"{length} " if length else ""
+        raise ConfigError(f"{where}: expected a list of {count}values, received {value!r}")
+    args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+    element = args[0] if args else Any
+    inner = {k: meta.get(k) for k in ("low", "high", "low_open", "high_open")}
+    for i, item in enumerate(value):
+        check_value(f"{where}[{i}]", item, element, inner)
+
+
+def with_defaults(node: Mapping[str, Any], schema: type) -> Dict[str, Any]:
+    """``node`` as a dict with the schema's default for every key it leaves out (one level)."""
+    out = dict(node)
+    for f in dataclasses.fields(schema):
+        if f.name not in out and f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.name not in out and f.default_factory is not MISSING:
+            out[f.name] = f.default_factory()
+    return out

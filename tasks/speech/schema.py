@@ -1,0 +1,99 @@
+"""Schema of ``task=speech`` (conf/task/speech.yaml, its ``task:`` keys): types and ranges; the values
+live in the YAML file (see tasks/engine/schema.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Literal, Optional
+
+from tasks.engine.schema import key
+
+Rate = dict(low=0, high=1, high_open=True)
+
+
+@dataclass(kw_only=True)
+class OfflineSynthConfig:
+    clips_per_voice: int = key(48, low=1)
+    sentence_fraction: float = key(0.25, low=0, high=1)
+    sentence_pool: int = key(40, low=1)
+    seed: int = key(1234, low=0)
+    workers: int = key(2, low=1)
+
+
+@dataclass(kw_only=True)
+class FilletsConfig:
+    root: str = key("/usr/share/games/fillets-ng")
+    valid_fraction: float = key(0.1, **Rate)
+    test_fraction: float = key(0.1, **Rate)
+    seed: int = key(25, low=0)
+
+
+@dataclass(kw_only=True)
+class SplitManifests:
+    train: Optional[str] = key(None)
+    valid: Optional[str] = key(None)
+    test: Optional[str] = key(None)
+
+
+@dataclass(kw_only=True)
+class LibriSpeechConfig:
+    root: Optional[str] = key(None)
+    train: str = key("train-clean-100")
+    valid: str = key("dev-clean")
+    test: str = key("test-clean")
+
+
+@dataclass(kw_only=True)
+class SpeechHubConfig:
+    name: Optional[str] = key(None)
+    config: Optional[str] = key(None)
+    splits: Optional[Dict[str, Any]] = key(None)
+    audio_column: str = key("audio")
+    text_column: str = key("text")
+
+
+@dataclass(kw_only=True)
+class SpeechDataConfig:
+    source: Literal["fillets", "offline", "manifest", "librispeech", "hub"]
+    languages: List[Literal["cs", "nl"]] = key(["cs", "nl"])  # source=fillets: the voice packs' languages
+    alphabet: Optional[Literal["en", "cs+nl"]] = key(None)  # null: cs+nl for fillets, en otherwise
+    cache_dir: Optional[str] = key(None)
+    sample_rate: int = key(16000, low=1)
+    max_train_seconds: Optional[float] = key(None, low=0, low_open=True)
+    fillets: FilletsConfig = key(None)
+    offline: OfflineSynthConfig = key(None)
+    manifests: SplitManifests = key(None)
+    librispeech: LibriSpeechConfig = key(None)
+    hub: SpeechHubConfig = key(None)
+
+
+@dataclass(kw_only=True)
+class FeaturesConfig:
+    n_mels: int = key(low=1)
+    win_ms: float = key(25, low=0, low_open=True)
+    hop_ms: float = key(10, low=0, low_open=True)
+    cmvn: Literal["utterance", "global", "none"] = key("utterance")
+    stack: int = key(1, low=1)
+    skip: int = key(1, low=1)
+    cache: bool = key(True)
+
+
+@dataclass(kw_only=True)
+class SpecAugmentConfig:
+    freq_masks: int = key(0, low=0)
+    freq_width: int = key(10, low=0)
+    time_masks: int = key(0, low=0)
+    time_width: int = key(10, low=0)
+
+
+@dataclass(kw_only=True)
+class SpeechConfig:
+    name: Literal["speech"]
+    data: SpeechDataConfig
+    features: FeaturesConfig
+    spec_augment: SpecAugmentConfig
+    max_frames: int = key(low=1)
+    batch_size: int = key(low=1)
+    eval_max_frames: int = key(low=1)
+    dropout: float = key(0.0, **Rate)
+    decoder: Literal["greedy", "beam"] = key("greedy")
+    beam_size: int = key(8, low=1)
