@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Dict, List, Mapping
 
-from tasks.base import Record
+from tasks.engine.base import Record
 from tasks.speech.metrics import error_counts, rates
 
 MAX_VOICE_GROUPS = 40  # a corpus with hundreds of speakers (LibriSpeech) gets no per-speaker lines
