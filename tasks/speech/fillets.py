@@ -2,6 +2,7 @@
 with the exact lines in the game's dialogue scripts, prepared into 16 kHz manifests split BY LEVEL.
 
     manifests, stats = prepare_fillets_corpus(cache_root, FilletsSpec())   # {split: train.jsonl ...}
+    python -m tasks.speech.fillets [cache_root]                           # the same from the shell
 
 Layout of the installed packages (fillets-ng-data, fillets-ng-data-cs, fillets-ng-data-nl):
 
@@ -239,3 +240,12 @@ def describe(manifests: Dict[str, Path], stats: Dict, languages: Sequence[str]) 
     lines.append("[speech] fillets: no transcript occurs in two splits" if not shared else
                  f"[speech] fillets: WARNING transcripts in two splits: {shared}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m tasks.speech.fillets [cache_root]: only prepare, print the manifests
+    import sys
+
+    from tasks.speech.data import default_cache_dir
+
+    found, corpus = prepare_fillets_corpus(Path(sys.argv[1]) if len(sys.argv) > 1 else default_cache_dir())
+    print(describe(found, corpus, LANGUAGES))
