@@ -95,5 +95,6 @@ class SpeechConfig:
     batch_size: int = key(low=1)
     eval_max_frames: int = key(low=1)
     dropout: float = key(0.0, **Rate)
+    monitor: Literal["wer", "cer"] = key("wer")  # the validation rate that picks the best checkpoint
     decoder: Literal["greedy", "beam"] = key("greedy")
     beam_size: int = key(8, low=1)

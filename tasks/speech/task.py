@@ -44,6 +44,8 @@ class SpeechRecognitionTask(Task):
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
         self.task_cfg = cfg["task"]
+        # which validation rate picks the best checkpoint: CER moves while WER still sits near 100%
+        self.monitor = self.task_cfg.get("monitor") or "wer"
         # the voice packs' Czech and Dutch letters (one shared set), else English a-z
         self.alphabet = self.task_cfg["data"].get("alphabet") or ("cs+nl" if self.task_cfg["data"]["source"] == "fillets"
                                                                   else "en")
