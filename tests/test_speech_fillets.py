@@ -223,5 +223,5 @@ def test_one_language_picks_its_clips(pack, run_train, tmp_path):
     run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[nl]"]), tmp_path / "run")
     rows = [json.loads(line) for line in (tmp_path / "run" / "transcripts_test.jsonl").read_text().splitlines()]
     assert rows and all(r["id"].startswith("nl/") for r in rows)
-    with pytest.raises(ValueError, match=r"task.data.languages: \['de'\] not in the voice packs"):
+    with pytest.raises(ValueError, match=r"task.data.languages\[0\]: expected one of \['cs', 'nl'\], received 'de'"):
         run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[de]"]), tmp_path / "run2")
