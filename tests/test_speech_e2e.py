@@ -48,7 +48,7 @@ def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, 
     summary = run_train(_overrides(manifests, model, tmp_path / "cache", [f"task.decoder={decoder}",
                                                                           "task.beam_size=3"]), tmp_path / "run")
     test = summary["test"]
-    assert summary["steps"] == 4 and summary["monitor"] == "wer" and math.isfinite(test["loss"])
+    assert summary["steps"] == 4 and summary["monitor"] == "cer" and math.isfinite(test["loss"])
     rows = [json.loads(line) for line in (tmp_path / "run" / "transcripts_test.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == ["c3", "c4", "c5"]
     assert {r["reference"] for r in rows} == set(TEXTS[3:])

@@ -8,7 +8,9 @@ Manifest formats (one utterance per line; relative audio paths are relative to t
     train.tsv     header line "audio<TAB>duration<TAB>text" (optional columns id, speaker), then one row each
 
 Sources (task.data.source):
-    offline       the synthesised corpus (tasks/speech/synth.py), prepared on first use — the default
+    fillets       recorded Czech/Dutch voice acting of the Fish Fillets NG voice packs (tasks/speech/fillets.py),
+                  prepared on first use, split by level; task.data.languages picks cs, nl or both — the default
+    offline       the synthesised corpus (tasks/speech/synth.py), prepared on first use
     manifest      task.data.manifests.{train,valid,test}: your manifests
     librispeech   task.data.librispeech.root: a LibriSpeech folder (*.trans.txt + .flac); manifests written
                   once into the cache (scripts/prepare_librispeech.py does the same from the shell)
@@ -30,7 +32,7 @@ from tasks.speech.librispeech import write_librispeech_manifest
 from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
 
 SPLITS = ("train", "valid", "test")
-SOURCES = ("offline", "manifest", "librispeech", "hub")
+SOURCES = ("fillets", "offline", "manifest", "librispeech", "hub")
 _AUDIO_KEYS = ("audio", "audio_filepath", "path")
 _TEXT_KEYS = ("text", "transcript", "sentence")
 
@@ -49,6 +51,7 @@ class Utterance:
     speaker: Optional[str] = None
     voice: Optional[str] = None  # the synthetic corpus: "engine:voice"
     kind: Optional[str] = None   # the synthetic corpus: "digits" | "sentence"
+    language: Optional[str] = None  # e.g. "cs" / "nl" (the voice-pack corpus): metrics per language
     where: str = ""              # manifest file and line, for error messages
 
 
@@ -88,7 +91,8 @@ def read_manifest(path: Union[str, Path]) -> List[Utterance]:
         out.append(Utterance(id=str(row.get("id") or audio.stem), audio=audio,
                              text=str(_pick(row, _TEXT_KEYS, where, "transcript")),
                              duration=float(duration) if duration not in (None, "") else None,
-                             speaker=row.get("speaker"), voice=row.get("voice"), kind=row.get("kind"), where=where))
+                             speaker=row.get("speaker"), voice=row.get("voice"), kind=row.get("kind"),
+                             language=row.get("language"), where=where))
     if not out:
         raise ValueError(f"{path}: the manifest has no utterances")
     return out
@@ -149,10 +153,27 @@ def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
     return out
 
 
+def _fillets_split(data_cfg: Mapping[str, Any], cache: Path, split: str) -> List[Utterance]:
+    from tasks.speech.fillets import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
+    f, languages = data_cfg["fillets"], list(data_cfg.get("languages") or LANGUAGES)
+    unknown = [lang for lang in languages if lang not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"task.data.languages: {unknown} not in the voice packs; expected a subset of "
+                         f"{list(LANGUAGES)}, e.g. task.data.languages=[cs]")
+    spec = FilletsSpec(root=str(f["root"]), valid_fraction=float(f["valid_fraction"]),
+                       test_fraction=float(f["test_fraction"]), seed=int(f["seed"]))
+    manifests, stats = prepare_fillets_corpus(cache, spec)
+    if split == "train":  # once per run: where the manifests are and how many hours each split holds
+        print(describe(manifests, stats, languages), flush=True)
+    return [u for u in read_manifest(manifests[split]) if u.language in languages]
+
+
 def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utterance]:
     """The utterances of ``split`` from the configured source (offline data prepared on first use)."""
     source = data_cfg["source"]
     cache = Path(data_cfg.get("cache_dir") or default_cache_dir()).expanduser()
+    if source == "fillets":
+        return _fillets_split(data_cfg, cache, split)
     if source == "offline":
         o = data_cfg["offline"]
         spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),

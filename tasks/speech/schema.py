@@ -3,7 +3,7 @@ live in the YAML file (see tasks/engine/schema.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 from tasks.engine.schema import key
 
@@ -17,6 +17,14 @@ class OfflineSynthConfig:
     sentence_pool: int = key(40, low=1)
     seed: int = key(1234, low=0)
     workers: int = key(2, low=1)
+
+
+@dataclass(kw_only=True)
+class FilletsConfig:
+    root: str = key("/usr/share/games/fillets-ng")
+    valid_fraction: float = key(0.1, **Rate)
+    test_fraction: float = key(0.1, **Rate)
+    seed: int = key(25, low=0)
 
 
 @dataclass(kw_only=True)
@@ -45,10 +53,13 @@ class SpeechHubConfig:
 
 @dataclass(kw_only=True)
 class SpeechDataConfig:
-    source: Literal["offline", "manifest", "librispeech", "hub"]
+    source: Literal["fillets", "offline", "manifest", "librispeech", "hub"]
+    languages: List[Literal["cs", "nl"]] = key(["cs", "nl"])  # source=fillets: the voice packs' languages
+    alphabet: Optional[Literal["en", "cs+nl"]] = key(None)  # null: cs+nl for fillets, en otherwise
     cache_dir: Optional[str] = key(None)
     sample_rate: int = key(16000, low=1)
     max_train_seconds: Optional[float] = key(None, low=0, low_open=True)
+    fillets: FilletsConfig = key(None)
     offline: OfflineSynthConfig = key(None)
     manifests: SplitManifests = key(None)
     librispeech: LibriSpeechConfig = key(None)
@@ -84,5 +95,6 @@ class SpeechConfig:
     batch_size: int = key(low=1)
     eval_max_frames: int = key(low=1)
     dropout: float = key(0.0, **Rate)
+    monitor: Literal["wer", "cer"] = key("wer")  # the validation rate that picks the best checkpoint
     decoder: Literal["greedy", "beam"] = key("greedy")
     beam_size: int = key(8, low=1)

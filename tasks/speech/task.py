@@ -26,6 +26,7 @@ from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
+from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
@@ -43,7 +44,12 @@ class SpeechRecognitionTask(Task):
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
         self.task_cfg = cfg["task"]
-        self.vocab = char_vocabulary()
+        # which validation rate picks the best checkpoint: CER moves while WER still sits near 100%
+        self.monitor = self.task_cfg.get("monitor") or "wer"
+        # the voice packs' Czech and Dutch letters (one shared set), else English a-z
+        self.alphabet = self.task_cfg["data"].get("alphabet") or ("cs+nl" if self.task_cfg["data"]["source"] == "fillets"
+                                                                  else "en")
+        self.vocab = char_vocabulary(self.alphabet)
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
         self._plans = PlanCache(self._make_plan)
@@ -94,10 +100,10 @@ class SpeechRecognitionTask(Task):
         hop_s = f["hop_ms"] / 1000.0
         for split in SPLITS:
             utts, feats = mels[split]
-            d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind")}
+            d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind", "language")}
             skipped = 0
             for utt, m in zip(utts, feats):
-                ref = normalize_transcript(utt.text)
+                ref = normalize_transcript(utt.text, self.alphabet)
                 target = self.vocab.encode(list(ref))
                 if f["cmvn"] == "utterance":
                     m = cmvn(m)
@@ -110,7 +116,8 @@ class SpeechRecognitionTask(Task):
                     skipped += 1
                     continue
                 for key, value in (("id", utt.id), ("ref", ref), ("x", x), ("target", target),
-                                   ("frames", m.size(0)), ("voice", utt.voice or utt.speaker), ("kind", utt.kind)):
+                                   ("frames", m.size(0)), ("voice", utt.voice or utt.speaker), ("kind", utt.kind),
+                                   ("language", utt.language)):
                     d[key].append(value)
             if not d["id"]:
                 raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
@@ -178,7 +185,7 @@ class SpeechRecognitionTask(Task):
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy_decode(log_probs, lengths)
-        return [normalize_transcript("".join(self.vocab.decode(seq))) for seq in ids]
+        return [normalize_transcript("".join(self.vocab.decode(seq)), self.alphabet) for seq in ids]
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, log_probs, logging_output = self._forward(model, batch)
@@ -186,8 +193,8 @@ class SpeechRecognitionTask(Task):
         hyps = self.decode(log_probs, batch["lengths"].cpu())
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
-        records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i]}
-                   for i, ref, hyp in zip(batch["index"], refs, hyps)]
+        records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
+                    "language": d["language"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
         return logging_output, records
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
@@ -198,21 +205,14 @@ class SpeechRecognitionTask(Task):
 
     def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
                  run_dir: Optional[Path]) -> Dict[str, float]:
-        """Write transcripts_<split>.jsonl; add WER per voice engine / text kind and trivial baselines."""
-        extra: Dict[str, float] = {}
-        for field in ("voice", "kind"):
-            groups: Dict[str, List[Record]] = {}
-            for r in records:
-                value = r.get(field) or ""
-                if value and (field == "kind" or ":" in value):  # voices: per engine of the synthetic corpus
-                    groups.setdefault(value.split(":")[0], []).append(r)
-            if len(groups) > 1:
-                for name, rs in sorted(groups.items()):
-                    extra[f"wer_{name}"] = rates(error_counts((r["reference"], r["hypothesis"]) for r in rs))["wer"]
+        """Write transcripts_<split>.jsonl; add WER/CER per group (tasks/speech/report.py) and trivial
+        baselines; the test evaluation prints them and ten random utterances."""
+        extra = group_rates(records)
         # trivial baselines: no output (100% WER), and the most frequent training word once per utterance
         word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
         extra["baseline_empty_wer"] = rates(error_counts((r["reference"], "") for r in records))["wer"]
-        extra["baseline_frequent_word_wer"] = rates(error_counts((r["reference"], word) for r in records))["wer"]
+        frequent = rates(error_counts((r["reference"], word) for r in records))
+        extra["baseline_frequent_word_wer"], extra["baseline_frequent_word_cer"] = frequent["wer"], frequent["cer"]
         if run_dir is not None:
             path = Path(run_dir) / f"transcripts_{split}.jsonl"
             with open(path, "w", encoding="utf-8") as out:
@@ -221,11 +221,7 @@ class SpeechRecognitionTask(Task):
             if split != "test":
                 print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
             else:
-                groups = ", ".join(f"{k[4:]} {v:.1f}" for k, v in extra.items() if k.startswith("wer_"))
-                print(f"[speech] test ({len(records)} utterances): WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%"
-                      f"{' (' + groups + ')' if groups else ''}; trivial baselines: empty output WER "
-                      f"{extra['baseline_empty_wer']:.0f}%, '{word}' for every utterance WER "
-                      f"{extra['baseline_frequent_word_wer']:.1f}%", flush=True)
+                print(test_report(records, metrics, extra, word, seed=int(self.cfg.get("seed") or 0)), flush=True)
                 print(f"[speech] transcripts: {path}", flush=True)
         return extra
 

@@ -1,28 +1,56 @@
-"""Transcripts as characters: lowercase letters, space and apostrophe; CTC's blank is id 0.
+"""Transcripts as characters: lowercase letters of the corpus's alphabet, space and apostrophe; CTC's
+blank is id 0.
 
-    normalize_transcript("Don't STOP, 42!")  -> "don't stop"
+    normalize_transcript("Don't STOP, 42!")                -> "don't stop"
+    normalize_transcript("Příčina, ŽE?", alphabet="cs+nl") -> "příčina že"
     vocab = char_vocabulary()                -> <blank> <unk> ' ' "'" a ... z  (blank = 0)
+    vocab = char_vocabulary("cs+nl")         -> the same, then the Czech and Dutch letters with diacritics
+
+Alphabets are fixed lists (not built from data), so checkpoints of one alphabet stay compatible whatever
+the corpus or language selection: the voice-pack corpus uses "cs+nl" whether one or both languages train.
 """
 from __future__ import annotations
 
 import re
 import string
+import unicodedata
 
 from tasks.common.text import UNK, Vocabulary
 
 BLANK = "<blank>"
-CHARS = [" ", "'"] + list(string.ascii_lowercase)
-_OUTSIDE = re.compile(r"[^a-z' ]+")
+# Letters beyond a-z of each language (lowercase, NFC). Czech: the 15 of its alphabet; Dutch: the accents
+# its spelling uses (diaeresis for vowel breaks as in "ruïne", acute for stress, loanword accents).
+EXTRA_LETTERS = {"en": "", "cs": "áčďéěíňóřšťúůýž", "nl": "àáâäçèéêëíîïóôöúûü"}
+ALPHABETS = {"en": ("en",), "cs+nl": ("cs", "nl")}
 
 
-def normalize_transcript(text: str) -> str:
-    """Lowercase, drop every character outside the set (digits, punctuation become a word break), and
-    squeeze spaces, so references and hypotheses are compared in one form."""
-    return " ".join(_OUTSIDE.sub(" ", text.lower()).split())
+def letters(alphabet: str = "en") -> str:
+    """a-z then the languages' extra letters in first-seen order."""
+    if alphabet not in ALPHABETS:
+        raise ValueError(f"speech alphabet: expected one of {list(ALPHABETS)}, received {alphabet!r}")
+    extra = "".join(EXTRA_LETTERS[lang] for lang in ALPHABETS[alphabet])
+    return string.ascii_lowercase + "".join(dict.fromkeys(c for c in extra if c not in string.ascii_lowercase))
 
 
-def char_vocabulary() -> Vocabulary:
-    """A fixed character set (not built from data): checkpoints of different corpora stay compatible."""
-    vocab = Vocabulary(CHARS, specials=(BLANK, UNK))
+def _outside(alphabet: str) -> "re.Pattern[str]":
+    return re.compile(f"[^{re.escape(letters(alphabet))}' ]+")
+
+
+_PATTERNS = {name: _outside(name) for name in ALPHABETS}
+
+
+def normalize_transcript(text: str, alphabet: str = "en") -> str:
+    """NFC, lowercase, typographic apostrophes to ', drop every character outside the alphabet (digits,
+    punctuation become a word break), strip quote marks around words, and squeeze spaces, so references
+    and hypotheses are compared in one form."""
+    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'").replace("\u2018", "'")
+    words = _PATTERNS[alphabet].sub(" ", text).split()
+    # 'quoted' words lose their quotes; Dutch 's / 't / zo'n keep their apostrophe
+    words = [w.strip("'") if w.startswith("'") and w.endswith("'") else w for w in words]
+    return " ".join(w for w in words if w.strip("'"))
+
+
+def char_vocabulary(alphabet: str = "en") -> Vocabulary:
+    vocab = Vocabulary([" ", "'"] + list(letters(alphabet)), specials=(BLANK, UNK))
     assert vocab.stoi[BLANK] == 0  # F.ctc_loss(blank=0) and the decoders rely on it
     return vocab
