@@ -83,7 +83,7 @@ def report_failures(mode: str | Callable[[], str] = "min"):
 
     `mode` is "min"/"max" or a function returning it (asked only on failure, e.g. the task's monitor_mode).
 
-        with report_failures(lambda: build_task(cfg).monitor_mode) as outcome:
+        with report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
             value = fit(...)
         return outcome.value if outcome.failed else value
     """
