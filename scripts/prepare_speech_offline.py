@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from tasks.speech.data import default_cache_dir
+from tasks.speech.paths import default_cache_dir
 from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
 
 

@@ -21,25 +21,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
+from tasks.speech.fillets import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.speech.librispeech import write_librispeech_manifest
+from tasks.speech.paths import default_cache_dir
 from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("fillets", "offline", "manifest", "librispeech", "hub")
 _AUDIO_KEYS = ("audio", "audio_filepath", "path")
 _TEXT_KEYS = ("text", "transcript", "sentence")
-
-
-def default_cache_dir() -> Path:
-    root = os.environ.get("SRU_DATA_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "sru-experiments") / "speech"
 
 
 @dataclass
@@ -154,7 +150,6 @@ def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
 
 
 def _fillets_split(data_cfg: Mapping[str, Any], cache: Path, split: str) -> List[Utterance]:
-    from tasks.speech.fillets import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
     f, languages = data_cfg["fillets"], list(data_cfg.get("languages") or LANGUAGES)
     unknown = [lang for lang in languages if lang not in LANGUAGES]
     if unknown:

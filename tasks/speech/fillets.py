@@ -245,7 +245,7 @@ def describe(manifests: Dict[str, Path], stats: Dict, languages: Sequence[str]) 
 if __name__ == "__main__":  # python -m tasks.speech.fillets [cache_root]: only prepare, print the manifests
     import sys
 
-    from tasks.speech.data import default_cache_dir
+    from tasks.speech.paths import default_cache_dir
 
     found, corpus = prepare_fillets_corpus(Path(sys.argv[1]) if len(sys.argv) > 1 else default_cache_dir())
     print(describe(found, corpus, LANGUAGES))

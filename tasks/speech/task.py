@@ -21,11 +21,12 @@ from torch import Tensor, nn
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task
-from tasks.speech.data import SPLITS, Utterance, default_cache_dir, load_audio, load_split_utterances
+from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utterances
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
+from tasks.speech.paths import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
 from tasks.speech.text import char_vocabulary, normalize_transcript
