@@ -138,7 +138,8 @@ def test_data_and_checkpoint_errors_end_as_one_line(tmp_path):
 
 def test_missing_apt_dictionary_names_a_ready_override_that_runs_on_the_sample_data(tmp_path):
     line = _assert_one_error_line(
-        _train(tmp_path, ["task=translation", "debug=smoke", "task.data.dictionary_path=/nonexistent/de-en",
+        _train(tmp_path, ["task=translation", "debug=smoke", "task.data.source=dictionary",
+                          "task.data.dictionary_path=/nonexistent/de-en",
                           f"task.data.cache_dir={tmp_path / 'cache'}"]), "apt-get install trans-de-en")
     ready = re.search(r"(python train\.py task=translation .*)$", line).group(1)
     argv = shlex.split(ready)[2:]
