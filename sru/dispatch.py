@@ -29,6 +29,16 @@ def shape_of(t: Tensor) -> tuple:
     return tuple(t.shape)
 
 
+def check_layer_sizes(owner: str, input_size, hidden_size, dropout, rnn_dropout) -> None:
+    """A layer's constructor arguments (SRUCell, SRUppCell): positive int sizes, dropouts in [0, 1)."""
+    for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+        if not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{owner} expected {name} to be a positive int, got {value!r}")
+    for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
+        if not 0.0 <= float(value) < 1.0:
+            raise ValueError(f"{owner} expected {name} in [0, 1), got {value!r}")
+
+
 def check_float_tensor(name: str, owner: str, t) -> None:
     if not isinstance(t, Tensor):
         raise ValueError(f"{owner} expected {name} to be a torch.Tensor, got {type(t).__name__}")

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
-from sru.dispatch import (check_cell_input, check_stack_input, empty_outputs,
+from sru.dispatch import (check_cell_input, check_layer_sizes, check_stack_input, empty_outputs,
                           fuse_layer, inference_plan, run_inference_path, stack_inference,
                           state_dtype)
 from sru.ops import BACKENDS, elementwise_recurrence
@@ -57,12 +57,7 @@ class SRUCell(nn.Module):
                  backend: str = "auto",
                  project_skip: bool = False):
         super().__init__()
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"SRUCell expected {name} to be a positive int, got {value!r}")
-        for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
-            if not 0.0 <= float(value) < 1.0:
-                raise ValueError(f"SRUCell expected {name} in [0, 1), got {value!r}")
+        check_layer_sizes("SRUCell", input_size, hidden_size, dropout, rnn_dropout)
         self.input_size = input_size
         self.hidden_size = hidden_size  # per direction
         self.num_directions = num_directions(bidirectional)

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.dispatch import check_float_tensor, check_mask_pad, state_dtype
+from sru.dispatch import check_float_tensor, check_layer_sizes, check_mask_pad, state_dtype
 from sru.ops import elementwise_recurrence
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
@@ -56,12 +56,7 @@ class SRUppCell(nn.Module):
                  weight_c_init: float = 1.0,
                  backend: str = "auto"):
         super().__init__()
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"SRUppCell expected {name} to be a positive int, got {value!r}")
-        for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
-            if not 0.0 <= float(value) < 1.0:
-                raise ValueError(f"SRUppCell expected {name} in [0, 1), got {value!r}")
+        check_layer_sizes("SRUppCell", input_size, hidden_size, dropout, rnn_dropout)
         self.input_size = input_size
         self.hidden_size = hidden_size  # per direction
         self.num_directions = num_directions(bidirectional)
