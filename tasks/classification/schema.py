@@ -5,16 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
-from tasks.engine.schema import key
+from tasks.engine.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
-
-
-@dataclass(kw_only=True)
-class SplitFiles:
-    train: Optional[str] = key(None)
-    valid: Optional[str] = key(None)
-    test: Optional[str] = key(None)
 
 
 @dataclass(kw_only=True)
@@ -26,7 +19,7 @@ class ClassificationDataConfig:
     hub_config: Optional[str] = key(None)
     hub_splits: Optional[Dict[str, Any]] = key(None)
     hub_data_files: Any = key(None)
-    files: Optional[SplitFiles] = key(None)
+    files: Optional[SplitPaths] = key(None)
     text_column: Optional[str] = key(None)
     label_column: Optional[str] = key(None)
     labels: Optional[List[Any]] = key(None)

@@ -179,3 +179,11 @@ def with_defaults(node: Mapping[str, Any], schema: type) -> Dict[str, Any]:
         elif f.name not in out and f.default_factory is not MISSING:
             out[f.name] = f.default_factory()
     return out
+
+
+@dataclasses.dataclass(kw_only=True)
+class SplitPaths:
+    """A section of one path per split (``task.data.files``, ``task.data.manifests``); null: none."""
+    train: Optional[str] = key(None)
+    valid: Optional[str] = key(None)
+    test: Optional[str] = key(None)

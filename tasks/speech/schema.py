@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
-from tasks.engine.schema import key
+from tasks.engine.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
 
@@ -25,13 +25,6 @@ class FilletsConfig:
     valid_fraction: float = key(0.1, **Rate)
     test_fraction: float = key(0.1, **Rate)
     seed: int = key(25, low=0)
-
-
-@dataclass(kw_only=True)
-class SplitManifests:
-    train: Optional[str] = key(None)
-    valid: Optional[str] = key(None)
-    test: Optional[str] = key(None)
 
 
 @dataclass(kw_only=True)
@@ -61,7 +54,7 @@ class SpeechDataConfig:
     max_train_seconds: Optional[float] = key(None, low=0, low_open=True)
     fillets: FilletsConfig = key(None)
     offline: OfflineSynthConfig = key(None)
-    manifests: SplitManifests = key(None)
+    manifests: SplitPaths = key(None)
     librispeech: LibriSpeechConfig = key(None)
     hub: SpeechHubConfig = key(None)
 

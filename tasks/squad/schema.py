@@ -5,22 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
-from tasks.engine.schema import key
+from tasks.engine.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
 
 
 @dataclass(kw_only=True)
-class SquadFiles:
-    train: Optional[str] = key(None)
-    valid: Optional[str] = key(None)
-    test: Optional[str] = key(None)             # null: the valid file
-
-
-@dataclass(kw_only=True)
 class SquadDataConfig:
     source: Literal["generated", "files", "hub"]
-    files: SquadFiles = key(None)
+    files: SplitPaths = key(None)            # test: null -> the valid file
     hub_name: Optional[str] = key(None)
     hub_config: Optional[str] = key(None)
     hub_splits: Optional[Dict[str, Any]] = key(None)
