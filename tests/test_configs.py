@@ -102,7 +102,8 @@ def test_every_cpu_cell_keeps_its_paper_cells_depth_ratio():
     for table in TABLES.values():
         for cell in table.cells:
             base = table.baseline_of(cell)
-            if base is None or cell.model == "cnn" or not (cell.cpu and base.cpu) or _depth(cell.paper) is None:
+            # SRU++ and the Transformer LM are not the 2018 paper's comparisons (docs/srupp.md)
+            if base is None or cell.model in ("cnn", "srupp", "transformer") or not (cell.cpu and base.cpu) or _depth(cell.paper) is None:
                 continue
             paper = _depth(cell.paper) / _depth(base.paper)
             cpu = _depth(cell.cpu) / _depth(base.cpu)

@@ -29,9 +29,10 @@ from typing import Any, Callable, Dict, Mapping
 from torch import nn
 
 from tasks.common.cnn_encoder import CNNEncoder
-from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig, SRUppConfig
+from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig, SRUppConfig, TransformerLMConfig
 from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
+from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
 from tasks.engine.schema import as_plain, check_schema
 
@@ -42,12 +43,14 @@ ENCODERS: Dict[str, Callable[..., nn.Module]] = {
     "lstm": LSTMEncoder,
     "cnn": CNNEncoder,
     "srupp": SRUppEncoder,
+    "transformer_lm": TransformerLMEncoder,
 }
 MODEL_SCHEMAS: Dict[str, type] = {
     "sru": SRUConfig,
     "lstm": LSTMConfig,
     "cnn": CNNConfig,
     "srupp": SRUppConfig,
+    "transformer_lm": TransformerLMConfig,
 }
 
 

@@ -1,6 +1,6 @@
-"""Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,srupp,lstm,cnn}.yaml): each key's
-type and range (values live in the YAML files; see ``tasks/engine/schema.py``). A key an encoder does
-not take is refused before any data is loaded."""
+"""Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,srupp,transformer_lm,lstm,cnn}.yaml):
+each key's type and range (values live in the YAML files; see ``tasks/engine/schema.py``). A key an encoder
+does not take is refused before any data is loaded."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,6 +54,20 @@ class SRUppConfig:
     attention_every_n_layers: int = key(1, low=1)
     attention_last_n_layers: int = key(-1, low=-1)
     rescale: bool = key(False)
+    mem_len: Optional[int] = key(None, low=0)
+
+
+@dataclass(kw_only=True)
+class TransformerLMConfig:
+    """tasks/common/transformer_lm_encoder.py's arguments (conf/model/transformer_lm.yaml)."""
+    name: Literal["transformer_lm"]
+    hidden_size: int = key(low=1)
+    num_layers: int = key(2, low=1)
+    num_heads: int = key(4, low=1)
+    ffn_size: int = key(0, low=0)
+    dropout: float = key(0.1, **Rate)
+    attn_dropout: float = key(0.0, **Rate)
+    bidirectional: bool = key(False)
     mem_len: Optional[int] = key(None, low=0)
 
 

@@ -30,7 +30,7 @@ class LanguageModelingTask(Task):
     name = "lm"
     throughput_key = "ntokens"
     causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
-    models = ("sru", "lstm", "srupp")
+    models = ("sru", "lstm", "srupp", "transformer_lm")
     schema = LMConfig
 
     def __init__(self, cfg: Mapping[str, Any]):
