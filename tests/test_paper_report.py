@@ -136,3 +136,14 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
     assert set(reproduce.main(argv).values()) == {"done"}
     text = (tmp_path / "paper.md").read_text()
     assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 6x910 |" in text
+
+
+def test_each_cell_is_compared_with_its_own_baseline():
+    classification = TABLES["classification"]
+    trec_sru = next(c for c in classification.cells if c.name == "TREC SRU 2 layers")
+    assert classification.baseline_of(trec_sru).name == "TREC LSTM"  # not the table's first LSTM (MR's)
+    lm_char = TABLES["lm_char"]
+    by_name = {c.name: c for c in lm_char.cells}
+    assert lm_char.baseline_of(by_name["SRU++ 6 layers"]).name == "Transformer 6 layers"
+    assert lm_char.baseline_of(by_name["SRU 6 layers"]).name == "LSTM 6 layers"
+    assert lm_char.baseline_of(by_name["Transformer 6 layers"]) is None  # a baseline of its own
