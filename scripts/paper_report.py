@@ -238,7 +238,7 @@ def main(argv=None) -> str:
             "written by `python scripts/reproduce.py --scale <scale> --table <table>`); scales: "
             f"{', '.join(scales)}. \"paper\" = the number the paper reports (docs/paper_numbers.md). CPU-s = "
             "CPU seconds of the training process (all threads; robust to other load); recurrent share = the "
-            "SRU/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
+            "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
             "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding).", ""]
     for scale in scales:
         for table in TABLES.values():

@@ -7,7 +7,7 @@ them), then for each of ``--batches`` training batches times, in CPU seconds of 
 robust to other load on the machine):
 
 - the full training step: ``task.compute_loss`` + backward, as the trainer runs it;
-- every recurrent encoder call of that step (SRU / LSTM modules, caught by a forward pre-hook with its
+- every recurrent encoder call of that step (SRU / SRU++ / LSTM modules, caught by a forward pre-hook with its
   exact inputs) replayed alone: forward + backward of its outputs, its input requiring grad exactly when
   it did in the step.
 
@@ -23,12 +23,14 @@ from typing import Any, Dict, List
 import torch
 from torch import nn
 
-from sru import SRU
+from sru import SRU, SRUpp
 
 from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
+from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.engine.runner import check_before_work, compose
 
-RECURRENT = (SRUEncoder, LSTMEncoder, SRU, nn.LSTM)
+# SRU++ layers count whole (their attention computes the recurrence's input); a Transformer has none
+RECURRENT = (SRUEncoder, LSTMEncoder, SRUppEncoder, SRU, SRUpp, nn.LSTM)
 
 
 def recurrent_modules(model: nn.Module) -> List[nn.Module]:
