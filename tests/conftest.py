@@ -59,3 +59,27 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def check_attention_lm_run(run_dir: Path, summary) -> None:
+    """A tiny attention LM run (SRU++, Transformer) learnt, and scripts/sample_lm.py's step decoding gives
+    the logits of one causal forward over prompt + sample."""
+    import math
+
+    import torch
+
+    from tasks.engine.results import read_metrics
+    losses = [r["loss"] for r in read_metrics(run_dir, "train")]
+    assert len(losses) == 24 and all(math.isfinite(x) for x in losses)
+    assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5
+    valid = read_metrics(run_dir, "valid")
+    assert valid[-1]["ppl"] < valid[0]["ppl"]
+    assert math.isfinite(summary["test"]["ppl"])
+    sample_lm = load_script("sample_lm")
+    model, vocab, _ = sample_lm.load_model(run_dir)
+    prompt = vocab.encode("the cat".split())
+    ids, logits = sample_lm.generate(model, prompt, 6, greedy=True)
+    with torch.no_grad():
+        full, _ = model(torch.tensor(prompt + ids).unsqueeze(1))
+    torch.testing.assert_close(logits, full[len(prompt) - 1:-1, 0], rtol=1e-5, atol=1e-5)
+    assert ids == [int(x) for x in full[len(prompt) - 1:-1, 0].argmax(-1)]
