@@ -31,6 +31,7 @@ import platform
 import resource
 import shutil
 import subprocess
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -78,6 +79,41 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+class CellClock:
+    """Keeps cell.json's wall_s / cpu_s current while a cell trains (every ``every`` seconds, and at the end), so
+    that a cell killed mid-run and resumed later still counts its first part: at most ``every`` seconds are
+    lost, and the steps redone from the last checkpoint are counted twice."""
+
+    def __init__(self, path: Path, every: float = 30.0):
+        cell = json.loads(path.read_text())
+        self.path, self.every = path, every
+        self.wall0, self.cpu0 = cell.get("wall_s", 0.0), cell.get("cpu_s", 0.0)
+        self.t0, self.c0 = time.time(), _cpu_seconds()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def write(self) -> None:
+        cell = json.loads(self.path.read_text())
+        cell["wall_s"] = self.wall0 + time.time() - self.t0
+        cell["cpu_s"] = self.cpu0 + _cpu_seconds() - self.c0
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(cell, indent=1))
+        tmp.replace(self.path)  # atomic: a kill never leaves half a file
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(self.every):
+            self.write()
+
+    def __enter__(self) -> "CellClock":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self.write()
+
+
 def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], record: Optional[Path] = None) -> str:
     """Run one (cell, seed) unless it has a record (or, without ``record``, a results.json): done | ran | failed."""
     if (record / "results.json").is_file() if record else (run_dir / "results.json").is_file():
@@ -89,7 +125,7 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
     resume = ["resume=" + str(run_dir)] if not finished and (run_dir / "checkpoints" / "last.pt").is_file() else []
     earlier = json.loads((run_dir / "cell.json").read_text()) if (resume or finished) and (
         run_dir / "cell.json").is_file() else {}
-    t0, cpu0 = time.time(), _cpu_seconds()
+    t0 = time.time()
     try:
         cfg = compose(cell_overrides + resume)
         if not finished:
@@ -97,11 +133,8 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
                 "experiment": experiment, "seed": seed, "overrides": cell_overrides, "machine": machine(cfg),
                 "wall_s": earlier.get("wall_s", 0.0), "cpu_s": earlier.get("cpu_s", 0.0),
                 "config": OmegaConf.to_container(cfg, resolve=False)}, indent=1))
-            run(cfg, run_dir, cell_overrides + resume)
-            cell = json.loads((run_dir / "cell.json").read_text())
-            cell["wall_s"] = cell.get("wall_s", 0.0) + time.time() - t0  # a resumed cell adds its earlier time
-            cell["cpu_s"] = cell.get("cpu_s", 0.0) + _cpu_seconds() - cpu0
-            (run_dir / "cell.json").write_text(json.dumps(cell, indent=1))
+            with CellClock(run_dir / "cell.json"):  # a resumed cell adds its earlier time
+                run(cfg, run_dir, cell_overrides + resume)
         if record:
             write_record(record, run_dir, compose(cell_overrides))
     except Exception as err:  # noqa: BLE001  one broken cell must not stop the table

@@ -147,3 +147,20 @@ def test_each_cell_is_compared_with_its_own_baseline():
     assert lm_char.baseline_of(by_name["SRU++ 6 layers"]).name == "Transformer 6 layers"
     assert lm_char.baseline_of(by_name["SRU 6 layers"]).name == "LSTM 6 layers"
     assert lm_char.baseline_of(by_name["Transformer 6 layers"]) is None  # a baseline of its own
+
+
+def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path):
+    """cell.json holds the time so far while a cell trains, so a cell killed mid-run and resumed adds it up."""
+    import time
+
+    path = tmp_path / "cell.json"
+    path.write_text(json.dumps({"experiment": "x", "wall_s": 0.0, "cpu_s": 0.0}))
+    clock = reproduce.CellClock(path, every=0.02).__enter__()
+    time.sleep(0.2)
+    seen = json.loads(path.read_text())["wall_s"]  # written by the clock while "training" (a kill here keeps it)
+    assert 0.1 <= seen < 1.0
+    clock.__exit__(None, None, None)
+    with reproduce.CellClock(path, every=10.0):  # the resumed part
+        time.sleep(0.1)
+    cell = json.loads(path.read_text())
+    assert cell["wall_s"] >= seen + 0.1 and cell["experiment"] == "x" and cell["cpu_s"] >= 0
