@@ -83,3 +83,19 @@ def check_attention_lm_run(run_dir: Path, summary) -> None:
         full, _ = model(torch.tensor(prompt + ids).unsqueeze(1))
     torch.testing.assert_close(logits, full[len(prompt) - 1:-1, 0], rtol=1e-5, atol=1e-5)
     assert ids == [int(x) for x in full[len(prompt) - 1:-1, 0].argmax(-1)]
+
+
+def check_step_decoding(enc, x):
+    """``enc.step`` one position at a time, from nothing and from the state of a forward over the first half,
+    gives exactly the outputs of one forward over ``x`` (L, B, D); returns the last step's state."""
+    import torch
+    with torch.no_grad():
+        whole, _ = enc(x)
+        _, state = enc(x[:x.size(0) // 2])
+    for start, st in ((0, None), (x.size(0) // 2, state)):
+        outs = []
+        for t in range(start, x.size(0)):
+            h, st = enc.step(x[t], st)
+            outs.append(h)
+        torch.testing.assert_close(torch.stack(outs), whole[start:], rtol=0, atol=1e-12)
+    return st

@@ -6,7 +6,6 @@ import json
 import math
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 import torch

@@ -3,7 +3,6 @@ using the trainer's signal handling), its exit status, its last stderr line and 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex

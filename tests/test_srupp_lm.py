@@ -2,7 +2,7 @@
 and a tiny word LM that trains end to end."""
 import pytest
 import torch
-from conftest import check_attention_lm_run, load_script, tiny_lm_overrides
+from conftest import check_attention_lm_run, check_step_decoding, load_script, tiny_lm_overrides
 
 from tasks.common.encoders import build_encoder
 from tasks.common.rnn_encoders import detach_state
@@ -43,16 +43,7 @@ def test_mem_len_zero_has_no_memory_and_truncates():
 
 def test_step_decoding_equals_forward_and_continues_a_state():
     enc = encoder(mem_len=None)
-    x = torch.randn(6, 2, 6, dtype=torch.float64)
-    with torch.no_grad():
-        whole, _ = enc(x)
-        _, state = enc(x[:3])
-    for start, st in ((0, None), (3, state)):
-        outs = []
-        for t in range(start, 6):
-            h, st = enc.step(x[t], st)
-            outs.append(h)
-        torch.testing.assert_close(torch.stack(outs), whole[start:], rtol=0, atol=1e-12)
+    st = check_step_decoding(enc, torch.randn(6, 2, 6, dtype=torch.float64))
     reordered = enc.reorder_state(st, torch.tensor([1, 1]))
     assert reordered.c.shape == (2, 2, 8) and torch.equal(reordered.c[:, 0], st.c[:, 1])
 
