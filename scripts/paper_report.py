@@ -158,7 +158,7 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         ours_extra = f" | {format_mean_std([r.extra for r in c.runs if r.extra is not None])}" if table.extra_metric else ""
         share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
-        speed = ""
+        speed = "(baseline)" if base is c else "n/a (baseline not measured)"
         if base is not None and base is not c and base.runs:
             speed = f"{_mean([r.cpu_per_epoch for r in base.runs]) / cpu_epoch:.2f}x vs {base.cell.name}"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
@@ -167,7 +167,7 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs])}"
                      f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
                      f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
-                     f"{speed or '(baseline)'} |")
+                     f"{speed} |")
     return lines
 
 
