@@ -164,3 +164,14 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
         time.sleep(0.1)
     cell = json.loads(path.read_text())
     assert cell["wall_s"] >= seen + 0.1 and cell["experiment"] == "x" and cell["cpu_s"] >= 0
+
+
+@pytest.mark.slow
+def test_bench_cells_times_every_cell_against_its_baseline(capsys):
+    import bench_cells
+    ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2"])
+    assert set(ratios) == {c.name for c in cells_at(TABLES["lm_char"], "cpu")}
+    assert ratios["LSTM 6 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own
+    assert all(r > 0 for r in ratios.values())
+    out = capsys.readouterr().out
+    assert "| SRU++ 6 layers | 0.65M |" in out and "| Transformer 6 layers |" in out
