@@ -67,7 +67,9 @@ def test_default_config_is_english_to_german_transformer():
     cfg = compose(["task=translation"])
     assert (cfg.task.src_lang, cfg.task.tgt_lang, cfg.task.data.source) == ("en", "de", "real")
     assert cfg.trainer.max_minutes is None and cfg.trainer.max_epochs  # a budget in epochs, not minutes
-    assert cfg.model.name == "transformer" and cfg.trainer.scheduler.name == "noam"
+    assert cfg.model.name == "transformer"
+    # cosine decay to 0 over the run's own budget (no fixed horizon): trainer.max_epochs=N rescales it
+    assert cfg.trainer.scheduler.name == "cosine" and cfg.trainer.scheduler.total_steps is None
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
 
 
