@@ -52,6 +52,7 @@ def test_mem_len_zero_and_n():
     assert state is None
     enc3 = encoder(mem_len=3)
     _, state = enc3(x[:4])
+    assert [m.shape[0] for m in state] == [3, 3]  # a first window longer than mem_len is cut too
     _, state = enc3(x[4:6], state)
     assert [m.shape[0] for m in state] == [3, 3]
 

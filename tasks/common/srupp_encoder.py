@@ -30,9 +30,7 @@ class SRUppEncoder(nn.Module):
                  rescale: bool = False, mem_len: Optional[int] = None, causal: bool = False):
         super().__init__()
         from sru import SRUpp
-        if mem_len is not None and (not isinstance(mem_len, int) or mem_len < 0):
-            raise ValueError(f"model.mem_len: expected null (the previous segment) or an int >= 0, "
-                             f"received {mem_len!r}")
+        check_mem_len(mem_len)
         self.input_size = input_size
         self.num_layers = num_layers
         self.bidirectional = bool(bidirectional)
@@ -63,21 +61,10 @@ class SRUppEncoder(nn.Module):
         mem_len = 0 if memory is None else memory[0].size(0)
         h, c, saved = self.rnn(x, c0, mask_pad=mask_pad, attn_mask=self._attn_mask(x.size(0), mem_len, x),
                                memory=None if memory is None else list(memory))
-        new_state = (c, self._next_memory(memory, saved["saved_inputs"]))
+        new_state = (c, next_memory(memory, saved["saved_inputs"], self.mem_len))
         if return_all_layers:  # layer i's output is layer i+1's input
             return saved["saved_inputs"][1:] + [h], new_state
         return h, new_state
-
-    def _next_memory(self, memory, inputs) -> Optional[Tuple[Tensor, ...]]:
-        if self.mem_len == 0:
-            return None
-        if self.mem_len is None or memory is None:
-            kept = inputs
-        else:
-            kept = [torch.cat([m, x]) for m, x in zip(memory, inputs)]
-        if self.mem_len is not None:
-            kept = [k[-self.mem_len:] for k in kept]
-        return tuple(kept)
 
     def step(self, x_t: Tensor, state: Any = None):
         """One position: x_t (B, D) -> (h_t (B, output_size), cache). Eval mode, no grad."""
@@ -100,6 +87,25 @@ class SRUppEncoder(nn.Module):
             return None
         c, memory = state
         return (reorder_state(c, index), None if memory is None else reorder_state(memory, index))
+
+
+def check_mem_len(mem_len: Any) -> None:
+    if mem_len is not None and (not isinstance(mem_len, int) or mem_len < 0):
+        raise ValueError(f"model.mem_len: expected null (the previous segment) or an int >= 0, received {mem_len!r}")
+
+
+def next_memory(memory, inputs, mem_len: Optional[int]) -> Optional[Tuple[Tensor, ...]]:
+    """The segment memory after a call: per layer its latest inputs (mem_len null), the last mem_len positions
+    of memory + inputs (mem_len N), or none (mem_len 0). Shared with the Transformer LM encoder."""
+    if mem_len == 0:
+        return None
+    if mem_len is None or memory is None:
+        kept = inputs
+    else:
+        kept = [torch.cat([m, x]) for m, x in zip(memory, inputs)]
+    if mem_len is not None:
+        kept = [k[-mem_len:] for k in kept]
+    return tuple(kept)
 
 
 def _fill_empty(rnn, cache, like: Tensor):

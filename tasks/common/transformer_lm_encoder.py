@@ -14,13 +14,14 @@ decoding token by token gives the logits of one causal forward over the whole pr
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.common.rnn_encoders import _check_input, reorder_state
+from tasks.common.srupp_encoder import check_mem_len, next_memory
 
 
 def alibi_slopes(num_heads: int) -> Tensor:
@@ -83,9 +84,7 @@ class TransformerLMEncoder(nn.Module):
         if bidirectional:
             raise ValueError("model.bidirectional=true: a Transformer's attention is already two-sided "
                              "(non-causal tasks); set model.bidirectional=false")
-        if mem_len is not None and (not isinstance(mem_len, int) or mem_len < 0):
-            raise ValueError(f"model.mem_len: expected null (the previous segment) or an int >= 0, "
-                             f"received {mem_len!r}")
+        check_mem_len(mem_len)
         self.input_size, self.output_size = input_size, hidden_size
         self.num_layers, self.bidirectional = num_layers, False
         self.mem_len, self.causal = mem_len, causal
@@ -116,15 +115,8 @@ class TransformerLMEncoder(nn.Module):
         out = self.final_norm(h)
         if mask_pad is not None:
             out = out.masked_fill(mask_pad.unsqueeze(-1), 0.0)
-        new_state = self._next_memory(memory, inputs)
+        new_state = next_memory(memory, inputs, self.mem_len)
         return (outputs[:-1] + [out] if return_all_layers else out), new_state
-
-    def _next_memory(self, memory, inputs) -> Optional[Tuple[Tensor, ...]]:
-        if self.mem_len == 0:
-            return None
-        if self.mem_len is None or memory is None:
-            return tuple(inputs)
-        return tuple(torch.cat([m, x])[-self.mem_len:] for m, x in zip(memory, inputs))
 
     def step(self, x_t: Tensor, state: Any = None):
         """One position: x_t (B, D) -> (h_t (B, output_size), memory with this position added; at most
