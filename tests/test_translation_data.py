@@ -57,6 +57,16 @@ def test_missing_dictionary_says_which_package_to_install(tmp_path):
     assert DICTIONARY_HINT.startswith("apt-get install trans-de-en; or try the task now on the 8 sample pairs")
 
 
+def test_training_cap_keeps_a_fixed_random_subset_and_whole_evaluation_splits(tmp_path):
+    full = load_pairs(dictionary_config(tmp_path), ("de", "en"))
+    capped = load_pairs(dictionary_config(tmp_path, max_train_examples=10), ("de", "en"))
+    assert len(capped["train"]) == 10 and capped["valid"] == full["valid"] and capped["test"] == full["test"]
+    order = [full["train"].index(p) for p in capped["train"]]
+    assert order == sorted(order) and order != list(range(10))  # a subset in corpus order, not the first ten
+    assert load_pairs(dictionary_config(tmp_path, max_train_examples=10), ("de", "en")) == capped  # fixed
+    assert load_pairs(dictionary_config(tmp_path, max_train_examples=999), ("de", "en")) == full
+
+
 def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path):
     (tmp_path / "train.en").write_text("one\ntwo\nthree\n")
     (tmp_path / "train.de").write_text("eins\nzwei\n")

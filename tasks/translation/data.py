@@ -239,4 +239,14 @@ def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
     for split in SPLITS:
         if not splits.get(split):
             raise ValueError(f"task.data ({source}): the {split} split is empty")
+    splits["train"] = cap_training_pairs(splits["train"], data.get("max_train_examples"), int(data["split_seed"]))
     return splits
+
+
+def cap_training_pairs(pairs: List[Pair], limit: Any, seed: int) -> List[Pair]:
+    """At most ``limit`` training pairs (None: all): a fixed random subset (``seed``), kept in corpus order,
+    so that a small CPU preset sees every source in proportion; validation and test stay whole."""
+    if not limit or len(pairs) <= int(limit):
+        return pairs
+    keep = sorted(random.Random(seed).sample(range(len(pairs)), int(limit)))
+    return [pairs[i] for i in keep]
