@@ -163,7 +163,8 @@ class SpeechRecognitionTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"])
+        return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"],
+                        frontend=self.task_cfg.get("frontend"))
 
     # ---- loss, decoding, metrics --------------------------------------------------------------
     def _forward(self, model: nn.Module, batch: Dict[str, Any]) -> Tuple[Tensor, Tensor, LoggingOutput]:
