@@ -79,11 +79,19 @@ class SpecAugmentConfig:
 
 
 @dataclass(kw_only=True)
+class FrontEndConfig:
+    layers: int = key(0, low=0)          # 1-D convolutions before the encoder (0: none)
+    channels: int = key(256, low=1)
+    kernel_size: int = key(5, low=1)     # odd: the output keeps the input's length
+
+
+@dataclass(kw_only=True)
 class SpeechConfig:
     name: Literal["speech"]
     data: SpeechDataConfig
     features: FeaturesConfig
     spec_augment: SpecAugmentConfig
+    frontend: Optional[FrontEndConfig] = key(None)
     max_frames: int = key(low=1)
     batch_size: int = key(low=1)
     eval_max_frames: int = key(low=1)
