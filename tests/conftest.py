@@ -38,6 +38,15 @@ def tiny_lm_overrides(model: str = "sru", steps: int = 12) -> List[str]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def _subnormals_restored():
+    """A speech run flushes subnormal floats to zero for the whole process (tasks/speech/task.py); turn it
+    back off after every test so that no later test depends on which tests ran before it."""
+    yield
+    import torch
+    torch.set_flush_denormal(False)
+
+
 @pytest.fixture
 def run_train():
     """run_train(overrides, run_dir) -> summary dict, exactly as train.py's main would run it."""
