@@ -60,9 +60,8 @@ def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, 
     assert (tmp_path / "run" / "transcripts_valid.jsonl").is_file()
     assert json.loads((tmp_path / "run" / "results.json").read_text())["test"]["wer"] == test["wer"]
     assert any((tmp_path / "cache" / "features").glob("*.pt"))  # features cached for the next run
-    # the task flushes subnormal floats to zero (their backward pass is ~6x slower on x86); undo it here
+    # the task flushes subnormal floats to zero (their backward pass is ~6x slower on x86); conftest undoes it
     assert (torch.tensor([1e-30]) * torch.tensor([1e-10])).item() == 0.0
-    torch.set_flush_denormal(False)
 
 
 def test_resumed_speech_run_matches_uninterrupted(manifests, run_train, tmp_path):

@@ -29,12 +29,11 @@ class ConvFrontEnd(nn.Module):
         self.output_size = channels if layers else input_size
 
     def forward(self, x: Tensor, mask_pad: Optional[Tensor] = None) -> Tensor:
-        keep = None if mask_pad is None else (~mask_pad).unsqueeze(-1).to(x.dtype)  # (L, B, 1)
         h = x.permute(1, 2, 0)  # (B, D, L): Conv1d's layout
-        keep_bdl = None if keep is None else keep.permute(1, 2, 0)
+        keep = None if mask_pad is None else (~mask_pad).t().unsqueeze(1).to(x.dtype)  # (B, 1, L)
         for conv in self.convs:
-            if keep_bdl is not None:
-                h = h * keep_bdl
+            if keep is not None:
+                h = h * keep
             h = conv(h).relu()
         return h.permute(2, 0, 1)
 
@@ -46,8 +45,8 @@ class CTCModel(nn.Module):
         frontend = frontend or {}
         layers = int(frontend.get("layers") or 0)
         # the same front-end whatever the encoder (model=sru | lstm): the encoder reads its channels
-        self.frontend = ConvFrontEnd(input_size, int(frontend.get("channels") or input_size), layers,
-                                     int(frontend.get("kernel_size") or 3)) if layers else None
+        self.frontend = ConvFrontEnd(input_size, int(frontend["channels"]), layers,
+                                     int(frontend["kernel_size"])) if layers else None
         self.encoder = build_encoder(model_cfg, self.frontend.output_size if self.frontend else input_size)
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(self.encoder.output_size, num_labels)
