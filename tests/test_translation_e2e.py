@@ -63,11 +63,12 @@ def test_task_refuses_a_shared_encoder_model_before_loading_data():
         build_task(compose(["task=translation", "model=sru"])).check_config()
 
 
-def test_default_config_is_english_to_german_transformer():
+def test_default_config_is_english_to_german_transformer_sru():
     cfg = compose(["task=translation"])
     assert (cfg.task.src_lang, cfg.task.tgt_lang, cfg.task.data.source) == ("en", "de", "real")
     assert cfg.trainer.max_minutes is None and cfg.trainer.max_epochs  # a budget in epochs, not minutes
-    assert cfg.model.name == "transformer"
+    assert cfg.model.name == "transformer_sru" and cfg.model.sru.mode == "before_ffn"
+    assert compose(["task=translation", "model=transformer"]).model.sru.mode == "none"  # the plain baseline
     # cosine decay to 0 over the run's own budget (no fixed horizon): trainer.max_epochs=N rescales it
     assert cfg.trainer.scheduler.name == "cosine" and cfg.trainer.scheduler.total_steps is None
     assert compose(["task=translation", "model=transformer_sru"]).model.sru.mode != "none"
