@@ -5,6 +5,7 @@ SpecAugment.
     feats = logmel(wave)                           # (T, 80), one frame per 10 ms
     feats = cmvn(feats)                            # per utterance: zero mean, unit variance per mel bin
     x = stack_frames(feats, stack=3, skip=3)       # (ceil(T/3), 240): 3x shorter sequences for the RNN
+    slower = change_speed(samples, 0.9)            # speed perturbation: 11% longer, pitch 10% lower
 
 The mel filterbank follows the Slaney (Auditory Toolbox) definition by default — linear below 1 kHz,
 logarithmic above, each triangle normalised to unit area — which is librosa's default, so the test can
@@ -13,7 +14,10 @@ compare it with ``librosa.filters.mel``; ``htk=True`` gives the HTK mel scale.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Optional
+
+import numpy as np
 
 import torch
 from torch import Tensor
@@ -97,6 +101,19 @@ class LogMel:
                           window=self.window, center=True, pad_mode="reflect", return_complex=True)
         power = spec.real.square() + spec.imag.square()           # (bins, T)
         return torch.log(self.filters @ power + 1e-6).transpose(0, 1).contiguous()  # (T, n_mels)
+
+
+def change_speed(wave: np.ndarray, factor: float) -> np.ndarray:
+    """Speed perturbation (Ko et al. 2015; Kaldi's ``sox speed``): play ``wave`` ``factor`` times as fast,
+    tempo and pitch together, by resampling it to ``1 / factor`` of its length (polyphase, scipy)."""
+    if factor <= 0:
+        raise ValueError(f"task.speed_perturb: expected factors > 0 (e.g. [0.9, 1.0, 1.1]), received {factor}")
+    if factor == 1.0:
+        return wave
+    from scipy.signal import resample_poly
+
+    ratio = Fraction(factor).limit_denominator(100)  # 0.9 -> 9/10: upsample by 10, downsample by 9
+    return resample_poly(wave, ratio.denominator, ratio.numerator).astype(np.float32)
 
 
 def cmvn(feats: Tensor, mean: Optional[Tensor] = None, std: Optional[Tensor] = None) -> Tensor:

@@ -91,6 +91,7 @@ class SpeechConfig:
     data: SpeechDataConfig
     features: FeaturesConfig
     spec_augment: SpecAugmentConfig
+    speed_perturb: List[float] = key([])  # training only: also each utterance at these speeds, one drawn per epoch
     frontend: Optional[FrontEndConfig] = key(None)
     max_frames: int = key(low=1)
     batch_size: int = key(low=1)

@@ -21,9 +21,10 @@ from torch import Tensor, nn
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.errors import ConfigError
 from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utterances
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
-from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
+from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
 from tasks.speech.paths import default_cache_dir
@@ -59,27 +60,33 @@ class SpeechRecognitionTask(Task):
     def check_config(self) -> None:
         super().check_config()  # model name, task.* types and ranges
         check_encoder_config(self.cfg["model"], causal=self.causal)
+        bad = [s for s in self.task_cfg.get("speed_perturb") or [] if not 0.5 <= float(s) <= 2.0]
+        if bad:
+            raise ConfigError(f"task.speed_perturb: factors must lie in [0.5, 2] (how many times as fast the audio "
+                             f"plays), received {bad}; e.g. task.speed_perturb=[0.9,1.0,1.1], or [] for none")
 
     # ---- data ---------------------------------------------------------------------------------
-    def _log_mels(self, split: str, utts: List[Utterance]) -> List[Tensor]:
-        """Log-mel features of every utterance, from the feature cache when the same files were seen."""
+    def _log_mels(self, split: str, utts: List[Utterance], speed: float = 1.0) -> List[Tensor]:
+        """Log-mel features of every utterance (played ``speed`` times as fast), from the feature cache when
+        the same files were seen."""
         f, data = self.task_cfg["features"], self.task_cfg["data"]
         logmel = LogMel(data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
         cache_file = None
         if f.get("cache", True) and all(isinstance(u.audio, Path) for u in utts):
             stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
             if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
-                key = hashlib.sha1(json.dumps([stamp, data["sample_rate"], f["n_mels"], f["win_ms"],
-                                               f["hop_ms"]]).encode()).hexdigest()[:16]
+                settings = [stamp, data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"]]
+                key = hashlib.sha1(json.dumps(settings + ([speed] if speed != 1.0 else [])).encode()).hexdigest()[:16]
                 cache_file = Path(data.get("cache_dir") or default_cache_dir()).expanduser() / "features" / f"{key}.pt"
                 if cache_file.is_file():
                     return torch.load(cache_file)
         feats, t0 = [], time.time()
         for i, utt in enumerate(utts):
-            feats.append(logmel(torch.from_numpy(load_audio(utt, data["sample_rate"]))))
+            feats.append(logmel(torch.from_numpy(change_speed(load_audio(utt, data["sample_rate"]), speed))))
             if (i + 1) % 500 == 0 or i + 1 == len(utts):  # progress with an ETA
                 rate = (i + 1) / max(time.time() - t0, 1e-9)
-                print(f"[speech] {split}: log-mel features of {i + 1}/{len(utts)} utterances "
+                played = f" at speed {speed:g}" if speed != 1.0 else ""
+                print(f"[speech] {split}: log-mel features{played} of {i + 1}/{len(utts)} utterances "
                       f"(ETA {(len(utts) - i - 1) / rate:.0f}s)", flush=True)
         if cache_file is not None:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -97,52 +104,81 @@ class SpeechRecognitionTask(Task):
         torch.set_flush_denormal(True)
         t0 = time.time()
         t, f = self.task_cfg, self.task_cfg["features"]
+        # speed perturbation: every training utterance at each speed; an epoch draws one version of each
+        # (1.0 first: the unperturbed version is the one counted in the split's minutes of audio)
+        self.speeds = sorted({float(s) for s in t.get("speed_perturb") or [1.0]} | {1.0}, key=lambda s: (s != 1.0, s))
         mels = {}
         for split in SPLITS:
             utts = load_split_utterances(t["data"], split)
-            mels[split] = (utts, self._log_mels(split, utts))
+            speeds = self.speeds if split == "train" else [1.0]
+            mels[split] = (utts, [self._log_mels(split, utts, speed) for speed in speeds])
         if f["cmvn"] == "global":
-            allframes = torch.cat(mels["train"][1])
+            allframes = torch.cat([m for version in mels["train"][1] for m in version])
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
-        hop_s = f["hop_ms"] / 1000.0
         for split in SPLITS:
-            utts, feats = mels[split]
-            d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind", "language")}
-            skipped = 0
-            for utt, m in zip(utts, feats):
-                ref = normalize_transcript(utt.text, self.alphabet)
-                target = self.vocab.encode(list(ref))
+            self.data[split] = self._build_split(split, *mels[split])
+        print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
+              f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
+
+    def _build_split(self, split: str, utts: List[Utterance], versions: List[List[Tensor]]) -> Dict[str, list]:
+        """Normalised, stacked inputs and character targets of one split (``versions``: its log-mels at
+        each speed, the recorded one first); training drops what CTC cannot learn from."""
+        t, f = self.task_cfg, self.task_cfg["features"]
+        hop_s = f["hop_ms"] / 1000.0
+        d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind", "language",
+                                              "versions")}
+        skipped = 0
+        for i, utt in enumerate(utts):
+            ref = normalize_transcript(utt.text, self.alphabet)
+            target = self.vocab.encode(list(ref))
+            xs, frames = [], []
+            for version in versions:
+                m = version[i]
                 if f["cmvn"] == "utterance":
                     m = cmvn(m)
                 elif f["cmvn"] == "global":
                     m = cmvn(m, *self.global_stats)
-                x = stack_frames(m, f["stack"], f["skip"])
-                # CTC needs at least one frame per label (plus one between repeats); training skips the rest
-                too_long = split == "train" and m.size(0) * hop_s > t["data"]["max_train_seconds"]
-                if split == "train" and (too_long or x.size(0) < len(target) + 1 or not target):
-                    skipped += 1
-                    continue
-                for key, value in (("id", utt.id), ("ref", ref), ("x", x), ("target", target),
-                                   ("frames", m.size(0)), ("voice", utt.voice or utt.speaker), ("kind", utt.kind),
-                                   ("language", utt.language)):
-                    d[key].append(value)
-            if not d["id"]:
-                raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
-            self.data[split] = d
-            hours = sum(d["frames"]) * hop_s / 3600
-            note = f", {skipped} skipped (too long, or fewer frames than characters)" if skipped else ""
-            print(f"[speech] {split}: {len(d['id'])} utterances, {hours * 60:.1f} min of audio, "
-                  f"{len({v for v in d['voice'] if v})} voices/speakers{note}", flush=True)
-        print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
-              f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
+                xs.append(stack_frames(m, f["stack"], f["skip"]))
+                frames.append(m.size(0))
+            # CTC needs at least one frame per label (plus one between repeats); training skips the rest
+            # (the recorded length decides "too long": speed perturbation keeps the same utterances)
+            too_long = split == "train" and frames[0] * hop_s > t["data"]["max_train_seconds"]
+            too_short = min(x.size(0) for x in xs) < len(target) + 1
+            if split == "train" and (too_long or too_short or not target):
+                skipped += 1
+                continue
+            for key, value in (("id", utt.id), ("ref", ref), ("x", xs[0]), ("target", target),
+                               ("frames", frames[0]), ("voice", utt.voice or utt.speaker), ("kind", utt.kind),
+                               ("language", utt.language), ("versions", list(zip(xs, frames)))):
+                d[key].append(value)
+        if not d["id"]:
+            raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
+        hours = sum(d["frames"]) * hop_s / 3600
+        note = f", {skipped} skipped (too long, or fewer frames than characters)" if skipped else ""
+        if len(versions) > 1:
+            note += f"; each also at speeds {', '.join(f'{s:g}' for s in self.speeds[1:])} (one drawn per epoch)"
+        print(f"[speech] {split}: {len(d['id'])} utterances, {hours * 60:.1f} min of audio, "
+              f"{len({v for v in d['voice'] if v})} voices/speakers{note}", flush=True)
+        return d
 
     def encoder_input_size(self) -> int:
         """Stacked log-mel frames: ``stack`` frames of ``n_mels`` each."""
         return self.task_cfg["features"]["stack"] * self.task_cfg["features"]["n_mels"]
 
+    def _epoch_inputs(self, split: str, epoch: int, seed: int) -> Tuple[List[Tensor], List[int]]:
+        """Each utterance's input and frame count this epoch: one speed version per training utterance,
+        drawn from (seed, epoch) so that the batch plan and a resumed run see the same ones."""
+        d = self.data[split]
+        if split != "train" or len(self.speeds) == 1:
+            return d["x"], d["frames"]
+        g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + 7)
+        picks = torch.randint(0, len(self.speeds), (len(d["versions"]),), generator=g).tolist()
+        chosen = [versions[k] for versions, k in zip(d["versions"], picks)]
+        return [x for x, _ in chosen], [frames for _, frames in chosen]
+
     def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         train = split == "train"
-        lengths = [x.size(0) for x in self.data[split]["x"]]
+        lengths = [x.size(0) for x in self._epoch_inputs(split, epoch, seed)[0]]
         t = self.task_cfg
         plan = bucket_batches(lengths, max_tokens=t["max_frames"] if train else t["eval_max_frames"],
                               max_examples=t["batch_size"] if train else None, shuffle=train, seed=seed, epoch=epoch)
@@ -154,10 +190,11 @@ class SpeechRecognitionTask(Task):
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
         d, sa = self.data[split], self.task_cfg["spec_augment"]
         augment = split == "train" and (sa["freq_masks"] > 0 or sa["time_masks"] > 0)
+        inputs, frames = self._epoch_inputs(split, epoch, seed)
         for b, index in enumerate(self._plans.get(split, epoch, seed)):
             if b < start:
                 continue
-            xs = [d["x"][i] for i in index]
+            xs = [inputs[i] for i in index]
             if augment:  # masks drawn from (seed, epoch, batch): a resumed run sees the same ones
                 g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + b)
                 xs = [spec_augment(x, self.task_cfg["features"]["n_mels"], g, **sa) for x in xs]
@@ -165,7 +202,7 @@ class SpeechRecognitionTask(Task):
             targets = [torch.tensor(d["target"][i], dtype=torch.long) for i in index]
             yield {"x": x, "mask_pad": mask_pad, "lengths": lengths,
                    "targets": torch.cat(targets), "target_lengths": torch.tensor([len(tg) for tg in targets]),
-                   "frames": sum(d["frames"][i] for i in index), "index": index}
+                   "frames": sum(frames[i] for i in index), "index": index}
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
