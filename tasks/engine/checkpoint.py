@@ -18,6 +18,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 import torch
 
+from tasks.engine import distributed
 from tasks.engine.interrupts import writing
 from tasks.engine.errors import CheckpointReadError, CheckpointWriteError, ResumeError, resume_command
 
@@ -135,3 +136,15 @@ def set_rng_state(state: Dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
+    """This process's task state from a checkpoint (DDP checkpoints hold one per rank, e.g. LM hidden states)."""
+    states = ckpt.get("task_per_rank") or [ckpt["task"]]
+    world = distributed.get_world_size()
+    if len(states) == world:
+        return states[distributed.get_rank()]
+    if any(s.get("states") if isinstance(s, dict) else s for s in states):
+        raise ResumeError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
+                         f"resume with the same number of processes (torchrun --nproc_per_node={len(states)})")
+    return states[0]

@@ -77,3 +77,10 @@ def get_lr(step: int, epoch: int, base_lr: float, cfg: Mapping[str, Any], total_
         min_lr = cfg.get("min_lr", 0.0)
         return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))
     raise ValueError(f"trainer.scheduler.name: expected one of {list(SCHEDULES)}, received {name!r}")
+
+
+def scale_gradients(model: torch.nn.Module, factor: float) -> None:
+    """Multiply every gradient by ``factor`` (the trainer's normalisation by the step's sample size)."""
+    for p in model.parameters():
+        if p.grad is not None:
+            p.grad.mul_(factor)

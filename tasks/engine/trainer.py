@@ -31,15 +31,15 @@ from torch import nn
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Task, sum_logging_outputs
 from tasks.engine.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
-                                     set_rng_state)
+                                     set_rng_state, task_state_for_this_rank)
 from tasks.engine.config_checks import check_trainer
 from tasks.engine.devices import autocast, pick_device
 from tasks.engine.divergence import DivergenceGuard
-from tasks.engine.errors import ResumeError, TrainingInterrupted
+from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.evaluation import evaluate, evaluate_checkpoint
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.loggers import build_loggers, drop_records_after
-from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state
+from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
 from tasks.engine.plots import plot_curves
 from tasks.engine.results import shown
 
@@ -73,27 +73,9 @@ class FitResult:
     dist_info: Optional[distributed.DistInfo] = None  # where it trained (evaluate_best runs there too)
 
 
-def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
-    """This process's task state from a checkpoint (DDP checkpoints hold one per rank, e.g. LM hidden states)."""
-    states = ckpt.get("task_per_rank") or [ckpt["task"]]
-    world = distributed.get_world_size()
-    if len(states) == world:
-        return states[distributed.get_rank()]
-    if any(s.get("states") if isinstance(s, dict) else s for s in states):
-        raise ResumeError(f"checkpoint holds the task state of {len(states)} process(es) but this run has {world}; "
-                         f"resume with the same number of processes (torchrun --nproc_per_node={len(states)})")
-    return states[0]
-
-
 def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
     """Fail fast, before data loading, on trainer values the loop would only reject later."""
     check_trainer(tcfg)
-
-
-def scale_gradients(model: nn.Module, factor: float) -> None:
-    for p in model.parameters():
-        if p.grad is not None:
-            p.grad.mul_(factor)
 
 
 class Trainer:
