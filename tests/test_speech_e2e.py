@@ -43,11 +43,12 @@ def _overrides(manifests, model, cache, extra=()):
             "trainer.num_threads=1", "logger=csv", "seed=0", *extra]
 
 
-@pytest.mark.parametrize("model,decoder", [("sru", "greedy"), ("lstm", "beam")])
-def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, decoder, run_train, tmp_path):
+@pytest.mark.parametrize("model,decoding", [("sru", ["task.decoder=greedy"]),
+                                            ("lstm", ["task.decoder=beam", "task.lm_order=3"])])
+def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, decoding, run_train, tmp_path):
     jiwer = pytest.importorskip("jiwer")
-    summary = run_train(_overrides(manifests, model, tmp_path / "cache", [f"task.decoder={decoder}",
-                                                                          "task.beam_size=3"]), tmp_path / "run")
+    summary = run_train(_overrides(manifests, model, tmp_path / "cache", [*decoding, "task.beam_size=3"]),
+                        tmp_path / "run")
     test = summary["test"]
     assert summary["steps"] == 4 and summary["monitor"] == "cer" and math.isfinite(test["loss"])
     rows = [json.loads(line) for line in (tmp_path / "run" / "transcripts_test.jsonl").read_text().splitlines()]

@@ -2,9 +2,10 @@
 
     hyps = greedy_decode(log_probs, lengths)              # log_probs (T, B, V) -> B lists of label ids
     hyp = prefix_beam_search(log_probs[:n, b], beam=8)    # one utterance (T, V)
+    hyp = prefix_beam_search(log_probs[:n, b], beam=8, lm=char_lm, lm_weight=0.5, bonus=1.0)  # + a char LM
 
 Greedy takes the most likely label per frame, then collapses repeats and drops blanks ("aa-a" -> "aa").
-Prefix beam search (Hannun et al. 2014, without a language model) keeps the ``beam`` most probable label
+Prefix beam search (Hannun et al. 2014; optionally with a character n-gram LM, tasks/speech/char_lm.py) keeps the ``beam`` most probable label
 prefixes, each with the probability of its paths ending in blank and in non-blank — which is what lets
 "a-a" (two a's) and "aa" (one) be told apart — and sums the paths that collapse to the same prefix.
 With beam 1 it follows the single best prefix: the same output as greedy when each frame's best label is
@@ -13,10 +14,13 @@ clearly best (as in trained CTC models; a 51/49 frame can differ, since a prefix
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from tasks.speech.char_lm import CharNgramLM
 
 NEG_INF = -math.inf
 
@@ -45,8 +49,11 @@ def _logadd(a: float, b: float) -> float:
     return hi + math.log1p(math.exp(lo - hi))
 
 
-def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0) -> List[int]:
-    """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model alone.
+def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
+                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0) -> List[int]:
+    """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model, or with
+    ``lm`` under shallow fusion: prefixes ranked by log P_ctc + lm_weight * log P_lm + bonus * length
+    (the bonus offsets the LM's bias towards short outputs), the end of utterance scored at the last frame.
 
     ``prune``: labels whose frame log-probability is below it are not tried as extensions (they cannot
     change a beam's ranking meaningfully and cost most of the time).
@@ -55,6 +62,15 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
         raise ValueError(f"task.beam_size: expected an integer >= 1, received {beam}")
     frames = log_probs.detach().float().cpu().tolist()
     beams: Dict[Tuple[int, ...], Tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
+    # fusion score of each prefix (a function of the prefix alone): lm_weight * log P_lm + bonus * length
+    fused: Dict[Tuple[int, ...], float] = {(): 0.0}
+
+    def fusion(prefix: Tuple[int, ...]) -> float:
+        if prefix not in fused:
+            step = lm_weight * lm.log_prob(prefix[:-1], prefix[-1]) if lm is not None else 0.0
+            fused[prefix] = fusion(prefix[:-1]) + step + bonus
+        return fused[prefix]
+
     for frame in frames:
         candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
         nxt: Dict[Tuple[int, ...], List[float]] = {}
@@ -74,6 +90,10 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
                     add(prefix + (c,), NEG_INF, pb + lp)         # repeat after a blank: a new label
                 else:
                     add(prefix + (c,), NEG_INF, total + lp)
-        ranked = sorted(nxt.items(), key=lambda kv: _logadd(*kv[1]), reverse=True)[:beam]
+        ranked = sorted(nxt.items(), key=lambda kv: _logadd(*kv[1]) + fusion(kv[0]), reverse=True)[:beam]
         beams = {prefix: (pb, pnb) for prefix, (pb, pnb) in ranked}
-    return list(max(beams.items(), key=lambda kv: _logadd(*kv[1]))[0])
+
+    def final(kv) -> float:
+        end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
+        return _logadd(*kv[1]) + fusion(kv[0]) + end
+    return list(max(beams.items(), key=final)[0])

@@ -98,5 +98,8 @@ class SpeechConfig:
     eval_max_frames: int = key(low=1)
     dropout: float = key(0.0, **Rate)
     monitor: Literal["wer", "cer"] = key("wer")  # the validation rate that picks the best checkpoint
-    decoder: Literal["greedy", "beam"] = key("greedy")
+    decoder: Literal["greedy", "beam"] = key("greedy")  # of the test split (validation is decoded greedily)
     beam_size: int = key(8, low=1)
+    lm_order: int = key(0, low=0)        # decoder=beam: a character n-gram LM of the training transcripts (0: none)
+    lm_weight: float = key(0.5, low=0.0)  # its weight in the beam's score (shallow fusion)
+    lm_bonus: float = key(1.0)           # per output character, against the LM's pull towards short outputs

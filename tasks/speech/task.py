@@ -23,6 +23,7 @@ from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
 from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utterances
+from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
@@ -117,6 +118,12 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
         for split in SPLITS:
             self.data[split] = self._build_split(split, *mels[split])
+        self.char_lm = None
+        if t.get("lm_order", 0) and t["decoder"] == "beam":  # fitted in seconds from the training transcripts
+            self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t["lm_order"], len(self.vocab))
+            print(f"[speech] character {t['lm_order']}-gram LM of the training transcripts: validation "
+                  f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
+                  f"(weight {t['lm_weight']:g}, bonus {t['lm_bonus']:g})", flush=True)
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
 
@@ -224,9 +231,13 @@ class SpeechRecognitionTask(Task):
         loss, _, logging_output = self._forward(model, batch)
         return loss, logging_output
 
-    def decode(self, log_probs: Tensor, lengths: Tensor) -> List[str]:
-        if self.task_cfg["decoder"] == "beam":
-            ids = [prefix_beam_search(log_probs[: int(n), b], beam=self.task_cfg["beam_size"])
+    def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test") -> List[str]:
+        """Transcripts of a batch; the beam decoder (task.decoder=beam) only for test: validation runs every
+        epoch and only picks the checkpoint, so it takes the fast greedy path."""
+        t = self.task_cfg
+        if t["decoder"] == "beam" and split == "test":
+            ids = [prefix_beam_search(log_probs[: int(n), b], beam=t["beam_size"], lm=self.char_lm,
+                                      lm_weight=t.get("lm_weight", 0.0), bonus=t.get("lm_bonus", 0.0) if self.char_lm else 0.0)
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy_decode(log_probs, lengths)
@@ -235,7 +246,7 @@ class SpeechRecognitionTask(Task):
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, log_probs, logging_output = self._forward(model, batch)
         d = self.data[split]
-        hyps = self.decode(log_probs, batch["lengths"].cpu())
+        hyps = self.decode(log_probs, batch["lengths"].cpu(), split)
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
         records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
