@@ -18,14 +18,12 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tasks.engine.checkpoint import load_checkpoint  # noqa: E402
-from tasks.engine.registry import build_task  # noqa: E402
-from tasks.speech.char_lm import CharNgramLM  # noqa: E402
-from tasks.speech.decoding import greedy_decode, prefix_beam_search  # noqa: E402
-from tasks.speech.metrics import error_counts, rates  # noqa: E402
-from tasks.speech.text import normalize_transcript  # noqa: E402
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.registry import build_task
+from tasks.speech.char_lm import CharNgramLM
+from tasks.speech.decoding import greedy_decode, prefix_beam_search
+from tasks.speech.metrics import error_counts, rates
+from tasks.speech.text import normalize_transcript
 
 
 @torch.no_grad()
