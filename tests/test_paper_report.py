@@ -54,6 +54,21 @@ def test_a_baseline_score_never_reached_says_never(tmp_path):
     assert "| never |" in text and "shape does NOT hold" in text and "worse by more than 2%" in text
 
 
+def test_squad_columns_put_each_metric_under_its_own_heading(tmp_path):
+    records = tmp_path / "runs"
+    d = records / "cpu" / "squad_sru" / "seed1"
+    d.mkdir(parents=True)
+    (d / "results.json").write_text(json.dumps({"test": {"f1": 90.0, "em": 80.0}, "steps": 20}))
+    (d / "metrics_valid.csv").write_text("step,epoch,f1,em\n10,1,85,75\n20,2,89,79\n")
+    (d / "run.json").write_text(json.dumps({"seed": 1, "cpu_s": 50.0, "epochs": 2, "machine": {
+        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": 0.5},
+        "budget": {"max_epochs": 30, "max_steps": None, "early_stopping_patience": 3}}))
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md")])
+    assert "| cell | paper f1 | paper em | ours f1 (mean ± std) | ours em | seeds |" in text
+    assert "| SRU 6 layers | 80.2 | 71.4 | 90.00 | 80.00 | 1 |" in text
+    assert "| LSTM 3 layers (DrQA) | 78.8 | 69.5 | **missing** (no record) |  | 0 |" in text
+
+
 @pytest.mark.slow
 def test_rebuilding_from_unchanged_records_changes_only_the_date_line(tmp_path):
     records = _records(tmp_path)
