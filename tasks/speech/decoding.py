@@ -5,9 +5,10 @@
     hyp = prefix_beam_search(log_probs[:n, b], beam=8, lm=char_lm, lm_weight=0.5, bonus=1.0)  # + a char LM
 
 Greedy takes the most likely label per frame, then collapses repeats and drops blanks ("aa-a" -> "aa").
-Prefix beam search (Hannun et al. 2014; optionally with a character n-gram LM, tasks/speech/char_lm.py) keeps the ``beam`` most probable label
-prefixes, each with the probability of its paths ending in blank and in non-blank — which is what lets
-"a-a" (two a's) and "aa" (one) be told apart — and sums the paths that collapse to the same prefix.
+Prefix beam search (Hannun et al. 2014; optionally fused with a character n-gram LM, tasks/speech/char_lm.py)
+keeps the ``beam`` most probable label prefixes, each with the probability of its paths ending in blank
+and in non-blank — which is what lets "a-a" (two a's) and "aa" (one) be told apart — and sums the paths
+that collapse to the same prefix.
 With beam 1 it follows the single best prefix: the same output as greedy when each frame's best label is
 clearly best (as in trained CTC models; a 51/49 frame can differ, since a prefix sums over paths).
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-import torch
 from torch import Tensor
 
 if TYPE_CHECKING:

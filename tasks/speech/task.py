@@ -55,6 +55,7 @@ class SpeechRecognitionTask(Task):
         self.vocab = char_vocabulary(self.alphabet)
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
+        self.char_lm: Optional[CharNgramLM] = None  # fitted in setup() when task.decoder=beam and task.lm_order > 0
         self._plans = PlanCache(self._make_plan)
 
     # ---- configuration ------------------------------------------------------------------------
@@ -118,7 +119,6 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
         for split in SPLITS:
             self.data[split] = self._build_split(split, *mels[split])
-        self.char_lm = None
         if t.get("lm_order", 0) and t["decoder"] == "beam":  # fitted in seconds from the training transcripts
             self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t["lm_order"], len(self.vocab))
             print(f"[speech] character {t['lm_order']}-gram LM of the training transcripts: validation "
@@ -236,8 +236,9 @@ class SpeechRecognitionTask(Task):
         epoch and only picks the checkpoint, so it takes the fast greedy path."""
         t = self.task_cfg
         if t["decoder"] == "beam" and split == "test":
+            weight, bonus = (t["lm_weight"], t["lm_bonus"]) if self.char_lm is not None else (0.0, 0.0)
             ids = [prefix_beam_search(log_probs[: int(n), b], beam=t["beam_size"], lm=self.char_lm,
-                                      lm_weight=t.get("lm_weight", 0.0), bonus=t.get("lm_bonus", 0.0) if self.char_lm else 0.0)
+                                      lm_weight=weight, bonus=bonus)
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy_decode(log_probs, lengths)
