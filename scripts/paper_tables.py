@@ -130,7 +130,12 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "SRU++ 375 ms, Transformer 473 ms of CPU per step, so SRU++ is 1.26x cheaper per step than the "
                 "Transformer and SRU 2.21x cheaper than the LSTM. The records' CPU seconds per epoch above were "
                 "spent with 2 to 5 training jobs sharing the 2 cores at different times and include validation and "
-                "test evaluation; where they disagree with this measurement, this one is the comparison."),
+                "test evaluation; where they disagree with this measurement, this one is the comparison. "
+                "The LSTM cell is a failed baseline, as on PTB: the plain 6-layer LSTM stays at the unigram level "
+                "(validation 5.12-5.13 bpc from step 100 on) until early stopping ends it at step 700; a 2-layer "
+                "LSTM of the same width (0.54M parameters; `python train.py experiment=cpu/enwik8_lstm "
+                "model.num_layers=2 trainer.max_steps=700 seed=1`) learns normally: 5.13, 4.36, 3.87, 3.65, 3.47, "
+                "3.33, 3.19 bpc at steps 100-700 (test 3.25), against the 6-layer SRU's 3.07 at step 700."),
     Table("translation", "Table 4: WMT14 English-German (test BLEU)", "bleu", "max", "transformer", [
         Cell("Transformer + SRU", "transformer_sru", "paper/wmt14_transformer_sru", "cpu/translation_transformer_sru",
              28.4),
