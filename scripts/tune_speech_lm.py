@@ -42,7 +42,7 @@ def score(task, pairs, decode) -> dict:
     return rates(error_counts(zip([ref for _, ref in pairs], hyps)))
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--split", default="valid", choices=["valid", "test"])
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--weights", type=float, nargs="+", default=[0.3, 0.5, 0.8])
     ap.add_argument("--bonuses", type=float, nargs="+", default=[0.0, 1.0, 2.0])
     ap.add_argument("--beam", type=int, default=8)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     config = args.run_dir / ".hydra" / "config.yaml"
     if not config.is_file():
         sys.exit(f"{config} does not exist: pass the directory of a finished speech run (it holds .hydra/ and "
