@@ -143,8 +143,8 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
     # the extra metric (SQuAD's EM) sits right of its main metric, for the paper and for ours alike
     paper_extra_head = f" | paper {table.extra_metric}" if table.extra_metric else ""
     ours_extra_head = f" | ours {table.extra_metric}" if table.extra_metric else ""
-    lines = [f"| cell | paper {table.metric}{paper_extra_head} | ours {table.metric} (mean ± std){ours_extra_head} | seeds | epochs | "
-             f"stopped | CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
+    lines = [f"| cell | paper {table.metric}{paper_extra_head} | ours {table.metric} (mean ± std){ours_extra_head} | "
+             f"seeds | epochs | stopped | CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
              "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
     for c in cells:
         paper = "n/a" if c.cell.reported is None else f"{c.cell.reported:g}"

@@ -23,7 +23,6 @@ from tasks.engine.registry import build_task
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.metrics import error_counts, rates
-from tasks.speech.text import normalize_transcript
 
 
 @torch.no_grad()
@@ -38,7 +37,7 @@ def split_log_probs(task, model, split: str):
 
 
 def score(task, pairs, decode) -> dict:
-    hyps = [normalize_transcript("".join(task.vocab.decode(decode(lp))), task.alphabet) for lp, _ in pairs]
+    hyps = [task.transcript(decode(lp)) for lp, _ in pairs]
     return rates(error_counts(zip([ref for _, ref in pairs], hyps)))
 
 

@@ -242,7 +242,11 @@ class SpeechRecognitionTask(Task):
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy_decode(log_probs, lengths)
-        return [normalize_transcript("".join(self.vocab.decode(seq)), self.alphabet) for seq in ids]
+        return [self.transcript(seq) for seq in ids]
+
+    def transcript(self, label_ids: List[int]) -> str:
+        """Decoded label ids as text, normalised like the references (scripts/tune_speech_lm.py too)."""
+        return normalize_transcript("".join(self.vocab.decode(label_ids)), self.alphabet)
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, log_probs, logging_output = self._forward(model, batch)
