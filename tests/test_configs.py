@@ -57,12 +57,14 @@ def test_default_task_builds_with_each_model(model):
     _instantiate(compose([f"model={model}"]))
 
 
-def test_paper_ptb_sru_and_lstm_share_the_recipe():
-    sru, lstm = compose(["experiment=paper/ptb_sru"]), compose(["experiment=paper/ptb_lstm"])
+@pytest.mark.parametrize("table,width", [("ptb", 910), ("enwik8", 1024)])
+def test_paper_lm_cells_compare_6_sru_layers_with_a_2_layer_lstm_of_the_same_width(table, width):
+    """The literature LSTMs the paper quotes have 2 layers; 2 LSTM layers (8d^2 each) ~ 6 SRU layers (3d^2)."""
+    sru, lstm = compose([f"experiment=paper/{table}_sru"]), compose([f"experiment=paper/{table}_lstm"])
     assert sru.task == lstm.task and sru.trainer == lstm.trainer
     assert (sru.model.name, lstm.model.name) == ("sru", "lstm")
-    assert sru.model.hidden_size == lstm.model.hidden_size == 910
-    assert sru.model.num_layers == lstm.model.num_layers == 6
+    assert sru.model.hidden_size == lstm.model.hidden_size == width
+    assert (sru.model.num_layers, lstm.model.num_layers) == (6, 2)
 
 
 def test_paper_squad_compares_sru_6_layers_with_the_drqa_lstm_3_layers():

@@ -39,9 +39,9 @@ def test_report_from_records_cost_columns_and_missing_cells(tmp_path):
     text = paper_report.main(["--records", str(_records(tmp_path)), "--out", str(tmp_path / "docs" / "paper.md")])
     # SRU: ppl 205 ± 7.07 over 2 seeds, CPU-s/epoch (25 + 30)/2, reaches the LSTM's best valid (270)
     # at its 3rd evaluation: 100 * 30/40 = 75 s and 120 * 30/40 = 90 s -> 82 s; 300/4 / 27.5 = 2.73x
-    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | 40% | 82 s | 2.73x vs LSTM 6x910 |" in text
-    assert "| LSTM 6x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | 80% | 300 s | (baseline) |" in text
-    assert "SRU 6x910 vs LSTM 6x910: the paper's shape holds at this scale" in text
+    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | 40% | 82 s | 2.73x vs LSTM 2x910 |" in text
+    assert "| LSTM 2x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | 80% | 300 s | (baseline) |" in text
+    assert "SRU 6x910 vs LSTM 2x910: the paper's shape holds at this scale" in text
     assert "| SRU 6 layers | 1.19 | **missing** (no record) |" in text  # enwik8 never run: never filled in
     assert (tmp_path / "docs" / "img" / "paper_lm_cpu.png").is_file()
 
@@ -150,7 +150,7 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
         assert len((record / "metrics_valid.csv").read_text().splitlines()) == 3  # header + 2 evaluations
     assert set(reproduce.main(argv).values()) == {"done"}
     text = (tmp_path / "paper.md").read_text()
-    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 6x910 |" in text
+    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 2x910 |" in text
 
 
 def test_each_cell_is_compared_with_its_own_baseline():
@@ -160,7 +160,7 @@ def test_each_cell_is_compared_with_its_own_baseline():
     lm_char = TABLES["lm_char"]
     by_name = {c.name: c for c in lm_char.cells}
     assert lm_char.baseline_of(by_name["SRU++ 6 layers"]).name == "Transformer 6 layers"
-    assert lm_char.baseline_of(by_name["SRU 6 layers"]).name == "LSTM 6 layers"
+    assert lm_char.baseline_of(by_name["SRU 6 layers"]).name == "LSTM 2 layers"
     assert lm_char.baseline_of(by_name["Transformer 6 layers"]) is None  # a baseline of its own
 
 
@@ -186,7 +186,7 @@ def test_bench_cells_times_every_cell_against_its_baseline(capsys):
     import bench_cells
     ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2"])
     assert set(ratios) == {c.name for c in cells_at(TABLES["lm_char"], "cpu")}
-    assert ratios["LSTM 6 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own
+    assert ratios["LSTM 2 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own
     assert all(r > 0 for r in ratios.values())
     out = capsys.readouterr().out
     assert "| SRU++ 6 layers | 0.65M |" in out and "| Transformer 6 layers |" in out
