@@ -118,15 +118,16 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
     """Run one (cell, seed) unless it has a record (or, without ``record``, a results.json): done | ran | failed."""
     if (record / "results.json").is_file() if record else (run_dir / "results.json").is_file():
         return "done"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "failure.json").unlink(missing_ok=True)
     cell_overrides = [f"experiment={experiment}", f"seed={seed}", *overrides]
-    finished = (run_dir / "results.json").is_file()  # trained before, its record not yet written
-    resume = ["resume=" + str(run_dir)] if not finished and (run_dir / "checkpoints" / "last.pt").is_file() else []
-    earlier = json.loads((run_dir / "cell.json").read_text()) if (resume or finished) and (
-        run_dir / "cell.json").is_file() else {}
     t0 = time.time()
     try:
+        set_aside_if_stale(run_dir, compose(cell_overrides))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "failure.json").unlink(missing_ok=True)
+        finished = (run_dir / "results.json").is_file()  # trained before, its record not yet written
+        resume = ["resume=" + str(run_dir)] if not finished and (run_dir / "checkpoints" / "last.pt").is_file() else []
+        earlier = json.loads((run_dir / "cell.json").read_text()) if (resume or finished) and (
+            run_dir / "cell.json").is_file() else {}
         cfg = compose(cell_overrides + resume)
         if not finished:
             (run_dir / "cell.json").write_text(json.dumps({
@@ -138,12 +139,35 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
         if record:
             write_record(record, run_dir, compose(cell_overrides))
     except Exception as err:  # noqa: BLE001  one broken cell must not stop the table
+        run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "failure.json").write_text(json.dumps({
             "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
             "overrides": cell_overrides, "seconds": time.time() - t0}, indent=2))
         print(f"[reproduce] FAILED {experiment} seed {seed}: {type(err).__name__}: {err}", flush=True)
         return "failed"
     return "ran"
+
+
+def set_aside_if_stale(run_dir: Path, cfg) -> None:
+    """A scratch run dir trained under another config (a preset edited since, other overrides) must be neither
+    resumed nor recorded as this cell: it is renamed ``<run_dir>.stale<N>`` (kept, not deleted) and the cell
+    starts afresh. A dir without cell.json has no known config and is set aside too."""
+    if not run_dir.is_dir() or not any(run_dir.iterdir()):
+        return
+    cell_json = run_dir / "cell.json"
+    saved = json.loads(cell_json.read_text()).get("config") if cell_json.is_file() else None
+    now = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=False)))  # as cell.json stores it
+    if saved is not None:
+        saved.pop("resume", None)
+        now.pop("resume", None)
+        if saved == now:
+            return
+    n = 1
+    while run_dir.with_name(f"{run_dir.name}.stale{n}").exists():
+        n += 1
+    aside = run_dir.with_name(f"{run_dir.name}.stale{n}")
+    run_dir.rename(aside)
+    print(f"[reproduce] {run_dir} was trained under another config: moved to {aside}; starting afresh", flush=True)
 
 
 def write_record(record: Path, run_dir: Path, cfg) -> None:
@@ -168,7 +192,8 @@ def write_record(record: Path, run_dir: Path, cfg) -> None:
         "seed": cell["seed"], "commit": git_commit(), "machine": cell["machine"],
         "wall_s": round(cell["wall_s"], 1), "cpu_s": round(cell.get("cpu_s", float("nan")), 1),
         "epochs": max((int(r.get("epoch", 0)) for r in valid), default=0), "steps": results.get("steps"),
-        "budget": {k: cfg.trainer.get(k) for k in ("max_epochs", "max_steps", "early_stopping_patience")},
+        "budget": {k: cfg.trainer.get(k)
+                   for k in ("max_epochs", "max_steps", "early_stopping_patience", "min_epochs")},
         "recurrent_share": share}, indent=1) + "\n")
     shutil.rmtree(record, ignore_errors=True)
     tmp.rename(record)  # a record appears whole or not at all

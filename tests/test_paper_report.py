@@ -3,6 +3,7 @@ that changes nothing) and scripts/reproduce.py's plan and records."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import pytest
@@ -151,6 +152,27 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
     assert set(reproduce.main(argv).values()) == {"done"}
     text = (tmp_path / "paper.md").read_text()
     assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 2x910 |" in text
+
+
+@pytest.mark.slow
+def test_a_scratch_run_of_another_config_is_set_aside_not_recorded(tmp_path, capsys):
+    """A withdrawn record whose preset changed since: the old scratch run (finished under the old config) must
+    not be reported as the new cell; it is moved aside and the cell trains afresh."""
+    from conftest import LM_FIXTURE
+
+    data = ["task.data.source=files", f"task.data.train_file={LM_FIXTURE / 'train.txt'}",
+            f"task.data.valid_file={LM_FIXTURE / 'valid.txt'}", f"task.data.test_file={LM_FIXTURE / 'test.txt'}",
+            "task.data.max_train_tokens=null", "task.batch_size=4", "task.eval_batch_size=4", "task.bptt=8",
+            "trainer.max_epochs=1", "trainer.progress_bar=false", "trainer.num_threads=1", "trainer.plot=false"]
+    run_dir, record = tmp_path / "scratch" / "seed1", tmp_path / "runs" / "seed1"
+    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=3"], record) == "ran"
+    shutil.rmtree(record)  # the record is withdrawn; the preset changes to 2 layers
+    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "ran"
+    assert "trained under another config" in capsys.readouterr().out
+    assert (tmp_path / "scratch" / "seed1.stale1" / "results.json").is_file()  # kept, not deleted
+    saved = json.loads((run_dir / "cell.json").read_text())["config"]
+    assert saved["model"]["num_layers"] == 2 and "num_layers: 2" in (record / "config.yaml").read_text()
+    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "done"
 
 
 def test_each_cell_is_compared_with_its_own_baseline():

@@ -122,6 +122,14 @@ def test_early_stopping_stops(tmp_path):
     assert result.steps == 8  # evals at 2 (best), 4, 6, 8 -> 3 without improvement > patience 2
 
 
+def test_min_epochs_holds_early_stopping_back(tmp_path):
+    # as above, but early stopping may only end the run once 3 epochs (8 batches each) are done
+    cfg = _cfg(max_steps=100, max_epochs=None, eval_every_steps=2, early_stopping_patience=2, min_epochs=3)
+    OmegaConf.update(cfg, "trainer.optimizer.lr", 0.0)
+    result = fit(cfg, RegressionTask(None), tmp_path)
+    assert result.steps == 24
+
+
 def test_bf16_autocast_on_cpu_trains(tmp_path):
     result = fit(_cfg(max_epochs=2, max_steps=None, precision="bf16"), RegressionTask(None), tmp_path)
     assert math.isfinite(result.best_metric)

@@ -103,6 +103,7 @@ class Trainer:
         self.accumulate = int(self.tcfg.get("accumulate") or 1)
         self.seed = cfg.get("seed") if cfg.get("seed") is not None else 0
         self.progress = Progress()
+        self.epoch_batches = math.inf  # batches in the current epoch (train_epoch sets it)
         self.unit = {"ntokens": "tokens", "nframes": "frames"}.get(task.throughput_key, "examples")
         self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
         self.last_metrics: Dict[str, float] = {}
@@ -194,7 +195,7 @@ class Trainer:
     def train_epoch(self) -> bool:
         """Run (the rest of) the current epoch; return True when training must stop."""
         p, task = self.progress, self.task
-        n_batches = task.num_batches("train", p.epoch, self.seed)
+        n_batches = self.epoch_batches = task.num_batches("train", p.epoch, self.seed)
         if p.batch_in_epoch == 0:
             task.begin_epoch(p.epoch)
         micro: List[LoggingOutput] = []
@@ -344,8 +345,9 @@ class Trainer:
         raise TrainingInterrupted(int(signum), p.step, self.last_path, self.run_dir)
 
     def early_stop(self) -> bool:
-        patience = self.tcfg.get("early_stopping_patience")
-        if patience is not None and self.progress.bad_evals > patience:
+        p, patience = self.progress, self.tcfg.get("early_stopping_patience")
+        epochs_done = p.epoch + (p.batch_in_epoch >= self.epoch_batches)  # mid-epoch evaluation: the last batch counts
+        if patience is not None and p.bad_evals > patience and epochs_done >= (self.tcfg.get("min_epochs") or 0):
             print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
             return True
         return False

@@ -54,6 +54,7 @@ class TrainerConfig:
     eval_every_steps: Optional[int] = key(None, low=1)
     eval_max_batches: Optional[int] = key(None, low=1)
     early_stopping_patience: Optional[int] = key(None, low=0)
+    min_epochs: Optional[int] = key(None, low=1)                      # early stopping waits for them
     log_every_steps: Optional[int] = key(None, low=1)
     progress_bar: bool = key(True)
     plot: bool = key(True)
