@@ -135,3 +135,29 @@ def test_lstm_padding_mode_is_checked():
     enc.padding_mode = "sorted"
     with pytest.raises(ValueError, match="'bucketed', 'reverse' or 'packed'"):
         enc(torch.randn(3, 2, 4), mask_pad=torch.tensor([[0, 0], [0, 0], [0, 1]], dtype=torch.bool))
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_keras_init_keeps_a_deep_stacks_signal(bidirectional):
+    """model.init=keras: orthogonal recurrent gates, Glorot input weights, forget bias 1 (input-side bias only),
+    and a 5 x 64 stack's last layer keeps ~2x the output scale of nn.LSTM's own init."""
+    torch.manual_seed(0)
+    x = torch.randn(200, 4, 40)
+    scales = {}
+    for init in ("torch", "keras"):
+        torch.manual_seed(0)
+        enc = build_encoder({**LSTM_CFG, "hidden_size": 64, "num_layers": 5, "bidirectional": bidirectional,
+                             "init": init}, 40)
+        with torch.no_grad():
+            scales[init] = enc(x)[0].std().item()
+    assert scales["keras"] > 1.5 * scales["torch"]
+    layer, h = enc.layers[1], 64
+    for suffix in ("", "_reverse") if bidirectional else ("",):
+        w_hh = getattr(layer, f"weight_hh_l0{suffix}")
+        for gate in range(4):
+            block = w_hh[gate * h:(gate + 1) * h]
+            torch.testing.assert_close(block @ block.T, torch.eye(h), atol=1e-5, rtol=0)
+        bias = getattr(layer, f"bias_ih_l0{suffix}")
+        assert bias[h:2 * h].eq(1).all() and bias[:h].eq(0).all() and getattr(layer, f"bias_hh_l0{suffix}").eq(0).all()
+    with pytest.raises(ValueError, match=r"model.init: expected one of \[.torch., .keras.\]"):
+        build_encoder({**LSTM_CFG, "init": "xavier"}, 4)

@@ -78,6 +78,7 @@ class LSTMConfig:
     num_layers: int = key(2, low=1)
     dropout: float = key(0.0, **Rate)
     bidirectional: bool = key(False)
+    init: Literal["torch", "keras"] = key("torch")
 
 
 @dataclass(kw_only=True)
