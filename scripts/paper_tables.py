@@ -158,16 +158,19 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "Transformer's spread is partly its stopping point."),
     Table("speech", "Speech recognition (test WER, %)", "wer", "min", "lstm", [
         Cell("SRU_12L", "sru", "paper/speech_sru", "cpu/speech_sru", None, against="LSTM_5L",
-             departure=_SPEECH + "; CPU: 12 x 128"),
+             departure=_SPEECH + "; CPU: 12 x 128, the SRU's current cell (the ndl's first-SRU cell stayed "
+                                 "in CTC's blank phase)"),
         Cell("Bi-SRU_12L", "sru", "paper/speech_bisru", "cpu/speech_bisru", None, against="BLSTM_5L",
-             departure=_SPEECH + "; CPU: 12 x 75 per direction"),
+             departure=_SPEECH + "; CPU: 12 x 75 per direction, the SRU's current cell"),
         Cell("LSTM_5L", "lstm", "paper/speech_lstm", "cpu/speech_lstm", None,
-             departure=_SPEECH + "; torch.nn.LSTM has no peepholes (the ndl's LSTMPComponent has); CPU: 5 x 128"),
+             departure=_SPEECH + "; torch.nn.LSTM has no peepholes (the ndl's LSTMPComponent has); CPU: 5 x 128, "
+                                 "Keras-style init (model.init=keras)"),
         Cell("BLSTM_5L", "lstm", "paper/speech_blstm", "cpu/speech_blstm", None,
-             departure=_SPEECH + "; no peepholes; CPU: 5 x 64 per direction")],
+             departure=_SPEECH + "; no peepholes; CPU: 5 x 64 per direction, model.init=keras")],
         "The paper's Switchboard WER could not be read here. The official CNTK networks: SRU 12 layers vs "
         "LSTM 5 layers (1024 wide; bidirectional 600 vs 512 per direction); the CPU presets keep 12:5 at "
-        "width 128 (bidirectional 75 vs 64 per direction), early stopping on validation WER."),
+        "width 128 (bidirectional 75 vs 64 per direction); early stopping on validation CER (patience 3, not "
+        "before epoch 20: CTC's blank phase, docs/results_speech.md; at most 40 epochs)."),
 ]}
 
 
