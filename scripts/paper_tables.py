@@ -99,9 +99,17 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         Cell("SRU 3x1180", "sru", "paper/ptb_sru_3x1180", None, None),
         Cell("LSTM 2x910", "lstm", "paper/ptb_lstm", "cpu/ptb_lstm", None,
              departure="the paper's LSTM PTB numbers are other papers' 2-layer LSTMs; ours is 2 layers of the SRU's "
-                       "width with the SRU cell's recipe; CPU: 2 x 128")],
+                       "width with the SRU cell's recipe; CPU: 2 x 128"),
+        Cell("SRU++ 6x128", "srupp", None, "cpu/ptb_srupp", None, against="Transformer 3x128",
+             departure="not in the 2018 paper (the SRU++ paper's word-level result is WikiText-103, 18.3 ppl: "
+                       "experiment=paper/srupp_wt103_base); CPU: 6 x 128, attention 72, the SRU cell's parameters"),
+        Cell("Transformer 3x128", "transformer", None, "cpu/ptb_transformer", None,
+             departure="in neither paper: the equal-parameter attention-only baseline of SRU++ (width 128, "
+                       "feed-forward 128, ALiBi, previous window as memory; 3 layers fit the SRU cell's 0.30M)",
+             baseline_cell=True)],
         "CPU scale: SRU 6 x 128 vs LSTM 2 x 128 (the 6:2 depth ratio of the paper cells: about equal parameter "
-        "counts, 1.59M vs 1.55M with the tied embeddings), PTB's first 200k training tokens, Adam 2e-3, early "
+        "counts, 1.59M vs 1.55M with the tied embeddings); SRU++ 6 x 128 vs a Transformer LM 3 x 128 at the SRU "
+        "cell's 0.30M layer parameters (docs/srupp.md); PTB's first 200k training tokens, Adam 2e-3, early "
         "stopping on validation perplexity (patience 2, at most 40 epochs).",
         finding="Cost under equal conditions (`python scripts/bench_cells.py --table lm --steps 10 --rounds 5`, "
                 "docs/paper.md's cells round-robin in one process): SRU 196 ms, LSTM 192 ms of CPU per training step "

@@ -96,7 +96,7 @@ def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
     reproduce.main(["--scale", "cpu", "--table", "lm", "--seeds", "1,2", "--dry-run", "--records", "/nonexistent"])
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("python train.py experiment=cpu/ptb_sru seed=1")
-    assert len(printed) == 4
+    assert len(printed) == 8  # SRU, LSTM, SRU++, Transformer x 2 seeds
     reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm", "--seeds", "3", "--dry-run", "--records", "/x"])
     assert capsys.readouterr().out.splitlines() == [
         "python train.py experiment=cpu/ptb_lstm seed=3  hydra.run.dir=outputs/paper/cpu/cpu/ptb_lstm/seed3"]
