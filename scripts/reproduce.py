@@ -201,9 +201,12 @@ def write_record(record: Path, run_dir: Path, cfg) -> None:
 
 
 def git_commit() -> str:
+    """HEAD, with "-dirty" when tracked code or configs differ from it (not the report and the records, which
+    this script and paper_report.py rewrite while cells run)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!docs/paper.md", ":!docs/img", ":!docs/paper/runs"], cwd=ROOT,
                                capture_output=True, text=True).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except OSError:
