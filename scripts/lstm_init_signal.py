@@ -8,13 +8,10 @@ Recorded in docs/benchmarks.md#lstm-initialisation."""
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tasks.common.rnn_encoders import LSTMEncoder  # noqa: E402
+from tasks.common.rnn_encoders import LSTMEncoder
 
 
 def main(argv=None) -> None:
