@@ -34,9 +34,10 @@ def main(argv=None) -> None:
         outs, _ = enc(inp, return_all_layers=True)
         outs[-1][-1].sum().backward()  # the last step's output, back to every input step
         grad = inp.grad.norm(dim=(1, 2))
+        back = [n for n in (0, 10, 50) if n < args.steps]
         print(f"init={init:5s} output std by layer: {' '.join(f'{o.std().item():.3f}' for o in outs)}; "
-              f"input-gradient norm 1 / 10 / 50 steps back: "
-              f"{grad[-1].item():.1e} / {grad[-11].item():.1e} / {grad[-51].item():.1e}")
+              f"input-gradient norm {' / '.join(str(n) for n in back)} steps back: "
+              f"{' / '.join(f'{grad[-1 - n].item():.1e}' for n in back)}")
 
 
 if __name__ == "__main__":
