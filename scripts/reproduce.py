@@ -151,8 +151,9 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
 def set_aside_if_stale(run_dir: Path, cfg) -> None:
     """A scratch run dir trained under another config (a preset edited since, other overrides) must be neither
     resumed nor recorded as this cell: it is renamed ``<run_dir>.stale<N>`` (kept, not deleted) and the cell
-    starts afresh. A dir without cell.json has no known config and is set aside too."""
-    if not run_dir.is_dir() or not any(run_dir.iterdir()):
+    starts afresh. A dir without cell.json has no known config and is set aside too (one holding only an
+    earlier failure.json trained nothing and is reused)."""
+    if not run_dir.is_dir() or {p.name for p in run_dir.iterdir()} <= {"failure.json"}:
         return
     cell_json = run_dir / "cell.json"
     saved = json.loads(cell_json.read_text()).get("config") if cell_json.is_file() else None
