@@ -121,7 +121,8 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
     cell_overrides = [f"experiment={experiment}", f"seed={seed}", *overrides]
     t0 = time.time()
     try:
-        set_aside_if_stale(run_dir, compose(cell_overrides))
+        cell_cfg = compose(cell_overrides)  # the config this cell runs under, and its record's
+        set_aside_if_stale(run_dir, cell_cfg)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "failure.json").unlink(missing_ok=True)
         finished = (run_dir / "results.json").is_file()  # trained before, its record not yet written
@@ -137,7 +138,7 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
             with CellClock(run_dir / "cell.json"):  # a resumed cell adds its earlier time
                 run(cfg, run_dir, cell_overrides + resume)
         if record:
-            write_record(record, run_dir, compose(cell_overrides))
+            write_record(record, run_dir, cell_cfg)
     except Exception as err:  # noqa: BLE001  one broken cell must not stop the table
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "failure.json").write_text(json.dumps({

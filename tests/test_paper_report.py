@@ -197,7 +197,7 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
     deadline = time.time() + 5.0  # a loaded machine may wake the clock's thread late: wait for its write
     while (seen := json.loads(path.read_text())["wall_s"]) < 0.1 and time.time() < deadline:
         time.sleep(0.02)
-    assert 0.1 <= seen < 6.0  # written by the clock while "training" (a kill here keeps it)
+    assert 0.1 <= seen < 1.0  # written by the clock while "training" (a kill here keeps it)
     clock.__exit__(None, None, None)
     with reproduce.CellClock(path, every=10.0):  # the resumed part
         time.sleep(0.1)
