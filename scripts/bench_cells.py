@@ -11,17 +11,22 @@ batches are taken once, and then the cells alternate, ``--steps`` optimizer step
 rotating every round), so whatever else runs on the machine falls on all alike. Printed per cell: the
 parameters, CPU milliseconds per step (this process's CPU time, median over rounds) and the ratio to the
 cell's baseline in the table (scripts/paper_tables.py; median of the per-round ratios), as a Markdown table.
+``--write`` also saves them to ``docs/paper/bench/<scale>/<table>.json``, where scripts/paper_report.py takes
+the table's cost and speed columns from (the records' CPU seconds are its fallback).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import time
+from pathlib import Path
 from typing import Dict, List
 
 import torch
 from paper_tables import TABLES, cells_at
+from reproduce import machine
 
 from tasks.engine.optim import build_optimizer
 from tasks.engine.runner import check_before_work, compose
@@ -34,6 +39,8 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=10, help="optimizer steps per cell per round")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--write", nargs="?", const="docs/paper/bench", default=None, metavar="ROOT",
+                   help="save the numbers to ROOT/<scale>/<table>.json (default ROOT: docs/paper/bench)")
     return p.parse_args(argv)
 
 
@@ -84,7 +91,24 @@ def main(argv=None) -> Dict[str, float]:
         print(f"| {cell.name} | {runners[cell.name].parameters / 1e6:.2f}M | "
               f"{1000 * statistics.median(times[cell.name]):.0f} | {base.name if base is not cell else '(itself)'} | "
               f"{ratios[cell.name]:.2f}x |")
+    if args.write:
+        write(Path(args.write) / args.scale / f"{args.table}.json", args, runners, times, ratios)
     return ratios
+
+
+def write(path: Path, args, runners: Dict[str, CellStep], times: Dict[str, List[float]],
+          ratios: Dict[str, float]) -> None:
+    """The measurement as scripts/paper_report.py reads it: per cell, CPU ms per step and the ratio."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cells = {name: {"parameters": runners[name].parameters,
+                    "cpu_ms_per_step": round(1000 * statistics.median(times[name]), 1),
+                    "baseline_over_cell": round(ratios[name], 3)} for name in runners}
+    command = (f"python scripts/bench_cells.py --table {args.table} --scale {args.scale} --steps {args.steps} "
+               f"--rounds {args.rounds} --threads {args.threads} --write")
+    record = {"command": command, "table": args.table, "scale": args.scale, "steps": args.steps,
+              "rounds": args.rounds, "machine": machine(), "cells": cells}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"[bench] wrote {path}", flush=True)
 
 
 if __name__ == "__main__":

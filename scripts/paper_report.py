@@ -13,6 +13,11 @@ records is listed as missing, never filled in. Nothing but the date line changes
 (figures included: PNGs are written without metadata).
 
 CPU time at an evaluation = the run's CPU seconds x its step / the run's last step (steps cost alike).
+The records' CPU seconds were spent under whatever load the machine had (cells often run side by side);
+where ``<bench>/<scale>/<table>.json`` exists (``python scripts/bench_cells.py --table T --write``: every
+cell's training step timed round-robin in one process), the speed column, the shape verdict, the CPU time
+to reach the baseline's score and the figure's x axis use its CPU ms per step instead (step x ms: training
+compute at equal conditions, evaluation excluded).
 """
 from __future__ import annotations
 
@@ -50,7 +55,8 @@ class Run:
 
     def plateau(self, metric: str, mode: str) -> str:
         """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or the
-        relative gain of the best validation score over the last quarter of the evaluations."""
+        relative gain of the best validation ``metric`` (the one the run early-stops on) over the last
+        quarter of the evaluations."""
         budget = self.info.get("budget") or {}
         used = {"max_epochs": self.info.get("epochs") or 0, "max_steps": self.info.get("steps") or 0}
         hit_budget = any(budget.get(k) and used[k] >= budget[k] for k in used)
@@ -74,6 +80,35 @@ class Run:
 class CellRecords:
     cell: Cell
     runs: List[Run] = field(default_factory=list)
+    ms_per_step: Optional[float] = None     # CPU ms per training step at equal conditions (bench_cells)
+
+
+def read_bench(bench: Optional[Path], table: Table, scale: str) -> Dict[str, float]:
+    """Cell name -> CPU ms per training step from bench_cells' saved measurement ({} when there is none)."""
+    path = bench / scale / f"{table.key}.json" if bench else None
+    if path is None or not path.is_file():
+        return {}
+    return {name: float(v["cpu_ms_per_step"]) for name, v in json.loads(path.read_text())["cells"].items()}
+
+
+def use_bench_clock(cells: List[CellRecords], ms_per_step: Dict[str, float]) -> None:
+    """Put every curve on the equal-conditions clock (step x ms per step), but only if every measured
+    cell of the table has a bench number: one table, one clock."""
+    measured = [c for c in cells if c.runs]
+    if not measured or any(c.cell.name not in ms_per_step for c in measured):
+        return
+    for c in measured:
+        c.ms_per_step = ms_per_step[c.cell.name]
+        for r in c.runs:
+            for row in r.curve:
+                row["cpu_s"] = row.get("step", 0.0) * c.ms_per_step / 1000
+
+
+def cheaper_than(c: CellRecords, base: CellRecords) -> float:
+    """How many times cheaper ``c`` is than ``base``: per step at equal conditions, else per epoch."""
+    if c.ms_per_step and base.ms_per_step:
+        return base.ms_per_step / c.ms_per_step
+    return _mean([r.cpu_per_epoch for r in base.runs]) / _mean([r.cpu_per_epoch for r in c.runs])
 
 
 def metric_of(results: Dict, metric: str) -> Optional[float]:
@@ -144,15 +179,16 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
     paper_extra_head = f" | paper {table.extra_metric}" if table.extra_metric else ""
     ours_extra_head = f" | ours {table.extra_metric}" if table.extra_metric else ""
     lines = [f"| cell | paper {table.metric}{paper_extra_head} | ours {table.metric} (mean ± std){ours_extra_head} | "
-             f"seeds | epochs | stopped | CPU-s / epoch | recurrent share | CPU-s to the baseline's best valid | per-epoch speed vs baseline |",
-             "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
+             f"seeds | epochs | stopped | CPU-s / epoch | CPU ms / step, equal conditions | recurrent share | "
+             f"CPU-s to the baseline's best valid | speed vs baseline |",
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
     for c in cells:
         paper = "n/a" if c.cell.reported is None else f"{c.cell.reported:g}"
         paper_extra = ("" if not table.extra_metric else
                        f" | {'n/a' if c.cell.reported_extra is None else f'{c.cell.reported_extra:g}'}")
         if not c.runs:
             lines.append(f"| {c.cell.name} | {paper}{paper_extra} | **missing** (no record)"
-                         + (" | " if table.extra_metric else "") + " | 0 | | | | | | |")
+                         + (" | " if table.extra_metric else "") + " | 0 | | | | | | | |")
             continue
         base_cell = table.baseline_of(c.cell)
         base = by_name.get(base_cell.name) if base_cell else c
@@ -162,12 +198,16 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
         speed = "(baseline)" if base is c else "n/a (baseline not measured)"
         if base is not None and base is not c and base.runs:
-            speed = f"{_mean([r.cpu_per_epoch for r in base.runs]) / cpu_epoch:.2f}x vs {base.cell.name}"
+            per = "per step" if c.ms_per_step and base.ms_per_step else "per epoch"
+            speed = f"{cheaper_than(c, base):.2f}x vs {base.cell.name} ({per})"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
-        stops = [r.plateau(table.metric, table.mode) for r in c.runs]
+        stops = [r.plateau(table.monitor or table.metric, table.mode) for r in c.runs]
+        if table.monitor:  # say which curve the last-quarter gain is of
+            stops = [f"{s} in valid {table.monitor}" if s.startswith("budget, last") else s for s in stops]
         stopped = f"early ({stops.count('early')}/{len(stops)})" if stops.count("early") == len(stops) else "; ".join(stops)
         lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs])}"
                      f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
+                     f"{'n/a' if c.ms_per_step is None else f'{c.ms_per_step:.0f}'} | "
                      f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
                      f"{speed} |")
     return lines
@@ -184,19 +224,20 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
             out.append(f"{c.cell.name} vs {base_cell.name}: not both measured at this scale; shape not checked.")
             continue
         s, b = _mean([r.value for r in c.runs]), _mean([r.value for r in base.runs])
-        cheaper = _mean([r.cpu_per_epoch for r in c.runs]) < _mean([r.cpu_per_epoch for r in base.runs])
+        cheaper = cheaper_than(c, base) > 1.0
+        per = "per step" if c.ms_per_step and base.ms_per_step else "per epoch"
         if table.claim == "quality":  # better, whatever it costs
             better = s < b if table.mode == "min" else s > b
             out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape (better {table.metric}, at an extra "
                        f"cost) {'holds' if better else 'does NOT hold'} at this scale ({table.metric} {s:.4g} vs "
                        f"{b:.4g}, {'better' if better else 'not better'}; {'cheaper' if cheaper else 'costlier'} "
-                       f"per epoch).")
+                       f"{per}).")
             continue
         quality = s <= b * 1.02 if table.mode == "min" else s >= b * 0.98
         verdict = "holds" if quality and cheaper else "does NOT hold"
         out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape {verdict} at this scale ({table.metric} "
                    f"{s:.4g} vs {b:.4g}, {'on par (within 2%) or better' if quality else 'worse by more than 2%'}; "
-                   f"{'cheaper' if cheaper else 'not cheaper'} per epoch).")
+                   f"{'cheaper' if cheaper else 'not cheaper'} {per}).")
     return out
 
 
@@ -215,7 +256,9 @@ def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[P
             points = [(row["cpu_s"], row[table.metric]) for row in r.curve if table.metric in row]
             if points:
                 ax.plot(*zip(*points), "-", color=color, alpha=0.8, lw=1.2, label=c.cell.name if j == 0 else None)
-    ax.set(xlabel="CPU seconds of training (incl. evaluation)", ylabel=f"valid {table.metric}",
+    clock = ("training CPU seconds at equal conditions (step x bench ms/step)" if measured[0].ms_per_step
+             else "CPU seconds of training (incl. evaluation)")
+    ax.set(xlabel=clock, ylabel=f"valid {table.metric}",
            title=f"{table.title}: validation curves, every seed")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -237,6 +280,8 @@ def main(argv=None) -> str:
     p.add_argument("--records", default="docs/paper/runs")
     p.add_argument("--out", default="docs/paper.md")
     p.add_argument("--scales", default="cpu,paper")
+    p.add_argument("--bench", default=None, help="bench_cells --write's root (default: 'bench' beside --records; "
+                   "'' for none)")
     args = p.parse_args(argv)
     records, out = Path(args.records), Path(args.out)
     img = out.parent / "img"
@@ -246,7 +291,10 @@ def main(argv=None) -> str:
             "", f"Rebuilt from the committed run records under `{args.records}/` alone (one per (cell, seed), "
             "written by `python scripts/reproduce.py --scale <scale> --table <table>`); scales: "
             f"{', '.join(scales)}. \"paper\" = the number the paper reports (docs/paper_numbers.md). CPU-s = "
-            "CPU seconds of the training process (all threads; robust to other load); recurrent share = the "
+            "CPU seconds of the training process (all threads, evaluation included; jobs sharing the machine "
+            "inflate it); CPU ms / step = one training step with every cell of the table timed round-robin in one "
+            "process (`python scripts/bench_cells.py --table <table> --write`): where measured, the speed column, "
+            "the verdicts, the CPU time to reach the baseline's score and the figures use it; recurrent share = the "
             "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
             "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding).", ""]
     for scale in scales:
@@ -254,6 +302,8 @@ def main(argv=None) -> str:
             cells = [c for c in collect(records, table, scale) if getattr(c.cell, scale)]
             if not cells:
                 continue
+            bench = records.parent / "bench" if args.bench is None else Path(args.bench) if args.bench else None
+            use_bench_clock(cells, read_bench(bench, table, scale))
             by_name = {c.cell.name: c for c in cells}
             text += [f"## {table.title} — {scale} scale", "", table.note, ""]
             text += markdown_table(table, cells, by_name)

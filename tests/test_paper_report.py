@@ -40,11 +40,30 @@ def test_report_from_records_cost_columns_and_missing_cells(tmp_path):
     text = paper_report.main(["--records", str(_records(tmp_path)), "--out", str(tmp_path / "docs" / "paper.md")])
     # SRU: ppl 205 ± 7.07 over 2 seeds, CPU-s/epoch (25 + 30)/2, reaches the LSTM's best valid (270)
     # at its 3rd evaluation: 100 * 30/40 = 75 s and 120 * 30/40 = 90 s -> 82 s; 300/4 / 27.5 = 2.73x
-    assert "| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | 40% | 82 s | 2.73x vs LSTM 2x910 |" in text
-    assert "| LSTM 2x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | 80% | 300 s | (baseline) |" in text
+    assert ("| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | n/a | 40% | 82 s | "
+            "2.73x vs LSTM 2x910 (per epoch) |") in text
+    assert "| LSTM 2x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.6% | 75 | n/a | 80% | 300 s | (baseline) |" in text
     assert "SRU 6x910 vs LSTM 2x910: the paper's shape holds at this scale" in text
     assert "| SRU 6 layers | 1.19 | **missing** (no record) |" in text  # enwik8 never run: never filled in
     assert (tmp_path / "docs" / "img" / "paper_lm_cpu.png").is_file()
+
+
+def test_a_bench_measurement_replaces_the_records_cpu_clock(tmp_path):
+    """bench_cells' equal-conditions ms/step drives the speed column, the verdict and the time to reach the
+    baseline: here the records say the SRU is cheaper per epoch, the bench says it is not."""
+    records = _records(tmp_path)
+    bench = tmp_path / "bench" / "cpu"
+    bench.mkdir(parents=True)
+    (bench / "lm.json").write_text(json.dumps({"cells": {"SRU 6x910": {"cpu_ms_per_step": 250.0},
+                                                         "LSTM 2x910": {"cpu_ms_per_step": 200.0}}}))
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md")])
+    # SRU reaches the LSTM's best valid (270) at step 30: 30 x 250 ms = 7.5 s; 200 / 250 = 0.80x
+    assert "| early (2/2) | 28 | 250 | 40% | 8 s | 0.80x vs LSTM 2x910 (per step) |" in text
+    assert "SRU 6x910 vs LSTM 2x910: the paper's shape does NOT hold" in text and "not cheaper per step" in text
+    # a table where one measured cell lacks a bench number keeps the records' clock for all its cells
+    (bench / "lm.json").write_text(json.dumps({"cells": {"SRU 6x910": {"cpu_ms_per_step": 250.0}}}))
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md")])
+    assert "| early (2/2) | 28 | n/a | 40% | 82 s | 2.73x vs LSTM 2x910 (per epoch) |" in text
 
 
 def test_a_baseline_score_never_reached_says_never(tmp_path):
@@ -151,7 +170,7 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
         assert len((record / "metrics_valid.csv").read_text().splitlines()) == 3  # header + 2 evaluations
     assert set(reproduce.main(argv).values()) == {"done"}
     text = (tmp_path / "paper.md").read_text()
-    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 2x910 |" in text
+    assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 2x910 (per epoch) |" in text
 
 
 @pytest.mark.slow
@@ -206,11 +225,14 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
 
 
 @pytest.mark.slow
-def test_bench_cells_times_every_cell_against_its_baseline(capsys):
+def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
     import bench_cells
-    ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2"])
+    ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2", "--write", str(tmp_path)])
     assert set(ratios) == {c.name for c in cells_at(TABLES["lm_char"], "cpu")}
     assert ratios["LSTM 2 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own
     assert all(r > 0 for r in ratios.values())
     out = capsys.readouterr().out
     assert "| SRU++ 6 layers | 0.65M |" in out and "| Transformer 6 layers |" in out
+    saved = json.loads((tmp_path / "cpu" / "lm_char.json").read_text())  # what paper_report reads
+    assert set(saved["cells"]) == set(ratios) and saved["cells"]["SRU++ 6 layers"]["cpu_ms_per_step"] > 0
+    assert saved["command"].startswith("python scripts/bench_cells.py --table lm_char")
