@@ -39,6 +39,8 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=10, help="optimizer steps per cell per round")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--keep-subnormals", action="store_true",
+                   help="compute subnormal floats instead of flushing them as the trainer does (docs/benchmarks.md)")
     p.add_argument("--write", nargs="?", const="docs/paper/bench", default=None, metavar="ROOT",
                    help="save the numbers to ROOT/<scale>/<table>.json (default ROOT: docs/paper/bench)")
     return p.parse_args(argv)
@@ -68,10 +70,10 @@ class CellStep:
 def main(argv=None) -> Dict[str, float]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    # Subnormal floats flushed to zero, as the trainer does: without it an SRU++ step on lm_char grew from
+    # Subnormal floats flushed to zero, as the trainer does (trainer.flush_denormal): without it an SRU++ step on lm_char grew from
     # 343 to 560 ms within 30 training steps at lr 5e-3 while the Transformer's stayed at ~390 ms
     # (x86 handles subnormals in microcode); the ratio would measure that, not the models.
-    torch.set_flush_denormal(True)
+    torch.set_flush_denormal(not args.keep_subnormals)
     table = TABLES[args.table]
     cells = cells_at(table, args.scale)
     runners = {c.name: CellStep(getattr(c, args.scale), args.steps) for c in cells}

@@ -155,6 +155,7 @@ class Runner:
     def __init__(self, cfg, precision: str):
         self.cfg = cfg
         self.task = build_task(cfg)
+        torch.set_flush_denormal(bool(cfg.trainer.flush_denormal))  # as the trainer does
         self.task.setup()
         torch.manual_seed(int(cfg.get("seed") or 0))
         self.model = self.task.build_model().train()

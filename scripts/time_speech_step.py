@@ -21,6 +21,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     args, overrides = parser.parse_known_args(argv)
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # as the trainer does (trainer.flush_denormal)
     for name in args.models.split(","):
         cfg = compose(["task=speech", f"model={name}", *overrides])
         task = build_task(cfg)

@@ -56,6 +56,7 @@ def main(argv=None) -> None:
                  f"checkpoints/best.pt)")
     cfg = OmegaConf.load(config)
     torch.set_num_threads(int(cfg.trainer.get("num_threads") or 1))
+    torch.set_flush_denormal(bool(cfg.trainer.get("flush_denormal", True)))  # as the run was trained
     task = build_task(cfg)
     task.setup()
     model = task.build_model()

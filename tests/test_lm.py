@@ -112,3 +112,12 @@ def test_hugging_face_loader_reads_local_text_builder(monkeypatch, tmp_path):
                         "text_field": "text"})
     for split, name in (("train", "train"), ("valid", "valid"), ("test", "test")):
         assert tokenize(texts[split], "word") == tokenize(read_text(LM_FIXTURE / f"{name}.txt"), "word")
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_trainer_flush_denormal_sets_how_subnormal_floats_are_computed(flush, run_train, tmp_path):
+    """trainer.flush_denormal (default on) decides, for the whole run, whether x86 computes subnormal
+    floats (slowly) or flushes them to zero; conftest turns flushing off again after each test."""
+    run_train(tiny_lm_overrides(steps=2) + [f"trainer.flush_denormal={flush}"], tmp_path)
+    subnormal = (torch.tensor([1e-30]) * torch.tensor([1e-10])).item()
+    assert (subnormal == 0.0) is flush

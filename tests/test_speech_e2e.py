@@ -61,7 +61,8 @@ def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, 
     assert (tmp_path / "run" / "transcripts_valid.jsonl").is_file()
     assert json.loads((tmp_path / "run" / "results.json").read_text())["test"]["wer"] == test["wer"]
     assert any((tmp_path / "cache" / "features").glob("*.pt"))  # features cached for the next run
-    # the task flushes subnormal floats to zero (their backward pass is ~6x slower on x86); conftest undoes it
+    # the trainer flushes subnormal floats to zero (trainer.flush_denormal; their backward pass is ~6x slower
+    # on x86); conftest undoes it
     assert (torch.tensor([1e-30]) * torch.tensor([1e-10])).item() == 0.0
 
 

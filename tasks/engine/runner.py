@@ -282,6 +282,8 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
         seed_everything(int(cfg.seed))
     if cfg.trainer.num_threads:
         torch.set_num_threads(int(cfg.trainer.num_threads))
+    # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
+    torch.set_flush_denormal(bool(cfg.trainer.flush_denormal))
     config = OmegaConf.to_container(cfg, resolve=True)
     print(f"[train] run dir: {run_dir}", flush=True)
 

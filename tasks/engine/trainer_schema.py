@@ -48,6 +48,7 @@ class TrainerConfig:
     max_minutes: Optional[float] = key(None, low=0, low_open=True)   # a safety net, never the budget
     device: str = key("auto")                                         # auto | cpu | cuda | cuda:N
     num_threads: Optional[int] = key(None, low=1)
+    flush_denormal: bool = key(True)
     precision: Literal["fp32", "bf16", "fp16"] = key("fp32")
     accumulate: Optional[int] = key(1, low=1)
     grad_clip: Optional[float] = key(None, low=0)

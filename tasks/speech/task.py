@@ -98,12 +98,6 @@ class SpeechRecognitionTask(Task):
         return feats
 
     def setup(self) -> None:
-        # Flush subnormal floats to zero (x86 FTZ/DAZ, this thread: all of a 1-thread run). Once a CTC
-        # model is confident, the backward pass through log_softmax / ctc_loss is full of values below
-        # 1.2e-38, which x86 computes ~100x slower: training fell from ~20,000 to ~3,500 frames per
-        # CPU-second a few hundred steps in (measured on real batches: 3,861 vs 22,018 frames/CPU-s, the
-        # backward 15.0 vs 1.7 s). Such values are far below anything that changes a weight.
-        torch.set_flush_denormal(True)
         t0 = time.time()
         t, f = self.task_cfg, self.task_cfg["features"]
         # speed perturbation: every training utterance at each speed; an epoch draws one version of each
