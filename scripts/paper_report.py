@@ -235,12 +235,15 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
                        f"{per}).")
             continue
         quality = s <= b * 1.02 if table.mode == "min" else s >= b * 0.98
+        clearly_better = s < b * 0.98 if table.mode == "min" else s > b * 1.02
+        level = ("better by more than 2%" if clearly_better else "on par (within 2%)" if quality
+                 else "worse by more than 2%")
         # the claim has two halves; say which one fails rather than fold both into one word
         verdict = ("holds" if quality and cheaper else "holds in quality, not in cost" if quality
                    else "does NOT hold")
         out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape {verdict} at this scale ({table.metric} "
-                   f"{s:.4g} vs {b:.4g}, {'on par (within 2%) or better' if quality else 'worse by more than 2%'}; "
-                   f"{'cheaper' if cheaper else 'not cheaper'} {per}: {cheaper_than(c, base):.2f}x).")
+                   f"{s:.4g} vs {b:.4g}, {level}; {'cheaper' if cheaper else 'not cheaper'} {per}: "
+                   f"{cheaper_than(c, base):.2f}x).")
     return out
 
 

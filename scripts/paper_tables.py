@@ -113,17 +113,20 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "counts, 1.59M vs 1.55M with the tied embeddings); SRU++ 6 x 128 vs a Transformer LM 3 x 128 at the SRU "
         "cell's 0.30M layer parameters (docs/srupp.md); PTB's first 200k training tokens, Adam 2e-3, early "
         "stopping on validation perplexity (patience 2, at most 40 epochs).",
-        finding="Cost under equal conditions (`python scripts/bench_cells.py --table lm --steps 10 --rounds 5`, "
-                "the cells round-robin in one process): SRU 203 ms, LSTM 195 ms, SRU++ 245 ms, Transformer 235 ms "
-                "of CPU per training step (the 10k-word softmax dominates at width 128): at about the same cost "
-                "per step and the same parameters, the 6-layer SRU reaches a lower perplexity than the 2-layer "
-                "LSTM, and SRU++ a lower one than the Transformer; SRU++ (attention every layer, memory = the "
+        finding="Quality holds, cost does not, and why: at equal parameters the 6-layer SRU (6 x 3d^2 weights) "
+                "and the 2-layer LSTM (2 x 8d^2) do the same arithmetic per token, and at width 128 the 10k-word "
+                "softmax dominates a step anyway (the recurrent layers are 13% and 10% of it: the recurrent "
+                "share column), so per step at equal conditions they cost the same (the CPU ms / step column, "
+                "`python scripts/bench_cells.py --table lm --write`). Per layer at equal width the SRU is "
+                "~2.8x cheaper on CPU (docs/benchmarks.md, layer speed), but at equal parameters that is spent "
+                "on depth; what is left of the paper's speed claim needs a GPU, where the LSTM's recurrent "
+                "products run one time step after another and the SRU's as one large product. At that equal cost the SRU reaches an 11% lower perplexity than the LSTM, and "
+                "SRU++ an 11% lower one than the Transformer; SRU++ (attention every layer, memory = the "
                 "previous window) overfits the 200k tokens sooner than the SRU (early stops at epochs 10-13 "
                 "against 18-24) and is on par with it here (219.5 vs 218.8). The LSTM cell was first the SRU's "
-                "equal depth "
-                "(6 x 128): a failed baseline, not a plateau: the plain 6-layer LSTM never left the unigram level "
-                "in this recipe (validation perplexity 733 after epoch 1, then rising; test 689 on 3 seeds; those "
-                "records are withdrawn, in git history at commit 00bac70)."),
+                "equal depth (6 x 128): a failed baseline, not a plateau: the plain 6-layer LSTM never left the "
+                "unigram level in this recipe (validation perplexity 733 after epoch 1, then rising; test 689 on "
+                "3 seeds; those records are withdrawn, in git history at commit 00bac70)."),
     Table("lm_char", "enwik8 character LM (test bits per character)", "bpc", "min", "lstm", [
         Cell("SRU 6 layers", "sru", "paper/enwik8_sru", "cpu/enwik8_sru", 1.19,
              departure="CPU: 6 x 160 (paper 6 x 1024), batch 32 (paper 128)"),
@@ -166,7 +169,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "validation BLEU (patience 3, at most 100 epochs; no wall-clock budget).", claim="quality",
         finding="The paper's claim is quality at a cost (an SRU sublayer added to every layer), not a cheaper "
                 "epoch: here Transformer + SRU is better in BLEU on all three seeds (+2.4 on average), as in the "
-                "paper, at ~1.3x the CPU per epoch. All six runs ended by early stopping (3 epochs without a "
+                "paper, at 1.25x the CPU per training step (133 vs 106 ms at equal conditions, the CPU ms / step column). All six runs ended by early stopping (3 epochs without a "
                 "better validation BLEU; two SRU seeds first hit a 40-epoch budget and were resumed to their stop "
                 "at epochs 43 and 45). Patience 3 on a noisy greedy-BLEU curve under a slowly decaying noam rate "
                 "can stop early: one Transformer seed stopped at epoch 21 with the lowest score (8.05), so the "
