@@ -134,7 +134,9 @@ def test_a_cell_with_a_record_is_not_rerun(tmp_path):
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
     """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,
-    positive part of the measured step; a wider encoder takes a larger share."""
+    positive part of the measured step, and it grows with the encoder (a 256 x 4 encoder does ~100x the
+    arithmetic of a 32 x 2 one; the fixture LM's step is nearly all encoder, so its share is close to 1
+    for both and cannot order them under load: the encoder's own time can, with a wide margin)."""
     from conftest import compose, tiny_lm_overrides
     from recurrent_share import measure
 
@@ -143,7 +145,7 @@ def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
                                                        "model.num_layers=4"]), batches=6)
     assert small["batches"] == wide["batches"] == 6
     assert 0 < small["share"] < 1.5 and 0 < wide["share"] < 1.5  # a replay may cost a little more than in-step
-    assert wide["share"] > small["share"]
+    assert wide["recurrent_cpu_s_per_step"] > 3 * small["recurrent_cpu_s_per_step"]
 
 
 @pytest.mark.slow
