@@ -146,9 +146,9 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "at step 3000 (with a constant 2e-3 every cell still gained 1.2-2.1% over the last quarter of 3000 "
         "steps; docs/srupp.md), validation every 100 steps, early stopping (patience 3).",
         finding="With the cosine recipe every run meets the plateau rule (its last quarter of validation improved "
-                "< 0.5% for SRU, LSTM and SRU++; the Transformer runs early-stopped at step 2900). SRU++ is the best "
-                "model on every seed (2.586 +- 0.009 test bpc, 0.14 below the Transformer's 2.729 +- 0.008), "
-                "and the 6-layer SRU and the 2-layer LSTM are level (2.666 +- 0.002 vs 2.663 +- 0.013). Per step at equal "
+                "< 0.5% for SRU, LSTM and SRU++; two Transformer runs early-stopped at step 2900, the third gained 0.5%). SRU++ is the best "
+                "model on every seed (2.583 +- 0.008 test bpc, 0.16 below the Transformer's 2.739 +- 0.018), "
+                "and the 6-layer SRU and the 2-layer LSTM are level (2.664 +- 0.004 vs 2.663 +- 0.013). Per step at equal "
                 "conditions (the CPU ms / step column; subnormals flushed) SRU++ is 1.20x cheaper than the "
                 "Transformer, and the SRU costs 1.2x the LSTM for the PTB table's reason: at equal parameters "
                 "(6 x 3d^2 vs 2 x 8d^2 weights) they do the same arithmetic, and at width 160 six layers carry "
