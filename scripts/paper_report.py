@@ -29,7 +29,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from paper_tables import TABLES, Cell, Table
 
@@ -105,11 +105,12 @@ def use_bench_clock(cells: List[CellRecords], ms_per_step: Dict[str, float]) -> 
                 row["cpu_s"] = row.get("step", 0.0) * c.ms_per_step / 1000
 
 
-def cheaper_than(c: CellRecords, base: CellRecords) -> float:
-    """How many times cheaper ``c`` is than ``base``: per step at equal conditions, else per epoch."""
+def cheaper_than(c: CellRecords, base: CellRecords) -> Tuple[float, str]:
+    """How many times cheaper ``c`` is than ``base``, and per what: "per step" at equal conditions (both
+    benched), else "per epoch" from the records."""
     if c.ms_per_step and base.ms_per_step:
-        return base.ms_per_step / c.ms_per_step
-    return _mean([r.cpu_per_epoch for r in base.runs]) / _mean([r.cpu_per_epoch for r in c.runs])
+        return base.ms_per_step / c.ms_per_step, "per step"
+    return _mean([r.cpu_per_epoch for r in base.runs]) / _mean([r.cpu_per_epoch for r in c.runs]), "per epoch"
 
 
 def metric_of(results: Dict, metric: str) -> Optional[float]:
@@ -199,8 +200,8 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
         speed = "(baseline)" if base is c else "n/a (baseline not measured)"
         if base is not None and base is not c and base.runs:
-            per = "per step" if c.ms_per_step and base.ms_per_step else "per epoch"
-            speed = f"{cheaper_than(c, base):.2f}x vs {base.cell.name} ({per})"
+            ratio, per = cheaper_than(c, base)
+            speed = f"{ratio:.2f}x vs {base.cell.name} ({per})"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
         stops = [r.plateau(table.monitor or table.metric, table.mode) for r in c.runs]
         if table.monitor:  # say which curve the last-quarter gain is of
@@ -225,8 +226,8 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
             out.append(f"{c.cell.name} vs {base_cell.name}: not both measured at this scale; shape not checked.")
             continue
         s, b = _mean([r.value for r in c.runs]), _mean([r.value for r in base.runs])
-        cheaper = cheaper_than(c, base) > 1.0
-        per = "per step" if c.ms_per_step and base.ms_per_step else "per epoch"
+        ratio, per = cheaper_than(c, base)
+        cheaper = ratio > 1.0
         if table.claim == "quality":  # better, whatever it costs
             better = s < b if table.mode == "min" else s > b
             out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape (better {table.metric}, at an extra "
@@ -243,7 +244,7 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
                    else "does NOT hold")
         out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape {verdict} at this scale ({table.metric} "
                    f"{s:.4g} vs {b:.4g}, {level}; {'cheaper' if cheaper else 'not cheaper'} {per}: "
-                   f"{cheaper_than(c, base):.2f}x).")
+                   f"{ratio:.2f}x).")
     return out
 
 
