@@ -67,6 +67,22 @@ def test_a_bench_measurement_replaces_the_records_cpu_clock(tmp_path):
     assert "| early (2/2) | 28 | n/a | 40% | 82 s | 2.73x vs LSTM 2x910 (per epoch) |" in text
 
 
+def test_the_plateau_rule_reads_the_curve_a_table_early_stops_on(tmp_path):
+    """Speech early-stops on validation CER while its column is WER: a run that used its whole budget is
+    judged by its CER curve (0.5% over the last quarter here), not by its WER curve (10%)."""
+    d = tmp_path / "runs" / "cpu" / "speech_bisru" / "seed1"
+    d.mkdir(parents=True)
+    (d / "results.json").write_text(json.dumps({"test": {"wer": 80.0, "cer": 40.0}}))
+    (d / "metrics_valid.csv").write_text("step,epoch,wer,cer\n" + "".join(
+        f"{10 * e},{e},{w},{c}\n" for e, (w, c) in enumerate(
+            [(100, 60.0), (95, 50.0), (92, 45.0), (90, 40.2), (81, 40.0)], start=1)))
+    (d / "run.json").write_text(json.dumps({"seed": 1, "cpu_s": 50.0, "epochs": 5, "machine": {
+        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": 0.9},
+        "budget": {"max_epochs": 5, "max_steps": None, "early_stopping_patience": 3}}))
+    text = paper_report.main(["--records", str(tmp_path / "runs"), "--out", str(tmp_path / "paper.md")])
+    assert "| budget, last quarter 0.5% in valid cer |" in text
+
+
 def test_a_baseline_score_never_reached_says_never(tmp_path):
     records = tmp_path / "runs"
     _record(records, "ptb_sru", 1, 300.0, [500, 400, 350])
