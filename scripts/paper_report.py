@@ -68,7 +68,7 @@ class Run:
             return "budget (too few evaluations)"
         pick = min if mode == "min" else max
         before, after = pick(values[:len(values) - len(values) // 4]), pick(values)
-        return f"budget, last quarter {100 * abs(after - before) / max(abs(before), 1e-12):.1f}%"
+        return f"budget, last quarter {100 * abs(after - before) / max(abs(before), 1e-12):.2f}%"
 
     def cpu_to_reach(self, target: float, metric: str, mode: str) -> Optional[float]:
         for r in self.curve:
@@ -176,6 +176,21 @@ def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
     return text if len(reached) == len(times) else f"{text} ({len(reached)}/{len(times)} seeds)"
 
 
+def stopped_text(stops: List[str], monitor: Optional[str] = None) -> str:
+    """One cell's runs' ends (``Run.plateau``) in a few words: "early (2/3); budget (1/3), last quarter 0.5%";
+    ``monitor`` names the curve the gain is of where it is not the table's metric (speech: valid CER)."""
+    budget = "budget, last quarter "
+    gains = [float(s[len(budget):].rstrip("%")) for s in stops if s.startswith(budget)]
+    early, n = stops.count("early"), len(stops)
+    parts = [f"early ({early}/{n})"] if early else []
+    if gains:
+        span = f"{min(gains):.2f}%" if min(gains) == max(gains) else f"{min(gains):.2f}-{max(gains):.2f}%"
+        parts.append(f"budget{'' if n == 1 else f' ({len(gains)}/{n})'}, last quarter {span}"
+                     + (f" in valid {monitor}" if monitor else ""))
+    parts += sorted(set(s for s in stops if s != "early" and not s.startswith(budget)))  # too few evaluations
+    return "; ".join(parts)
+
+
 def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, CellRecords]) -> List[str]:
     # the extra metric (SQuAD's EM) sits right of its main metric, for the paper and for ours alike
     paper_extra_head = f" | paper {table.extra_metric}" if table.extra_metric else ""
@@ -195,7 +210,8 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
         base_cell = table.baseline_of(c.cell)
         base = by_name.get(base_cell.name) if base_cell else c
         target = baseline_target(table, base)
-        ours_extra = f" | {format_mean_std([r.extra for r in c.runs if r.extra is not None])}" if table.extra_metric else ""
+        ours_extra = (f" | {format_mean_std([r.extra for r in c.runs if r.extra is not None], table.digits)}"
+                      if table.extra_metric else "")
         share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
         speed = "(baseline)" if base is c else "n/a (baseline not measured)"
@@ -203,11 +219,8 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
             ratio, per = cheaper_than(c, base)
             speed = f"{ratio:.2f}x vs {base.cell.name} ({per})"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
-        stops = [r.plateau(table.monitor or table.metric, table.mode) for r in c.runs]
-        if table.monitor:  # say which curve the last-quarter gain is of
-            stops = [f"{s} in valid {table.monitor}" if s.startswith("budget, last") else s for s in stops]
-        stopped = f"early ({stops.count('early')}/{len(stops)})" if stops.count("early") == len(stops) else "; ".join(stops)
-        lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs])}"
+        stopped = stopped_text([r.plateau(table.monitor or table.metric, table.mode) for r in c.runs], table.monitor)
+        lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs], table.digits)}"
                      f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
                      f"{'n/a' if c.ms_per_step is None else f'{c.ms_per_step:.0f}'} | "
                      f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
@@ -226,13 +239,14 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
             out.append(f"{c.cell.name} vs {base_cell.name}: not both measured at this scale; shape not checked.")
             continue
         s, b = _mean([r.value for r in c.runs]), _mean([r.value for r in base.runs])
+        d = table.digits
         ratio, per = cheaper_than(c, base)
         cheaper = ratio > 1.0
         if table.claim == "quality":  # better, whatever it costs
             better = s < b if table.mode == "min" else s > b
             out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape (better {table.metric}, at an extra "
-                       f"cost) {'holds' if better else 'does NOT hold'} at this scale ({table.metric} {s:.4g} vs "
-                       f"{b:.4g}, {'better' if better else 'not better'}; {'cheaper' if cheaper else 'costlier'} "
+                       f"cost) {'holds' if better else 'does NOT hold'} at this scale ({table.metric} {s:.{d}f} vs "
+                       f"{b:.{d}f}, {'better' if better else 'not better'}; {'cheaper' if cheaper else 'costlier'} "
                        f"{per}).")
             continue
         quality = s <= b * 1.02 if table.mode == "min" else s >= b * 0.98
@@ -243,7 +257,7 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
         verdict = ("holds" if quality and cheaper else "holds in quality, not in cost" if quality
                    else "does NOT hold")
         out.append(f"{c.cell.name} vs {base_cell.name}: the paper's shape {verdict} at this scale ({table.metric} "
-                   f"{s:.4g} vs {b:.4g}, {level}; {'cheaper' if cheaper else 'not cheaper'} {per}: "
+                   f"{s:.{d}f} vs {b:.{d}f}, {level}; {'cheaper' if cheaper else 'not cheaper'} {per}: "
                    f"{ratio:.2f}x).")
     return out
 

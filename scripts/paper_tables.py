@@ -7,7 +7,8 @@ A cell runs ``python train.py experiment=<paper or cpu experiment> seed=<s>``. `
 run's ``results.json`` ``test`` block (valid when a task has no test split), ``mode`` says which direction
 is better, ``model`` groups cells for the SRU-vs-baseline statements of the report; ``against`` names the
 baseline cell an SRU cell is compared with (default: the table's first baseline cell); ``extra_metric``
-is a second number shown beside the metric (SQuAD: EM beside F1), ``reported_extra`` the paper's value of it.
+is a second number shown beside the metric (SQuAD: EM beside F1; speech: CER beside WER), ``reported_extra``
+the paper's value of it.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class Table:
     finding: str = ""              # what a controlled experiment showed where the shape does not hold
     # the validation metric the runs early-stop on, which the plateau rule is checked on (None: ``metric``)
     monitor: Optional[str] = None
+    digits: int = 2                # decimals of the metric (bpc differences live in the third)
 
     def baseline_of(self, cell: Cell) -> Optional[Cell]:
         """The baseline cell ``cell`` is compared with (None for a baseline cell itself)."""
@@ -144,7 +146,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "its 5% each), batch 32, BPTT 100, 6 layers each with about 0.46M recurrent or attention parameters "
         "(LSTM: 2 layers of the same width, 0.41M), Adam warmed up over 100 steps to 5e-3, then a cosine to 0 "
         "at step 3000 (with a constant 2e-3 every cell still gained 1.2-2.1% over the last quarter of 3000 "
-        "steps; docs/srupp.md), validation every 100 steps, early stopping (patience 3).",
+        "steps; docs/srupp.md), validation every 100 steps, early stopping (patience 3).", digits=3,
         finding="With the cosine recipe every run meets the plateau rule (its last quarter of validation improved "
                 "< 0.5% for SRU, LSTM and SRU++; two Transformer runs early-stopped at step 2900, the third gained 0.5%). SRU++ is the best "
                 "model on every seed (2.583 +- 0.008 test bpc, 0.16 below the Transformer's 2.739 +- 0.018), "
@@ -177,7 +179,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "at epochs 43 and 45). Patience 3 on a noisy greedy-BLEU curve under a slowly decaying noam rate "
                 "can stop early: one Transformer seed stopped at epoch 21 with the lowest score (8.05), so the "
                 "Transformer's spread is partly its stopping point."),
-    Table("speech", "Speech recognition (test WER, %)", "wer", "min", "lstm", [
+    Table("speech", "Speech recognition (test WER, %; CER beside it)", "wer", "min", "lstm", [
         Cell("SRU_12L", "sru", "paper/speech_sru", "cpu/speech_sru", None, against="LSTM_5L",
              departure=_SPEECH + "; CPU: 12 x 128, the SRU's current cell (the ndl's first-SRU cell stayed "
                                  "in CTC's blank phase)"),
@@ -195,6 +197,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "LSTM 5 layers (1024 wide; bidirectional 600 vs 512 per direction); the CPU presets keep 12:5 at "
         "width 128 (bidirectional 75 vs 64 per direction); early stopping on validation CER (patience 3, not "
         "before epoch 20: CTC's blank phase, docs/results_speech.md; at most 40 epochs).", monitor="cer",
+        extra_metric="cer",
         finding="Seeds 1-2 of the paper's cells so far (test decoded by beam 8 + the "
                 "character 8-gram LM, as the task's default): Bi-SRU 12 x 75 test CER 39.4 and 40.2 against "
                 "BLSTM 5 x 64 69.9 and 64.8 (WER above 100: on its weak acoustics the LM's per-character bonus inserts "
