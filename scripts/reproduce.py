@@ -18,8 +18,9 @@ resumes from its last.pt), then writes its record to ``<records>/<scale>/<cell>/
 
 No checkpoints, no data. A (cell, seed) with a record is never rerun, so the reproduction can be run in
 pieces, on different machines and days; ``scripts/paper_report.py`` rebuilds docs/paper.md from the records
-alone. A crash goes to ``failure.json`` in the scratch run dir (no record) and the next cell runs. Cells
-run table by table, seed by seed, models interleaved, so load from other work hits SRU and baselines alike.
+alone. A crash goes to ``failure.json`` in the scratch run dir (no record) and the next cell runs; a cell
+another live process is training (its run dir's run.lock) is skipped as "busy", so several reproduce
+processes can share a table (give them different --cell to split the work). Cells run table by table, seed by seed, models interleaved, so load from other work hits SRU and baselines alike.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from omegaconf import OmegaConf
 from paper_tables import TABLES, cells_at
 
 from tasks.engine.results import read_metrics
+from tasks.engine.run_lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.runner import compose, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,9 +117,17 @@ class CellClock:
 
 
 def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], record: Optional[Path] = None) -> str:
-    """Run one (cell, seed) unless it has a record (or, without ``record``, a results.json): done | ran | failed."""
+    """Run one (cell, seed) unless it has a record (or, without ``record``, a results.json) or another process is
+    training it: done | busy | ran | failed."""
     if (record / "results.json").is_file() if record else (run_dir / "results.json").is_file():
         return "done"
+    owner = read_lock(run_dir / LOCK_NAME)
+    if owner is not None and stale_reason(run_dir / LOCK_NAME, owner) is None:
+        # never set aside, resume or record a run dir under a live trainer (the trainer's lock alone would
+        # stop the second training, but only after this process had renamed or rewritten the dir)
+        print(f"[reproduce] {experiment} seed {seed} is being trained by pid {owner.get('pid')} on "
+              f"{owner.get('host')}: skipped", flush=True)
+        return "busy"
     cell_overrides = [f"experiment={experiment}", f"seed={seed}", *overrides]
     t0 = time.time()
     try:
@@ -300,6 +310,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if not args.dry_run:
         print(f"[reproduce] {sum(v == 'ran' for v in status.values())} ran, "
               f"{sum(v == 'done' for v in status.values())} already done, "
+              f"{sum(v == 'busy' for v in status.values())} busy in another process, "
               f"{sum(v == 'failed' for v in status.values())} failed", flush=True)
         if args.report:
             from paper_report import main as report

@@ -147,6 +147,25 @@ def test_a_cell_with_a_record_is_not_rerun(tmp_path):
     assert not (tmp_path / "scratch").exists()
 
 
+def test_a_cell_another_live_process_trains_is_skipped_untouched(tmp_path):
+    """Two reproduce processes on one cell: the second must not rename, rewrite or record the first's run dir."""
+    import os
+    import socket
+    run_dir = tmp_path / "scratch"
+    run_dir.mkdir()
+    (run_dir / "cell.json").write_text('{"config": {"model": "another"}}')
+    (run_dir / "run.lock").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    record = reproduce.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
+    assert reproduce.run_cell("cpu/ptb_sru", 1, run_dir, [], record) == "busy"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scratch"]  # not set aside, no record
+    assert (run_dir / "cell.json").read_text() == '{"config": {"model": "another"}}'
+    # a lock its owner left behind (a pid that no longer exists) does not block the cell: the dir, trained
+    # under another config, is set aside and the cell starts (here to fail fast on a bad override)
+    (run_dir / "run.lock").write_text(json.dumps({"pid": 2 ** 22 + 12345, "host": socket.gethostname()}))
+    assert reproduce.run_cell("cpu/ptb_sru", 1, run_dir, ["trainer.max_steps=0"], record) == "failed"
+    assert (tmp_path / "scratch.stale1" / "cell.json").is_file() and (run_dir / "failure.json").is_file()
+
+
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
     """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,
