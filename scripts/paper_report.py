@@ -5,7 +5,8 @@
 Reads ``<records>/<scale>/<cell>/seed<s>/`` (``run.json``, ``results.json``, ``metrics_valid.csv``, written by
 ``scripts/reproduce.py``) and writes, per paper table: the paper's numbers (EM and F1 for SQuAD), ours as
 mean ± std over seeds, epochs, CPU-seconds per epoch, the recurrent layers' share of a training step, the
-CPU time each model needed to reach the baseline's best validation score ("never" when it did not), the
+CPU time each model needed to reach the baseline's best validation score ("never" when it did not; on the
+curve the runs early-stop on, ``Table.validation_metric``), the
 speed ratio against the baseline (LSTMEncoder's fastest exact padding path, docs/benchmarks.md; per step at
 equal conditions where bench_cells measured the table, else per epoch from the records),
 the departures from the paper, and one plain sentence on whether the paper's shape holds; and a
@@ -161,14 +162,14 @@ def baseline_target(table: Table, base: Optional[CellRecords]) -> Optional[float
     """The baseline's best validation score (mean over its seeds)."""
     if base is None or not base.runs:
         return None
-    best = [r.best_valid(table.metric, table.mode) for r in base.runs]
+    best = [r.best_valid(table.validation_metric, table.mode) for r in base.runs]
     return _mean([b for b in best if b is not None])
 
 
 def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
     if target is None or not c.runs:
         return "n/a"
-    times = [r.cpu_to_reach(target, table.metric, table.mode) for r in c.runs]
+    times = [r.cpu_to_reach(target, table.validation_metric, table.mode) for r in c.runs]
     reached = [t for t in times if t is not None]
     if not reached:
         return "never"
@@ -219,7 +220,7 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
             ratio, per = cheaper_than(c, base)
             speed = f"{ratio:.2f}x vs {base.cell.name} ({per})"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
-        stopped = stopped_text([r.plateau(table.monitor or table.metric, table.mode) for r in c.runs], table.monitor)
+        stopped = stopped_text([r.plateau(table.validation_metric, table.mode) for r in c.runs], table.monitor)
         lines.append(f"| {c.cell.name} | {paper}{paper_extra} | {format_mean_std([r.value for r in c.runs], table.digits)}"
                      f"{ours_extra} | {len(c.runs)} | {epochs} | {stopped} | {cpu_epoch:.0f} | "
                      f"{'n/a' if c.ms_per_step is None else f'{c.ms_per_step:.0f}'} | "
@@ -270,17 +271,18 @@ def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    metric = table.validation_metric
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, c in enumerate(measured):
         color = f"C{i % 10}"
         for j, r in enumerate(c.runs):
-            points = [(row["cpu_s"], row[table.metric]) for row in r.curve if table.metric in row]
+            points = [(row["cpu_s"], row[metric]) for row in r.curve if metric in row]
             if points:
                 ax.plot(*zip(*points), "-", color=color, alpha=0.8, lw=1.2, label=c.cell.name if j == 0 else None)
     clock = ("training CPU seconds at equal conditions (step x bench ms/step)" if measured[0].ms_per_step
              else "CPU seconds of training (incl. evaluation)")
-    ax.set(xlabel=clock, ylabel=f"valid {table.metric}",
-           title=f"{table.title}: validation curves, every seed")
+    ax.set(xlabel=clock, ylabel=f"valid {metric}",
+           title=f"{table.title.split(' (')[0]}: validation {metric}, every seed")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -317,7 +319,9 @@ def main(argv=None) -> str:
             "process (`python scripts/bench_cells.py --table <table> --write`): where measured, the speed column, "
             "the verdicts, the CPU time to reach the baseline's score and the figures use it; recurrent share = the "
             "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
-            "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding).", ""]
+            "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding). "
+            "The stopped column, the CPU time to reach the baseline's best valid and the figures read the validation "
+            "curve the runs early-stop on (the table's metric; speech: CER).", ""]
     for scale in scales:
         for table in TABLES.values():
             cells = [c for c in collect(records, table, scale) if getattr(c.cell, scale)]

@@ -43,9 +43,15 @@ class Table:
     # SRU replacing an LSTM / CNN); "quality" = better quality, cost aside (Table 4 adds an SRU sublayer)
     claim: str = "speed"
     finding: str = ""              # what a controlled experiment showed where the shape does not hold
-    # the validation metric the runs early-stop on, which the plateau rule is checked on (None: ``metric``)
+    # the validation metric the runs early-stop on (None: ``metric``; same direction, ``mode``): the plateau
+    # rule, the time to reach the baseline's best and the figure read its curve
     monitor: Optional[str] = None
     digits: int = 2                # decimals of the metric (bpc differences live in the third)
+
+    @property
+    def validation_metric(self) -> str:
+        """The validation curve the report reads (plateau rule, time to reach the baseline, figure)."""
+        return self.monitor or self.metric
 
     def baseline_of(self, cell: Cell) -> Optional[Cell]:
         """The baseline cell ``cell`` is compared with (None for a baseline cell itself)."""
