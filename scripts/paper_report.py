@@ -177,6 +177,11 @@ def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
     return text if len(reached) == len(times) else f"{text} ({len(reached)}/{len(times)} seeds)"
 
 
+# issue #23's plateau rule: a run that used its whole budget improved its best validation score by less than
+# this (relative, %) over the last quarter of its evaluations
+PLATEAU_RULE_PCT = 1.0
+
+
 def stopped_text(stops: List[str], monitor: Optional[str] = None) -> str:
     """One cell's runs' ends (``Run.plateau``) in a few words: "early (2/3); budget (1/3), last quarter 0.5%";
     ``monitor`` names the curve the gain is of where it is not the table's metric (speech: valid CER)."""
@@ -186,8 +191,10 @@ def stopped_text(stops: List[str], monitor: Optional[str] = None) -> str:
     parts = [f"early ({early}/{n})"] if early else []
     if gains:
         span = f"{min(gains):.2f}%" if min(gains) == max(gains) else f"{min(gains):.2f}-{max(gains):.2f}%"
+        over = sum(g >= PLATEAU_RULE_PCT for g in gains)
         parts.append(f"budget{'' if n == 1 else f' ({len(gains)}/{n})'}, last quarter {span}"
-                     + (f" in valid {monitor}" if monitor else ""))
+                     + (f" in valid {monitor}" if monitor else "")
+                     + (f" (**{over} over the {PLATEAU_RULE_PCT:g}% rule**)" if over else ""))
     parts += sorted(set(s for s in stops if s != "early" and not s.startswith(budget)))  # too few evaluations
     return "; ".join(parts)
 

@@ -42,7 +42,7 @@ def test_report_from_records_cost_columns_and_missing_cells(tmp_path):
     # at its 3rd evaluation: 100 * 30/40 = 75 s and 120 * 30/40 = 90 s -> 82 s; 300/4 / 27.5 = 2.73x
     assert ("| SRU 6x910 | 60.3 | 205.00 ± 7.07 | 2 | 4.0 ± 0.0 | early (2/2) | 28 | n/a | 40% | 82 s | "
             "2.73x vs LSTM 2x910 (per epoch) |") in text
-    assert "| LSTM 2x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.57% | 75 | n/a | 80% | 300 s | (baseline) |" in text
+    assert "| LSTM 2x910 | n/a | 230.00 | 1 | 4.0 | budget, last quarter 3.57% (**1 over the 1% rule**) | 75 | n/a | 80% | 300 s | (baseline) |" in text
     assert "SRU 6x910 vs LSTM 2x910: the paper's shape holds at this scale" in text
     assert "| SRU 6 layers | 1.19 | **missing** (no record) |" in text  # enwik8 never run: never filled in
     assert (tmp_path / "docs" / "img" / "paper_lm_cpu.png").is_file()
@@ -287,7 +287,8 @@ def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
 def test_the_stopped_column_summarises_a_cells_runs():
     """Three seeds' ends in a few words: counts of early stops, the range of the budget runs' last-quarter gains."""
     assert paper_report.stopped_text(["early"] * 3) == "early (3/3)"
-    assert paper_report.stopped_text(["budget, last quarter 3.60%"]) == "budget, last quarter 3.60%"
+    assert (paper_report.stopped_text(["budget, last quarter 3.60%"])
+            == "budget, last quarter 3.60% (**1 over the 1% rule**)")
     three = ["budget, last quarter 0.40%", "early", "budget, last quarter 0.99%"]
     assert paper_report.stopped_text(three) == "early (1/3); budget (2/3), last quarter 0.40-0.99%"
     assert (paper_report.stopped_text(three[:1] * 2, monitor="cer")
