@@ -30,13 +30,18 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from paper_tables import TABLES, Cell, Table
 
 from tasks.engine.results import format_mean_std, mean_std
 
 DATE_PREFIX = "Written by"
+
+
+class RunEnd(NamedTuple):
+    kind: str                          # "early" | "budget" | "budget (too few evaluations)"
+    gain_pct: Optional[float] = None   # a budget run's last-quarter gain (relative, %)
 
 
 @dataclass
@@ -55,21 +60,21 @@ class Run:
         values = [r[metric] for r in self.curve if metric in r]
         return (min if mode == "min" else max)(values) if values else None
 
-    def plateau(self, metric: str, mode: str) -> str:
-        """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or the
-        relative gain of the best validation ``metric`` (the one the run early-stops on) over the last
-        quarter of the evaluations."""
+    def plateau(self, metric: str, mode: str) -> RunEnd:
+        """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or at its
+        budget, with the relative gain of the best validation ``metric`` (the one the run early-stops on) over
+        the last quarter of the evaluations."""
         budget = self.info.get("budget") or {}
         used = {"max_epochs": self.info.get("epochs") or 0, "max_steps": self.info.get("steps") or 0}
         hit_budget = any(budget.get(k) and used[k] >= budget[k] for k in used)
         if budget.get("early_stopping_patience") is not None and not hit_budget:
-            return "early"
+            return RunEnd("early")
         values = [r[metric] for r in self.curve if metric in r]
         if len(values) < 4:
-            return "budget (too few evaluations)"
+            return RunEnd("budget (too few evaluations)")
         pick = min if mode == "min" else max
         before, after = pick(values[:len(values) - len(values) // 4]), pick(values)
-        return f"budget, last quarter {100 * abs(after - before) / max(abs(before), 1e-12):.2f}%"
+        return RunEnd("budget", 100 * abs(after - before) / max(abs(before), 1e-12))
 
     def cpu_to_reach(self, target: float, metric: str, mode: str) -> Optional[float]:
         for r in self.curve:
@@ -182,12 +187,11 @@ def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
 PLATEAU_RULE_PCT = 1.0
 
 
-def stopped_text(stops: List[str], monitor: Optional[str] = None) -> str:
-    """One cell's runs' ends (``Run.plateau``) in a few words: "early (2/3); budget (1/3), last quarter 0.5%";
+def stopped_text(ends: List[RunEnd], monitor: Optional[str] = None) -> str:
+    """One cell's runs' ends (``Run.plateau``) in a few words: "early (2/3); budget (1/3), last quarter 0.50%";
     ``monitor`` names the curve the gain is of where it is not the table's metric (speech: valid CER)."""
-    budget = "budget, last quarter "
-    gains = [float(s[len(budget):].rstrip("%")) for s in stops if s.startswith(budget)]
-    early, n = stops.count("early"), len(stops)
+    gains = [round(e.gain_pct, 2) for e in ends if e.gain_pct is not None]  # judged as shown: 0.996 is "1.00%"
+    early, n = sum(e.kind == "early" for e in ends), len(ends)
     parts = [f"early ({early}/{n})"] if early else []
     if gains:
         span = f"{min(gains):.2f}%" if min(gains) == max(gains) else f"{min(gains):.2f}-{max(gains):.2f}%"
@@ -195,7 +199,7 @@ def stopped_text(stops: List[str], monitor: Optional[str] = None) -> str:
         parts.append(f"budget{'' if n == 1 else f' ({len(gains)}/{n})'}, last quarter {span}"
                      + (f" in valid {monitor}" if monitor else "")
                      + (f" (**{over} over the {PLATEAU_RULE_PCT:g}% rule**)" if over else ""))
-    parts += sorted(set(s for s in stops if s != "early" and not s.startswith(budget)))  # too few evaluations
+    parts += sorted({e.kind for e in ends if e.kind != "early" and e.gain_pct is None})  # too few evaluations
     return "; ".join(parts)
 
 

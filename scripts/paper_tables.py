@@ -219,8 +219,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "and Bi-SRU_12L 1.13x cheaper than BLSTM_5L (the CPU ms / step column). Every run ends by early "
                 "stopping within the 60-epoch budget; under the first 40-epoch budget three third seeds used it all "
                 "and missed the plateau rule (1.14-1.55% over the last quarter, the rule < 1%; records of commit "
-                "93e127f, the same shape; "
-                "docs/results_speech.md)."),
+                "93e127f, the same shape; docs/results_speech.md)."),
 ]}
 
 

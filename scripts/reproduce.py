@@ -20,7 +20,8 @@ No checkpoints, no data. A (cell, seed) with a record is never rerun, so the rep
 pieces, on different machines and days; ``scripts/paper_report.py`` rebuilds docs/paper.md from the records
 alone. A crash goes to ``failure.json`` in the scratch run dir (no record) and the next cell runs; a cell
 another live process is training (its run dir's run.lock) is skipped as "busy", so several reproduce
-processes can share a table (give them different --cell to split the work). Cells run table by table, seed by seed, models interleaved, so load from other work hits SRU and baselines alike.
+processes can share a table (give them different --cell to split the work). Cells run table by table, seed
+by seed, models interleaved, so load from other work hits SRU and baselines alike.
 """
 from __future__ import annotations
 

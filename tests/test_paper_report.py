@@ -16,16 +16,20 @@ import reproduce  # noqa: E402
 from paper_tables import TABLES, cells_at  # noqa: E402
 
 
-def _record(root, cell, seed, test_ppl, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10):
-    """A record as reproduce.write_record lays it out; curve: valid ppl per evaluation (steps 10, 20, ...)."""
+def _record(root, cell, seed, test, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10, metrics=("ppl",),
+            patience=2):
+    """A record as reproduce.write_record lays it out; curve: the valid ``metrics`` per evaluation (steps 10, 20,
+    ...; a number, or a tuple when there are several metrics); test: the same for the test block."""
+    def row(values):
+        return dict(zip(metrics, values if isinstance(values, tuple) else (values,)))
     d = root / "cpu" / cell / f"seed{seed}"
     d.mkdir(parents=True)
-    (d / "results.json").write_text(json.dumps({"test": {"ppl": test_ppl}, "steps": 10 * len(curve)}))
-    (d / "metrics_valid.csv").write_text("step,epoch,ppl\n" + "".join(
-        f"{10 * (i + 1)},{i + 1},{v}\n" for i, v in enumerate(curve)))
+    (d / "results.json").write_text(json.dumps({"test": row(test), "steps": 10 * len(curve)}))
+    (d / "metrics_valid.csv").write_text(f"step,epoch,{','.join(metrics)}\n" + "".join(
+        f"{10 * (i + 1)},{i + 1},{','.join(str(v) for v in row(values).values())}\n" for i, values in enumerate(curve)))
     (d / "run.json").write_text(json.dumps({"seed": seed, "cpu_s": cpu_s, "epochs": epochs, "machine": {
         "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": share},
-        "budget": {"max_epochs": max_epochs, "max_steps": None, "early_stopping_patience": 2}}))
+        "budget": {"max_epochs": max_epochs, "max_steps": None, "early_stopping_patience": patience}}))
 
 
 def _records(tmp_path):
@@ -68,15 +72,9 @@ def test_a_bench_measurement_replaces_the_records_cpu_clock(tmp_path):
 
 
 def _speech_record(root, cell, curve, epochs=5, max_epochs=5):
-    """curve: (valid wer, valid cer) per epoch, 10 steps each, 50 CPU-s in all (10 s per epoch)."""
-    d = root / "cpu" / cell / "seed1"
-    d.mkdir(parents=True)
-    (d / "results.json").write_text(json.dumps({"test": {"wer": curve[-1][0], "cer": curve[-1][1]}}))
-    (d / "metrics_valid.csv").write_text("step,epoch,wer,cer\n" + "".join(
-        f"{10 * e},{e},{w},{c}\n" for e, (w, c) in enumerate(curve, start=1)))
-    (d / "run.json").write_text(json.dumps({"seed": 1, "cpu_s": 10.0 * len(curve), "epochs": epochs, "machine": {
-        "cpu": "Test CPU", "threads": 1, "torch": "2.x"}, "recurrent_share": {"share": 0.9},
-        "budget": {"max_epochs": max_epochs, "max_steps": None, "early_stopping_patience": 3}}))
+    """curve: (valid wer, valid cer) per epoch, 10 steps each, 10 CPU-s per epoch; test = the last epoch's."""
+    _record(root, cell, 1, curve[-1], curve, cpu_s=10.0 * len(curve), epochs=epochs, share=0.9,
+            max_epochs=max_epochs, metrics=("wer", "cer"), patience=3)
 
 
 def test_the_report_reads_the_curve_a_table_early_stops_on(tmp_path):
@@ -286,12 +284,15 @@ def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
 
 def test_the_stopped_column_summarises_a_cells_runs():
     """Three seeds' ends in a few words: counts of early stops, the range of the budget runs' last-quarter gains."""
-    assert paper_report.stopped_text(["early"] * 3) == "early (3/3)"
-    assert (paper_report.stopped_text(["budget, last quarter 3.60%"])
+    end = paper_report.RunEnd
+    assert paper_report.stopped_text([end("early")] * 3) == "early (3/3)"
+    assert (paper_report.stopped_text([end("budget", 3.6)])
             == "budget, last quarter 3.60% (**1 over the 1% rule**)")
-    three = ["budget, last quarter 0.40%", "early", "budget, last quarter 0.99%"]
+    three = [end("budget", 0.4), end("early"), end("budget", 0.99)]
     assert paper_report.stopped_text(three) == "early (1/3); budget (2/3), last quarter 0.40-0.99%"
     assert (paper_report.stopped_text(three[:1] * 2, monitor="cer")
             == "budget (2/2), last quarter 0.40% in valid cer")
-    assert (paper_report.stopped_text(["early", "budget (too few evaluations)"])
+    assert (paper_report.stopped_text([end("early"), end("budget (too few evaluations)")])
             == "early (1/2); budget (too few evaluations)")
+    # a gain is judged as it is shown: 0.996% reads "1.00%", and is flagged
+    assert paper_report.stopped_text([end("budget", 0.996)]) == "budget, last quarter 1.00% (**1 over the 1% rule**)"
