@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -122,8 +122,8 @@ def run_predict(argv: List[str]) -> int:
 def write_lines(target: str, lines: List[str]) -> None:
     text = "".join(line + "\n" for line in lines)
     if target == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        sys.__stdout__.write(text)
+        sys.__stdout__.flush()
         return
     path = Path(target).expanduser()
     tmp = path.with_name(path.name + ".tmp")
@@ -143,7 +143,8 @@ def export(trained: Trained, path: Path) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    with one_line_errors("predict"):
+    # stdout carries the results alone: what the task prints while loading and predicting goes to stderr
+    with one_line_errors("predict"), redirect_stdout(sys.stderr):
         status = run_predict(list(sys.argv[1:] if argv is None else argv))
     raise SystemExit(status)
 
