@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 from test_classification_e2e import tiny_classification_overrides
+from test_speech_e2e import _overrides as speech_overrides
+from test_speech_e2e import manifests as speech_manifests  # noqa: F401 (a fixture)
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
 
@@ -141,3 +143,24 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), f"run={run_dir}",
                            f"out_dir={run_dir / 'inside'}"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "inside the run directory" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
+                    reason="espeak-ng and sox synthesise the test clips (apt-get install -y espeak-ng sox)")
+@pytest.mark.parametrize("decoding", [["task.decoder=greedy"], ["task.decoder=beam", "task.lm_order=3"]])
+def test_speech_transcribes_the_test_audio_as_evaluation_did(speech_manifests, decoding, run_train, tmp_path):
+    import numpy as np
+    import soundfile
+
+    overrides = speech_overrides(speech_manifests, "sru", tmp_path / "cache", [*decoding, "task.beam_size=3"])
+    run_dir, out = _train_and_evaluate(run_train, overrides, tmp_path)
+    written = [json.loads(x) for x in (out / "transcripts_test.jsonl").read_text().splitlines()]
+    model = _alone(run_dir, tmp_path)
+    lines = _console("sru-predict", [f"run={model}", *[w["audio"] for w in written]], tmp_path).splitlines()
+    assert [json.loads(x)["text"] for x in lines] == [w["hypothesis"] for w in written]
+    # any sample rate, stereo: resampled and mixed down to the model's input
+    wave, rate = soundfile.read(written[0]["audio"], dtype="float32")
+    stereo = tmp_path / "stereo.flac"
+    soundfile.write(stereo, np.stack([wave, wave], 1)[::2], rate // 2)
+    result = json.loads(_console("sru-predict", [f"run={model}"], tmp_path, f"{stereo}\n"))
+    assert result["audio"] == str(stereo) and result["seconds"] == pytest.approx(len(wave) / rate, abs=0.01)
