@@ -135,7 +135,6 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
         errors = [x for x in done.stderr.splitlines() if "error" in x]
         assert len(errors) == 1 and message in errors[0] and "Traceback" not in done.stderr, (args, done.stderr)
     # the bad line is reported; the good ones are still written, in order
-    assert len(done.stdout.splitlines()) == 0 or True
     scored = subprocess.run([sys.executable, str(ROOT / "predict.py"), f"run={run_dir}", "mode=score"],
                             input="the cat\n\nthe dog\n", capture_output=True, text=True, cwd=tmp_path).stdout
     rows = scored.splitlines()
@@ -143,6 +142,10 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), f"run={run_dir}",
                            f"out_dir={run_dir / 'inside'}"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "inside the run directory" in done.stderr
+    done = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), f"run={run_dir}",
+                           f"task.data.test_file={tmp_path / 'missing.txt'}"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "LM data file not found" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("metrics_*.json"))
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,

@@ -33,7 +33,6 @@ def output_folder(out_dir: Optional[str], run: Path, task: str, split: str) -> P
     if run_dir is not None and folder.resolve().is_relative_to(run_dir.resolve()):
         raise InferenceInputError(f"out_dir={folder}: inside the run directory {run_dir}, which evaluate.py never "
                                   f"writes into; pick a folder outside it")
-    folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
@@ -65,6 +64,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
           flush=True)
     if not trained.data_loaded:
         task.setup()
+    folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
     t0 = time.perf_counter()
     metrics = evaluate(task, trained.model, split, trained.device, str(cfg.trainer.get("precision", "fp32")),
                        run_dir=folder)
