@@ -47,6 +47,14 @@ def check_float_tensor(name: str, owner: str, t) -> None:
                          f"got dtype {t.dtype}; convert it with .float()")
 
 
+def check_input_dtype(owner: str, input: Tensor, param_dtype: torch.dtype) -> None:
+    """The input must be in the parameters' dtype (autocast casts for the matmuls itself)."""
+    if input.dtype != param_dtype and not torch.is_autocast_enabled(input.device.type):
+        raise ValueError(f"{owner} expected input of dtype {param_dtype} (the parameters' "
+                         f"dtype), got {input.dtype}; convert the input or the module "
+                         f"(e.g. module.to({input.dtype}))")
+
+
 def check_mask_pad(owner: str, mask_pad: Tensor, expected: tuple, layout: str) -> None:
     if not isinstance(mask_pad, Tensor) or shape_of(mask_pad) != expected:
         got = shape_of(mask_pad) if isinstance(mask_pad, Tensor) else type(mask_pad).__name__
@@ -62,11 +70,8 @@ def check_cell_input(cell, input: Tensor, c0: Optional[Tensor],
     if input.dim() not in (2, 3) or input.size(-1) != cell.input_size:
         raise ValueError(f"SRUCell expected input of shape (length, batch, {cell.input_size}) "
                          f"or (batch, {cell.input_size}), got {shape_of(input)}")
-    if cell.weight is not None and input.dtype != cell.weight.dtype \
-            and not torch.is_autocast_enabled(input.device.type):
-        raise ValueError(f"SRUCell expected input of dtype {cell.weight.dtype} (the "
-                         f"parameters' dtype), got {input.dtype}; convert the input or the "
-                         f"module (e.g. module.to({input.dtype}))")
+    if cell.weight is not None:
+        check_input_dtype("SRUCell", input, cell.weight.dtype)
     single_step = input.dim() == 2
     if single_step:
         input = input.unsqueeze(0)

@@ -17,7 +17,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.dispatch import check_float_tensor, check_layer_sizes, check_mask_pad, state_dtype
+from sru.dispatch import (check_float_tensor, check_input_dtype, check_layer_sizes, check_mask_pad,
+                          state_dtype)
 from sru.ops import elementwise_recurrence
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
@@ -173,6 +174,7 @@ class SRUppCell(nn.Module):
 
     def _check(self, input, c0, mask_pad) -> None:
         check_float_tensor("input", "SRUppCell", input)
+        check_input_dtype("SRUppCell", input, self.weight_c.dtype)
         if input.dim() != 3 or input.size(-1) != self.input_size:
             raise ValueError(f"SRUppCell expected input of shape (length, batch, "
                              f"{self.input_size}), got {tuple(input.shape)}")
@@ -195,6 +197,34 @@ class SRUppCell(nn.Module):
             if getattr(self, name) != default:
                 s += f", {name}={getattr(self, name)!r}"
         return s
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
+                           attention_every_n_layers, attention_last_n_layers) -> None:
+    """SRUpp's constructor arguments, refused here with one ValueError naming the fix, instead
+    of a ZeroDivisionError or a shape error deep inside the first forward."""
+    if not _positive_int(num_layers):
+        raise ValueError(f"SRUpp expected num_layers to be a positive int, got {num_layers!r}")
+    if not _positive_int(proj_size):
+        raise ValueError(f"SRUpp expected proj_size (the attention's projected width) to be a "
+                         f"positive int, got {proj_size!r}; pass e.g. proj_size=hidden_size // 4")
+    if not _positive_int(num_heads) or proj_size % num_heads != 0:
+        raise ValueError(f"SRUpp expected num_heads to be a positive int dividing "
+                         f"proj_size={proj_size}, got num_heads={num_heads!r}")
+    for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
+        if not isinstance(value, (int, float)) or not 0.0 <= float(value) < 1.0:
+            raise ValueError(f"SRUpp expected {name} in [0, 1), got {value!r}")
+    if not _positive_int(attention_every_n_layers):
+        raise ValueError(f"SRUpp expected attention_every_n_layers >= 1 (1 = attention in every "
+                         f"layer), got {attention_every_n_layers!r}")
+    last = attention_last_n_layers
+    if not isinstance(last, int) or isinstance(last, bool) or not (last == -1 or 0 <= last <= num_layers):
+        raise ValueError(f"SRUpp expected attention_last_n_layers in [0, num_layers={num_layers}] "
+                         f"or -1 (unset), got {last!r}")
 
 
 def _reset_transform(module: nn.Module) -> None:
@@ -239,12 +269,12 @@ class SRUpp(nn.Module):
                  weight_c_init: float = 1.0,
                  backend: str = "auto"):
         super().__init__()
+        _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
+                               attention_every_n_layers, attention_last_n_layers)
         if attention_every_n_layers != 1 and attention_last_n_layers != -1:
             raise ValueError("SRUpp expected at most one of attention_every_n_layers (got "
                              f"{attention_every_n_layers}) and attention_last_n_layers (got "
                              f"{attention_last_n_layers}) to be set; leave the other at its default")
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError(f"SRUpp expected num_layers to be a positive int, got {num_layers!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.proj_size = proj_size
@@ -347,6 +377,7 @@ class SRUpp(nn.Module):
 
     def _check(self, input, c0, mask_pad, memory) -> None:
         check_float_tensor("input", "SRUpp", input)
+        check_input_dtype("SRUpp", input, self.rnn_lst[0].weight_c.dtype)
         if input.dim() != 3 or input.size(-1) != self.input_size:
             raise ValueError(f"SRUpp expected input of shape (length, batch, {self.input_size}), "
                              f"got {tuple(input.shape)}")
