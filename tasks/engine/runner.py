@@ -191,9 +191,11 @@ def check_checkpoint_matches_run(saved: Dict[str, Any], run_dir: Path) -> None:
                           f"last.pt back (or best.pt), or start a new run with resume=null")
 
 
-def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> DictConfig:
-    """The saved run's config, with trainer.* / logger.* overrides from this command line applied."""
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
+                      checkpoint: Optional[Dict[str, Any]] = None, note=print) -> DictConfig:
+    """The saved run's config, with trainer.* / logger.* overrides from this command line applied.
+    ``checkpoint``: last.pt already loaded; ``note``: where the notes on ignored overrides go."""
+    checkpoint = checkpoint or load_checkpoint(run_dir / "checkpoints" / "last.pt")
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
@@ -202,8 +204,8 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) 
         if key.split(".")[0] in ("trainer", "logger"):
             OmegaConf.update(saved, key, OmegaConf.select(cfg, key), merge=False)
         elif key != "resume":
-            print(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
-                  f"(only trainer.* and logger.* may change)")
+            note(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
+                 f"(only trainer.* and logger.* may change)")
     saved.resume = cfg.resume
     check_limits_not_below(saved.trainer, checkpoint, run_dir)
     return saved
