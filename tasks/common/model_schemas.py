@@ -108,3 +108,13 @@ class CNNConfig:
     widths: List[int] = key([3, 4, 5], low=1)
     filters: int = key(100, low=1)
     activation: Literal["relu", "tanh"] = key("relu")
+
+
+def check_transformer_lm_keys(cfg) -> None:
+    """The encoder refuses it only when built, after the data is loaded."""
+    if cfg["hidden_size"] % cfg.get("num_heads", 4):
+        raise ConfigError(f"model.hidden_size={cfg['hidden_size']} must be a multiple of "
+                          f"model.num_heads={cfg.get('num_heads', 4)} (each head takes an equal share)")
+
+
+CROSS_KEY_CHECKS = {"srupp": check_srupp_keys, "transformer_lm": check_transformer_lm_keys}  # after the schema
