@@ -372,7 +372,15 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
 
 
 def prepare_argv() -> None:
-    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs."""
+    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
+    A user's --config-dir is checked first (tasks/engine/config_dir.py): one line instead of Hydra's errors."""
+    from tasks.engine.config_dir import check_config_dirs
+
+    try:
+        check_config_dirs(sys.argv[1:])
+    except ConfigError as err:
+        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     sys.argv += distributed.hydra_overrides_for_rank(argv=sys.argv)
 
 
