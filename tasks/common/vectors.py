@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from tasks.common.word2vec import OFFLINE_NAME, TINY_NAME, TINY_SETTINGS, offline_vectors_path
+from tasks.engine.errors import not_a_file
 
 
 def _detect_format(path: Path, fmt: str) -> str:
@@ -34,9 +35,9 @@ def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "
         path, fmt = str(offline_vectors_path(TINY_SETTINGS)), "binary"
     p = Path(path).expanduser()
     if not p.is_file():
-        raise FileNotFoundError(f"word vector file not found: {p}. Set task.embedding.path to a local "
-                                f"word2vec (.txt/.bin) or GloVe (.txt) file, to {OFFLINE_NAME} (vectors "
-                                f"trained offline here), or null for random init.")
+        raise not_a_file(p, "word vector file", f"Set task.embedding.path to a local word2vec (.txt/.bin) or "
+                         f"GloVe (.txt) file, to {OFFLINE_NAME} (vectors trained offline here), or null for random "
+                         f"init.")
     wanted = None if wanted is None else set(wanted)
     reader = _read_binary if _detect_format(p, fmt) == "binary" else _read_text
     vectors = reader(p, wanted)

@@ -192,9 +192,11 @@ def check_checkpoint_matches_run(saved: Dict[str, Any], run_dir: Path) -> None:
                           f"last.pt back (or best.pt), or start a new run with resume=null")
 
 
-def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> DictConfig:
-    """The saved run's config, with trainer.* / logger.* overrides from this command line applied."""
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
+                      checkpoint: Optional[Dict[str, Any]] = None, note=print) -> DictConfig:
+    """The saved run's config, with trainer.* / logger.* overrides from this command line applied.
+    ``checkpoint``: last.pt already loaded; ``note``: where the notes on ignored overrides go."""
+    checkpoint = checkpoint or load_checkpoint(run_dir / "checkpoints" / "last.pt")
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
@@ -203,8 +205,8 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) 
         if key.split(".")[0] in ("trainer", "logger"):
             OmegaConf.update(saved, key, OmegaConf.select(cfg, key), merge=False)
         elif key != "resume":
-            print(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
-                  f"(only trainer.* and logger.* may change)")
+            note(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
+                 f"(only trainer.* and logger.* may change)")
     saved.resume = cfg.resume
     check_limits_not_below(saved.trainer, checkpoint, run_dir)
     return saved
@@ -382,7 +384,15 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
 
 
 def prepare_argv() -> None:
-    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs."""
+    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
+    A user's --config-dir is checked first (tasks/engine/config_dir.py): one line instead of Hydra's errors."""
+    from tasks.engine.config_dir import check_config_dirs
+
+    try:
+        check_config_dirs(sys.argv[1:])
+    except ConfigError as err:
+        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     sys.argv += distributed.hydra_overrides_for_rank(argv=sys.argv)
 
 

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from tasks.common.corpora import gensim_wiki_path
 from tasks.common.text_files import SAMPLE_BYTES, check_text
-from tasks.engine.errors import DataError
+from tasks.engine.errors import DataError, not_a_file
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("ptb", "files", "file", "gensim_wiki", "hf")
@@ -40,9 +40,8 @@ def read_text(path: str, key: str = "task.data.train_file / valid_file / test_fi
     a file that is not text (binary, another encoding) is refused naming it and ``key``."""
     p = Path(os.path.expanduser(str(path)))
     if not p.is_file():
-        raise FileNotFoundError(
-            f"LM data file not found: {p.resolve()}. Fix the path (task.data.train_file / valid_file / "
-            f"test_file / file) or use the offline default task.data.source=ptb.")
+        raise not_a_file(p.resolve(), "LM data file", "Fix the path (task.data.train_file / valid_file / "
+                         "test_file / file) or use the offline default task.data.source=ptb.")
     opener = {".bz2": bz2.open, ".gz": gzip.open}.get(p.suffix, open)
     with opener(p, "rb") as f:
         raw = f.read()

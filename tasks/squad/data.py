@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.common.corpora import gensim_wiki_path
+from tasks.engine.errors import not_a_file
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("generated", "files", "hub")
@@ -127,8 +128,8 @@ def parse_squad(obj: Any, path: Any = "<squad json>") -> List[SquadExample]:
 def load_squad_file(path: Any) -> List[SquadExample]:
     p = Path(os.path.expanduser(str(path)))
     if not p.is_file():
-        raise FileNotFoundError(f"SQuAD file not found: {p.resolve()}. Fix task.data.files.<split> or use the "
-                                f"offline default task.data.source=generated.")
+        raise not_a_file(p.resolve(), "SQuAD file", "Fix task.data.files.<split> or use the offline default "
+                         "task.data.source=generated.")
     try:
         obj = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
