@@ -80,6 +80,11 @@ def _classification_cells() -> List[Cell]:
             cells.append(Cell(f"{data.upper()} {label}", model.split("_")[0], f"paper/classification_{data}_{model}",
                               cpu, best if model == "sru" else None, against=f"{data.upper()} LSTM",
                               departure=departure))
+        if data in ("mr", "trec"):  # the SRU-vs-CNN cause: the readout (paper: last state; CNN: max over time)
+            cells.append(Cell(f"{data.upper()} SRU 2 layers, max pooling (control)", "sru", None,
+                              f"cpu/classification_{data}_sru_maxpool", None, against=f"{data.upper()} CNN",
+                              departure="not in the paper: the SRU cell read by max over time (the CNN's "
+                                        "readout) instead of its last state, to isolate the readout"))
     return cells
 
 
