@@ -51,6 +51,19 @@ class Run:
     extra: Optional[float]
     info: Dict
     curve: List[Dict[str, float]]          # validation rows: step, epoch, metric, cpu_s
+    test: Dict = field(default_factory=dict)  # results.json's test block
+
+    def greedy(self, table: Table) -> Tuple[Optional[float], str]:
+        """``table.greedy_metric`` decoded greedily (no LM): the test's ("test"), else validation's at the
+        best checkpoint on the curve the run early-stops on ("valid")."""
+        key = f"greedy_{table.greedy_metric}"
+        if key in self.test:
+            return float(self.test[key]), "test"
+        rows = [r for r in self.curve if table.validation_metric in r and table.greedy_metric in r]
+        if not rows:
+            return None, ""
+        best = (min if table.mode == "min" else max)(rows, key=lambda r: r[table.validation_metric])
+        return best[table.greedy_metric], "valid"
 
     @property
     def cpu_per_epoch(self) -> float:
@@ -153,7 +166,8 @@ def collect(records: Path, table: Table, scale: str) -> List[CellRecords]:
                 continue
             extra = metric_of(results, table.extra_metric) if table.extra_metric else None
             found.runs.append(Run(int(info["seed"]), value, extra, info,
-                                  read_curve(seed_dir / "metrics_valid.csv", float(info["cpu_s"]))))
+                                  read_curve(seed_dir / "metrics_valid.csv", float(info["cpu_s"])),
+                                  results.get("test") or {}))
         out.append(found)
     return out
 
@@ -207,23 +221,29 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
     # the extra metric (SQuAD's EM) sits right of its main metric, for the paper and for ours alike
     paper_extra_head = f" | paper {table.extra_metric}" if table.extra_metric else ""
     ours_extra_head = f" | ours {table.extra_metric}" if table.extra_metric else ""
+    if table.greedy_metric:
+        ours_extra_head += f" | ours {table.greedy_metric}, greedy (no LM)"
     lines = [f"| cell | paper {table.metric}{paper_extra_head} | ours {table.metric} (mean ± std){ours_extra_head} | "
              f"seeds | epochs | stopped | CPU-s / epoch | CPU ms / step, equal conditions | recurrent share | "
              f"CPU-s to the baseline's best valid | speed vs baseline |",
-             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")]
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if table.extra_metric else "")
+             + ("---|" if table.greedy_metric else "")]
     for c in cells:
         paper = c.cell.reported_text or ("n/a" if c.cell.reported is None else f"{c.cell.reported:g}")
         paper_extra = ("" if not table.extra_metric else
                        f" | {'n/a' if c.cell.reported_extra is None else f'{c.cell.reported_extra:g}'}")
         if not c.runs:
             lines.append(f"| {c.cell.name} | {paper}{paper_extra} | **missing** (no record)"
-                         + (" | " if table.extra_metric else "") + " | 0 | | | | | | | |")
+                         + (" | " if table.extra_metric else "") + (" | " if table.greedy_metric else "")
+                         + " | 0 | | | | | | | |")
             continue
         base_cell = table.baseline_of(c.cell)
         base = by_name.get(base_cell.name) if base_cell else c
         target = baseline_target(table, base)
         ours_extra = (f" | {format_mean_std([r.extra for r in c.runs if r.extra is not None], table.digits)}"
                       if table.extra_metric else "")
+        if table.greedy_metric:
+            ours_extra += f" | {greedy_text(table, c)}"
         share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
         speed = "(baseline)" if base is c else "n/a (baseline not measured)"
@@ -238,6 +258,16 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
                      f"{'n/a' if math.isnan(share) else f'{100 * share:.0f}%'} | {reach_text(c, table, target)} | "
                      f"{speed} |")
     return lines
+
+
+def greedy_text(table: Table, c: CellRecords) -> str:
+    """Mean ± std of the cell's greedy ``table.greedy_metric`` and where it was measured (test / valid)."""
+    pairs = [r.greedy(table) for r in c.runs]
+    for split in ("test", "valid"):
+        values = [v for v, where in pairs if where == split]
+        if len(values) == len(pairs):
+            return f"{format_mean_std(values, table.digits)} ({split})"
+    return " / ".join(f"{v:.{table.digits}f} ({where})" if v is not None else "n/a" for v, where in pairs)
 
 
 def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, CellRecords]) -> List[str]:
