@@ -26,7 +26,7 @@ from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utteranc
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file
 from tasks.common.text import Vocabulary
-from tasks.speech.decoding import greedy_decode, prefix_beam_search
+from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
@@ -59,6 +59,7 @@ class SpeechRecognitionTask(Task):
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
         self.char_lm: Optional[CharNgramLM] = None  # fitted in setup() when task.decoder=beam and task.lm_order > 0
         self.frequent_word = ""  # the most frequent training word (a trivial baseline)
+        self.train_chars_per_step: Optional[float] = None
         self._plans = PlanCache(self._make_plan)
 
     # ---- configuration ------------------------------------------------------------------------
@@ -231,18 +232,31 @@ class SpeechRecognitionTask(Task):
         loss, _, logging_output = self._forward(model, batch)
         return loss, logging_output
 
-    def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test") -> List[str]:
+    def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
+               greedy: Optional[List[List[int]]] = None) -> List[str]:
         """Transcripts of a batch; the beam decoder (task.decoder=beam) only for test: validation runs every
-        epoch and only picks the checkpoint, so it takes the fast greedy path."""
+        epoch and only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy
+        label ids when already computed; the LM's length bonus is withheld where they are nearly empty
+        (tasks/speech/decoding.py, gated_bonus)."""
         t = self.task_cfg
+        greedy = greedy_decode(log_probs, lengths) if greedy is None else greedy
         if t["decoder"] == "beam" and split == "test":
             weight, bonus = (t["lm_weight"], t["lm_bonus"]) if self.char_lm is not None else (0.0, 0.0)
+            rate = self.chars_per_step()
             ids = [prefix_beam_search(log_probs[: int(n), b], beam=t["beam_size"], lm=self.char_lm,
-                                      lm_weight=weight, bonus=bonus)
+                                      lm_weight=weight, bonus=gated_bonus(greedy[b], int(n), bonus, rate))
                    for b, n in enumerate(lengths.tolist())]
         else:
-            ids = greedy_decode(log_probs, lengths)
+            ids = greedy
         return [self.transcript(seq) for seq in ids]
+
+    def chars_per_step(self) -> float:
+        """Reference characters per model input step in the training data (what a trained model emits);
+        kept in model.pt, so decoding needs no training data."""
+        if self.train_chars_per_step is None:
+            d = self.data["train"]
+            self.train_chars_per_step = sum(len(tg) for tg in d["target"]) / max(sum(x.size(0) for x in d["x"]), 1)
+        return self.train_chars_per_step
 
     def transcript(self, label_ids: List[int]) -> str:
         """Decoded label ids as text, normalised like the references (scripts/tune_speech_lm.py too)."""
@@ -251,9 +265,14 @@ class SpeechRecognitionTask(Task):
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, log_probs, logging_output = self._forward(model, batch)
         d = self.data[split]
-        hyps = self.decode(log_probs, batch["lengths"].cpu(), split)
+        greedy = greedy_decode(log_probs, batch["lengths"].cpu())
+        hyps = self.decode(log_probs, batch["lengths"].cpu(), split, greedy)
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
+        if self.task_cfg["decoder"] == "beam" and split == "test":
+            # the greedy (no LM) rates beside the fused ones: LM insertions must not pass WER 100 unnoticed
+            greedy_counts = error_counts(zip(refs, (self.transcript(g) for g in greedy)))
+            logging_output.update({f"greedy_{k}": v for k, v in greedy_counts.items()})
         records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
                     "language": d["language"][i], "audio": d["audio"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
         return logging_output, records
@@ -262,6 +281,9 @@ class SpeechRecognitionTask(Task):
         metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("nutts", 0.0), 1.0)}  # CTC per utterance
         if "words" in summed:
             metrics.update(rates(summed))
+        if "greedy_words" in summed:
+            greedy = rates({k: summed[f"greedy_{k}"] for k in ("word_errors", "words", "char_errors", "chars")})
+            metrics.update({f"greedy_{k}": v for k, v in greedy.items()})
         return metrics
 
     def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
@@ -301,7 +323,7 @@ class SpeechRecognitionTask(Task):
     predict_options = {"decoder": None, "beam_size": None, "lm_weight": None}
 
     def inference_state(self) -> Dict[str, Any]:
-        state = {**self.state_dict(), "frequent_word": self.frequent_word}
+        state = {**self.state_dict(), "frequent_word": self.frequent_word, "chars_per_step": self.chars_per_step()}
         if self.char_lm is not None:
             state["char_lm"] = char_lm_state(self.char_lm)
         return state
@@ -309,7 +331,7 @@ class SpeechRecognitionTask(Task):
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         t = self.task_cfg
         self.vocab = Vocabulary.from_state_dict(state["vocab"])
-        self.frequent_word = state["frequent_word"]
+        self.frequent_word, self.train_chars_per_step = state["frequent_word"], float(state["chars_per_step"])
         if t["features"]["cmvn"] == "global":
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
         if t.get("lm_order", 0) and t["decoder"] == "beam":
