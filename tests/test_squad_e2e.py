@@ -127,6 +127,7 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_encoder_timing_script_times_both_units():
     timing = load_script("time_squad_encoders")
     for unit in ("sru", "lstm"):

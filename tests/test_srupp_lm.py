@@ -60,6 +60,7 @@ def test_return_all_layers_gives_every_layer_output():
     assert len(outs) == 2 and outs[-1].shape == last.shape == (5, 2, 8)
 
 
+@pytest.mark.slow
 def test_tiny_srupp_lm_trains_end_to_end(run_train, tmp_path):
     overrides = tiny_lm_overrides("srupp", steps=24) + ["model.proj_size=8", "model.attn_dropout=0.0"]
     check_attention_lm_run(tmp_path, run_train(overrides, tmp_path))

@@ -88,6 +88,7 @@ def test_bad_configs_are_refused():
         encoder()(torch.randn(4, 2, 5, dtype=torch.float64))
 
 
+@pytest.mark.slow
 def test_tiny_transformer_lm_trains_end_to_end(run_train, tmp_path):
     overrides = tiny_lm_overrides("transformer_lm", steps=24) + ["model.ffn_size=32"]
     check_attention_lm_run(tmp_path, run_train(overrides, tmp_path))
