@@ -1,6 +1,7 @@
 """Shared test helpers: compose the real Hydra config and run the real train.py pipeline in-process."""
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import List, Sequence
@@ -18,6 +19,22 @@ def compose(overrides: Sequence[str] = ()):
     from tasks.engine.runner import compose as runner_compose
 
     return runner_compose(overrides, CONF)
+
+
+@functools.lru_cache(maxsize=None)
+def _model_group(name: str) -> str:
+    from omegaconf import OmegaConf
+    return OmegaConf.to_yaml(compose([f"model={name}"]).model, resolve=True)  # cached as text: never shared
+
+
+def model_config(name: str, **overrides) -> dict:
+    """conf/model/<name>.yaml with ``overrides``: the model config ``model=<name> model.k=v ...`` gives (the
+    schemas hold no defaults, so a hand-written dict of a few keys is refused)."""
+    import yaml
+    cfg = yaml.safe_load(_model_group(name))
+    unknown = set(overrides) - set(cfg)
+    assert not unknown, f"model={name} has no keys {sorted(unknown)}"
+    return {**cfg, **overrides}
 
 
 def tiny_lm_overrides(model: str = "sru", steps: int = 12) -> List[str]:

@@ -163,6 +163,7 @@ def test_train_batches_are_a_pure_function_of_seed_and_epoch():
     assert other != full
 
 
+@pytest.mark.slow
 def test_interleaved_timing_prints_a_row_per_model(capsys):
     timing = load_script("time_classification")
     timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",

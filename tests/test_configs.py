@@ -31,16 +31,16 @@ def test_every_group_option_composes(group, option):
 
 
 def _instantiate(cfg):
-    """Build the task object and the encoder exactly as training would (no data loading)."""
+    """Build the task object and the encoder exactly as training would (no data loading): (task, encoder),
+    the encoder None for a task-specific model."""
     check_trainer_config(cfg.trainer)
     task = build_task(cfg)
     task.check_config()
     width = task.encoder_input_size()
     if width is None:  # a task-specific model (translation: model=transformer): its check_config checked it
         assert cfg.model.name not in ENCODERS, f"task={cfg.task.name} uses a shared encoder but gives no input width"
-        return task
-    build_encoder(task.encoder_config(), width, causal=task.causal)
-    return task
+        return task, None
+    return task, build_encoder(task.encoder_config(), width, causal=task.causal)
 
 
 @pytest.mark.slow
@@ -54,7 +54,16 @@ def test_every_experiment_instantiates(experiment):
 
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_default_task_builds_with_each_model(model):
-    _instantiate(compose([f"model={model}"]))
+    """``python train.py [model=lstm]``: the word-level PTB language model over that encoder, at the size
+    conf/model/<model>.yaml gives, fed its embeddings (as wide as the encoder: the weights are tied)."""
+    cfg = compose([f"model={model}"])
+    assert compose([]).model.name == "sru"
+    assert (cfg.task.name, cfg.task.data.source, cfg.task.data.level, cfg.task.tie_weights) == ("lm", "ptb", "word", True)
+    task, encoder = _instantiate(cfg)
+    assert type(task).__name__ == "LanguageModelingTask" and task.causal
+    assert type(encoder) is ENCODERS[model] and not encoder.bidirectional
+    assert (encoder.num_layers, encoder.output_size) == (cfg.model.num_layers, cfg.model.hidden_size)
+    assert encoder.input_size == task.encoder_input_size() == cfg.model.hidden_size
 
 
 @pytest.mark.parametrize("table,width", [("ptb", 910), ("enwik8", 1024)])
@@ -145,6 +154,7 @@ def test_bad_model_key_names_the_config_file():
         build_encoder(compose(["model=lstm", "+model.highway_bias=-3"]).model, 8)
 
 
+@pytest.mark.slow
 def test_seed_zero_seeds_the_run(run_train, tmp_path):
     """seed=0 is a seed (`is not None`, not truthiness): whatever the global RNG held before,
     two runs with seed=0 start from the same weights, so their first losses are identical."""

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, compose
+from conftest import ROOT, compose, model_config
 from torch import nn
 
 from tasks.common.encoders import ENCODERS, build_encoder, check_encoder_config
 
-SRU_CFG = {"name": "sru", "hidden_size": 6, "num_layers": 3, "dropout": 0.0, "rnn_dropout": 0.0}
-LSTM_CFG = {"name": "lstm", "hidden_size": 6, "num_layers": 3, "dropout": 0.0}
+SRU_CFG = model_config("sru", hidden_size=6, num_layers=3, dropout=0.0, rnn_dropout=0.0)
+LSTM_CFG = model_config("lstm", hidden_size=6, num_layers=3, dropout=0.0)
 
 
 def test_every_encoder_is_found_whatever_the_task():

@@ -77,6 +77,7 @@ def test_a_binary_classification_file_is_refused(tmp_path):
 
 
 # ---- resume: another optimizer, limits below the checkpoint ----------------------------------------------
+@pytest.mark.slow
 def test_resume_with_another_optimizer_starts_its_state_fresh_with_a_notice(run_train, tmp_path, capsys):
     run_train(tiny_lm_overrides("sru", steps=4), tmp_path)  # Adam
     resumed = tiny_lm_overrides("sru", steps=8) + ["trainer.optimizer.name=sgd", "trainer.optimizer.momentum=0.9",
@@ -90,6 +91,7 @@ def test_resume_with_another_optimizer_starts_its_state_fresh_with_a_notice(run_
     assert all("momentum_buffer" in s for s in saved["optimizer"]["state"].values())  # SGD's own state now
 
 
+@pytest.mark.slow
 def test_resume_with_the_same_optimizer_applies_its_new_hyperparameters(run_train, tmp_path):
     run_train(tiny_lm_overrides("sru", steps=4), tmp_path)
     run_train(tiny_lm_overrides("sru", steps=6) + ["trainer.optimizer.weight_decay=0.01", f"resume={tmp_path}"],
@@ -99,6 +101,7 @@ def test_resume_with_the_same_optimizer_applies_its_new_hyperparameters(run_trai
     assert all("exp_avg" in s for s in saved["optimizer"]["state"].values())  # Adam's moments carried over
 
 
+@pytest.mark.slow
 def test_resume_below_the_checkpoint_is_refused_in_one_line(run_train, tmp_path):
     limit = "trainer.max_steps=3"
     run_train(tiny_lm_overrides("sru", steps=8), tmp_path)
@@ -110,6 +113,7 @@ def test_resume_below_the_checkpoint_is_refused_in_one_line(run_train, tmp_path)
 
 
 # ---- no NaN in JSON --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_three_step_run_writes_valid_json_and_shows_n_a(run_train, tmp_path, capsys):
     run_train(tiny_lm_overrides("sru", steps=3), tmp_path)
 

@@ -114,6 +114,7 @@ def test_hugging_face_loader_reads_local_text_builder(monkeypatch, tmp_path):
         assert tokenize(texts[split], "word") == tokenize(read_text(LM_FIXTURE / f"{name}.txt"), "word")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flush", [True, False])
 def test_trainer_flush_denormal_sets_how_subnormal_floats_are_computed(flush, run_train, tmp_path):
     """trainer.flush_denormal (default on) decides, for the whole run, whether x86 computes subnormal

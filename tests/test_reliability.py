@@ -115,6 +115,7 @@ def test_second_process_cannot_resume_a_live_run_and_sigint_saves(tmp_path):
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["step"] == _last_train_step(run_dir)
 
 
+@pytest.mark.slow
 def test_second_signal_exits_at_once():
     code = ("import os, signal, time\n"
             "from tasks.engine.interrupts import StopSignals\n"

@@ -39,6 +39,7 @@ def test_stop_and_resume_matches_uninterrupted_run(model, run_train, tmp_path):
         assert torch.equal(tensor, b["model"][name]), name
 
 
+@pytest.mark.slow
 def test_truncated_checkpoint_gives_clear_error(run_train, tmp_path):
     run_train(tiny_lm_overrides("lstm", steps=4), tmp_path)
     last = tmp_path / "checkpoints" / "last.pt"

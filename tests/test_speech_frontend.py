@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import model_config
 
 from tasks.common.batching import pad_collate
 from tasks.speech.model import ConvFrontEnd, CTCModel
 
-MODELS = {"sru": {"name": "sru", "hidden_size": 8, "num_layers": 2, "bidirectional": True},
-          "lstm": {"name": "lstm", "hidden_size": 8, "num_layers": 2, "bidirectional": True}}
+MODELS = {name: model_config(name, hidden_size=8, num_layers=2, bidirectional=True) for name in ("sru", "lstm")}
 
 
 def test_frontend_keeps_length_and_ignores_padding():

@@ -89,11 +89,12 @@ def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(datasets, "load_dataset",
                         lambda name, config=None: calls.append(name) or {"train": rows, "validation": rows[:1]})
-    paths = split_files({"source": "hub", "hub_name": "squad", "cache_dir": str(tmp_path)})
+    data = compose(["task=squad", "task.data.source=hub", f"task.data.cache_dir={tmp_path}"]).task.data
+    paths = split_files(data)
     train = load_squad_file(paths["train"])
     assert [ex.qid for ex in train] == ["h1", "h2"] and train[1].answers == ["Zürich", "Zürich"]
     assert [ex.qid for ex in load_squad_file(paths["valid"])] == ["h1"] and paths["test"] == paths["valid"]
-    split_files({"source": "hub", "hub_name": "squad", "cache_dir": str(tmp_path)})
+    split_files(data)
     assert calls == ["squad"]  # converted once, then read from the cache
 
 
@@ -126,6 +127,7 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_encoder_timing_script_times_both_units():
     timing = load_script("time_squad_encoders")
     for unit in ("sru", "lstm"):

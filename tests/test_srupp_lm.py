@@ -2,13 +2,13 @@
 and a tiny word LM that trains end to end."""
 import pytest
 import torch
-from conftest import check_attention_lm_run, check_step_decoding, load_script, tiny_lm_overrides
+from conftest import check_attention_lm_run, check_step_decoding, load_script, model_config, tiny_lm_overrides
 
 from tasks.common.encoders import build_encoder
 from tasks.common.rnn_encoders import detach_state
 
-CFG = dict(name="srupp", hidden_size=8, proj_size=4, num_layers=2, num_heads=2, dropout=0.0,
-           attn_dropout=0.0, layer_norm=False)
+CFG = model_config("srupp", hidden_size=8, proj_size=4, num_layers=2, num_heads=2, dropout=0.0,
+                   attn_dropout=0.0, layer_norm=False)
 
 
 def encoder(**overrides):
@@ -60,6 +60,7 @@ def test_return_all_layers_gives_every_layer_output():
     assert len(outs) == 2 and outs[-1].shape == last.shape == (5, 2, 8)
 
 
+@pytest.mark.slow
 def test_tiny_srupp_lm_trains_end_to_end(run_train, tmp_path):
     overrides = tiny_lm_overrides("srupp", steps=24) + ["model.proj_size=8", "model.attn_dropout=0.0"]
     check_attention_lm_run(tmp_path, run_train(overrides, tmp_path))

@@ -40,6 +40,7 @@ def test_scalars_and_config_text_are_read_back(tmp_path):
     assert (tmp_path / "metrics.jsonl").exists()  # the jsonl record is kept beside it
 
 
+@pytest.mark.slow
 def test_a_training_run_logs_every_metric_it_records(tmp_path):
     from omegaconf import OmegaConf
     cfg = _cfg(max_steps=6, max_epochs=None, eval_every_steps=3)

@@ -84,6 +84,7 @@ class EpochHooksTask(RegressionTask):
         self.calls.append(("end", epoch))
 
 
+@pytest.mark.slow
 def test_epoch_hooks_wrap_each_training_epoch_and_num_batches_gets_the_seed(tmp_path):
     cfg = _cfg(max_epochs=2, max_steps=None, eval_every_steps=None)
     cfg.seed = 7
@@ -94,6 +95,7 @@ def test_epoch_hooks_wrap_each_training_epoch_and_num_batches_gets_the_seed(tmp_
     assert {c[2] for c in task.calls if c[0] == "num_batches"} == {7}
 
 
+@pytest.mark.slow
 def test_loss_falls_and_eval_every_epoch(tmp_path):
     result = fit(_cfg(max_epochs=4, max_steps=None, eval_every_steps=None), RegressionTask(None), tmp_path)
     valid = read_metrics(tmp_path, "valid")
@@ -102,6 +104,7 @@ def test_loss_falls_and_eval_every_epoch(tmp_path):
     assert result.best_metric == min(r["mse"] for r in valid) and result.steps == 32
 
 
+@pytest.mark.slow
 def test_accumulation_equals_one_big_batch(tmp_path):
     # 2 micro-batches of 4 (mean losses / 2) give the same gradient as one batch of 8 with the same rows.
     cfg = _cfg(max_steps=6, max_epochs=None, grad_clip=None)
@@ -114,6 +117,7 @@ def test_accumulation_equals_one_big_batch(tmp_path):
         torch.testing.assert_close(wa[name], wb[name], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_early_stopping_stops(tmp_path):
     # lr 0 never improves after the first evaluation: stop after `patience` more evaluations.
     cfg = _cfg(max_steps=100, max_epochs=None, eval_every_steps=2, early_stopping_patience=2)
@@ -122,6 +126,7 @@ def test_early_stopping_stops(tmp_path):
     assert result.steps == 8  # evals at 2 (best), 4, 6, 8 -> 3 without improvement > patience 2
 
 
+@pytest.mark.slow
 def test_min_epochs_holds_early_stopping_back(tmp_path):
     # as above, but early stopping may only end the run once 3 epochs (8 batches each) are done
     cfg = _cfg(max_steps=100, max_epochs=None, eval_every_steps=2, early_stopping_patience=2, min_epochs=3)
@@ -130,11 +135,13 @@ def test_min_epochs_holds_early_stopping_back(tmp_path):
     assert result.steps == 24
 
 
+@pytest.mark.slow
 def test_bf16_autocast_on_cpu_trains(tmp_path):
     result = fit(_cfg(max_epochs=2, max_steps=None, precision="bf16"), RegressionTask(None), tmp_path)
     assert math.isfinite(result.best_metric)
 
 
+@pytest.mark.slow
 def test_non_finite_loss_is_reported(tmp_path):
     cfg = _cfg(max_steps=50, max_epochs=None, grad_clip=None)
     OmegaConf.update(cfg, "trainer.optimizer.lr", 1e4)
@@ -142,6 +149,7 @@ def test_non_finite_loss_is_reported(tmp_path):
         fit(cfg, RegressionTask(None), tmp_path)
 
 
+@pytest.mark.slow
 def test_wandb_offline_logger_writes_and_finishes(tmp_path, monkeypatch):
     import wandb
     monkeypatch.setenv("WANDB_MODE", "offline")

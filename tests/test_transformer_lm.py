@@ -2,15 +2,15 @@
 equal to one pass, step decoding equal to the forward, padding, and a tiny word LM end to end."""
 import pytest
 import torch
-from conftest import check_attention_lm_run, check_step_decoding, tiny_lm_overrides
+from conftest import check_attention_lm_run, check_step_decoding, model_config, tiny_lm_overrides
 
 from tasks.common.encoders import build_encoder
 from tasks.common.rnn_encoders import detach_state
 from tasks.common.transformer_lm_encoder import alibi_slopes
 from tasks.engine.errors import ConfigError
 
-CFG = dict(name="transformer_lm", hidden_size=8, num_layers=2, num_heads=2, ffn_size=12, dropout=0.0,
-           attn_dropout=0.0)
+CFG = model_config("transformer_lm", hidden_size=8, num_layers=2, num_heads=2, ffn_size=12, dropout=0.0,
+                   attn_dropout=0.0)
 
 
 def encoder(causal=True, **overrides):
@@ -88,6 +88,7 @@ def test_bad_configs_are_refused():
         encoder()(torch.randn(4, 2, 5, dtype=torch.float64))
 
 
+@pytest.mark.slow
 def test_tiny_transformer_lm_trains_end_to_end(run_train, tmp_path):
     overrides = tiny_lm_overrides("transformer_lm", steps=24) + ["model.ffn_size=32"]
     check_attention_lm_run(tmp_path, run_train(overrides, tmp_path))

@@ -75,11 +75,10 @@ def load_classification_data(data_cfg: Mapping[str, Any]) -> ClassificationData:
         if split in raw:
             splits[split] = validate_rows(raw[split], label_names)
 
-    seed = int(cfg.get("split_seed", 1234))
-    valid_fraction = float(cfg.get("valid_fraction", 0.1))
+    seed, valid_fraction = cfg["split_seed"], cfg["valid_fraction"]
     data = ClassificationData(splits, label_names)
     if "test" not in splits:
-        n_folds, fold = int(cfg.get("cv_folds", 10)), int(cfg.get("fold", 0))
+        n_folds, fold = cfg["cv_folds"], cfg["fold"]
         cv = cross_validation_split(splits["train"], [r.label for r in splits["train"]], n_folds, fold,
                                     seed, valid_fraction)
         if "valid" in splits:  # a given validation set stays; the carved one goes back to training

@@ -64,7 +64,7 @@ class ClassificationTask(Task):
         t0 = time.time()
         t = self.task_cfg
         self.data = load_classification_data(t["data"])
-        lowercase, max_len = t["data"].get("lowercase", True), t["data"].get("max_length")
+        lowercase, max_len = t["data"]["lowercase"], t["data"]["max_length"]
         tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
             self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.label_names) for s in SPLITS}
@@ -76,9 +76,9 @@ class ClassificationTask(Task):
             # keep vectors for every word of every split: test words with a pretrained vector get it
             # (a fixed lookup, not training on test), the rest of unseen words map to <unk>
             wanted = {w for s in SPLITS for sent in tokens[s] for w in sent}
-            self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
+            self.vectors = load_vectors(emb["path"], wanted, emb["format"])
             extra = sorted(w for w in self.vectors if w in wanted)
-        train_vocab = Vocabulary.build(tokens["train"], specials=(PAD, UNK), min_freq=int(t["data"].get("min_freq", 1)))
+        train_vocab = Vocabulary.build(tokens["train"], specials=(PAD, UNK), min_freq=t["data"]["min_freq"])
         self.vocab = Vocabulary(train_vocab.itos[2:] + [w for w in extra if w not in train_vocab.stoi], (PAD, UNK))
         self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.data.label_names)
                         for s in SPLITS}
@@ -128,7 +128,7 @@ class ClassificationTask(Task):
         t, model_cfg = self.task_cfg, self.cfg["model"]
         emb = t["embedding"]
         weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
-                                        normalize=bool(emb.get("normalize", False)),
+                                        normalize=emb["normalize"],
                                         seed=int(self.cfg.get("seed") or 0))
         fixed = emb.get("fixed")
         fixed = bool(emb.get("path")) if fixed is None else bool(fixed)  # paper: fixed pretrained vectors
@@ -137,8 +137,8 @@ class ClassificationTask(Task):
                   f"({'fixed' if fixed else 'fine-tuned'})")
         encoder = build_encoder(model_cfg, self.encoder_input_size())
         return SentenceClassifier(weight, encoder, len(self.label_names), dropout=float(t["dropout"]),
-                                  pooling=t.get("pooling", "auto"),
-                                  bidirectional=bool(model_cfg.get("bidirectional", False)),
+                                  pooling=t["pooling"],
+                                  bidirectional=encoder.bidirectional,
                                   fix_embedding=fixed)
 
     # ---- loss and metrics ---------------------------------------------------------------------
@@ -188,8 +188,8 @@ class ClassificationTask(Task):
     def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
         """Each sentence's label (the data set's names) and class probabilities, batched as evaluation."""
         data = self.task_cfg["data"]
-        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data.get("lowercase", True),
-                               data.get("max_length"))
+        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data["lowercase"],
+                               data["max_length"])
         ids = [self.vocab.encode(t) or [self.vocab.unk_id] for t in tokens]
         size = int(options.get("batch_size") or self.task_cfg["eval_batch_size"])
         device = next(model.parameters()).device

@@ -17,24 +17,24 @@ class SRUConfig:
     """sru.SRU's constructor arguments (conf/model/sru.yaml), plus the encoder's forget_bias."""
     name: Literal["sru"]
     hidden_size: int = key(low=1)
-    num_layers: int = key(2, low=1)
-    dropout: float = key(0.0, **Rate)
-    rnn_dropout: float = key(0.0, **Rate)
-    bidirectional: bool = key(False)
-    layer_norm: bool = key(False)
-    highway_bias: float = key(0.0)
-    forget_bias: float = key(0.0)
-    rescale: bool = key(False)
-    use_tanh: bool = key(False)
-    projection_size: int = key(0, low=0)
-    has_skip_term: bool = key(True)
-    project_skip: bool = key(False)   # highway input W_h x_t at every layer (k = 4), the CNTK speech SRU
-    v1: bool = key(False)
-    proj_input_to_hidden_first: bool = key(False)
-    normalize_after: bool = key(False)
-    weight_c_init: Optional[float] = key(None)
-    amp_recurrence_fp16: bool = key(False)
-    backend: Literal["auto", "reference", "cpu", "triton"] = key("auto")
+    num_layers: int = key(low=1)
+    dropout: float = key(**Rate)
+    rnn_dropout: float = key(**Rate)
+    bidirectional: bool = key()
+    layer_norm: bool = key()
+    highway_bias: float = key()
+    forget_bias: float = key()
+    rescale: bool = key()
+    use_tanh: bool = key()
+    projection_size: int = key(low=0)
+    has_skip_term: bool = key()
+    project_skip: bool = key()   # highway input W_h x_t at every layer (k = 4), the CNTK speech SRU
+    v1: bool = key()
+    proj_input_to_hidden_first: bool = key()
+    normalize_after: bool = key()
+    weight_c_init: Optional[float] = key()
+    amp_recurrence_fp16: bool = key()
+    backend: Literal["auto", "reference", "cpu", "triton"] = key()
 
 
 @dataclass(kw_only=True)
@@ -42,20 +42,20 @@ class SRUppConfig:
     """sru.SRUpp's constructor arguments (conf/model/srupp.yaml), plus the encoder's mem_len."""
     name: Literal["srupp"]
     hidden_size: int = key(low=1)
-    proj_size: int = key(0, low=0)
-    num_layers: int = key(2, low=1)
-    num_heads: int = key(1, low=1)
-    dropout: float = key(0.0, **Rate)
-    attn_dropout: float = key(0.0, **Rate)
-    bidirectional: bool = key(False)
-    layer_norm: bool = key(False)
-    normalize_after: bool = key(False)
-    attn_layer_norm: bool = key(True)
-    highway_bias: float = key(-2.0)
-    attention_every_n_layers: int = key(1, low=1)
-    attention_last_n_layers: int = key(-1, low=-1)
-    rescale: bool = key(False)
-    mem_len: Optional[int] = key(None, low=0)
+    proj_size: int = key(low=0)
+    num_layers: int = key(low=1)
+    num_heads: int = key(low=1)
+    dropout: float = key(**Rate)
+    attn_dropout: float = key(**Rate)
+    bidirectional: bool = key()
+    layer_norm: bool = key()
+    normalize_after: bool = key()
+    attn_layer_norm: bool = key()
+    highway_bias: float = key()
+    attention_every_n_layers: int = key(low=1)
+    attention_last_n_layers: int = key(low=-1)
+    rescale: bool = key()
+    mem_len: Optional[int] = key(low=0)
 
 
 def check_srupp_keys(cfg) -> None:
@@ -83,38 +83,38 @@ class TransformerLMConfig:
     """tasks/common/transformer_lm_encoder.py's arguments (conf/model/transformer_lm.yaml)."""
     name: Literal["transformer_lm"]
     hidden_size: int = key(low=1)
-    num_layers: int = key(2, low=1)
-    num_heads: int = key(4, low=1)
-    ffn_size: int = key(0, low=0)
-    dropout: float = key(0.1, **Rate)
-    attn_dropout: float = key(0.0, **Rate)
-    bidirectional: bool = key(False)
-    mem_len: Optional[int] = key(None, low=0)
+    num_layers: int = key(low=1)
+    num_heads: int = key(low=1)
+    ffn_size: int = key(low=0)
+    dropout: float = key(**Rate)
+    attn_dropout: float = key(**Rate)
+    bidirectional: bool = key()
+    mem_len: Optional[int] = key(low=0)
 
 
 @dataclass(kw_only=True)
 class LSTMConfig:
     name: Literal["lstm"]
     hidden_size: int = key(low=1)
-    num_layers: int = key(2, low=1)
-    dropout: float = key(0.0, **Rate)
-    bidirectional: bool = key(False)
-    init: Literal["torch", "keras"] = key("torch")
+    num_layers: int = key(low=1)
+    dropout: float = key(**Rate)
+    bidirectional: bool = key()
+    init: Literal["torch", "keras"] = key()
 
 
 @dataclass(kw_only=True)
 class CNNConfig:
     name: Literal["cnn"]
-    widths: List[int] = key([3, 4, 5], low=1)
-    filters: int = key(100, low=1)
-    activation: Literal["relu", "tanh"] = key("relu")
+    widths: List[int] = key(low=1)
+    filters: int = key(low=1)
+    activation: Literal["relu", "tanh"] = key()
 
 
 def check_transformer_lm_keys(cfg) -> None:
     """The encoder refuses it only when built, after the data is loaded."""
-    if cfg["hidden_size"] % cfg.get("num_heads", 4):
+    if cfg["hidden_size"] % cfg["num_heads"]:
         raise ConfigError(f"model.hidden_size={cfg['hidden_size']} must be a multiple of "
-                          f"model.num_heads={cfg.get('num_heads', 4)} (each head takes an equal share)")
+                          f"model.num_heads={cfg['num_heads']} (each head takes an equal share)")
 
 
 CROSS_KEY_CHECKS = {"srupp": check_srupp_keys, "transformer_lm": check_transformer_lm_keys}  # after the schema

@@ -27,20 +27,20 @@ def check_trainer(t: Mapping[str, Any]) -> None:
     """The trainer schema, then what no single key says: a budget is set, the device exists, the
     precision runs on it."""
     check_schema(t, TrainerConfig, "trainer", see="conf/trainer/default.yaml")
-    if t.get("max_epochs") is None and t.get("max_steps") is None:
+    if t["max_epochs"] is None and t["max_steps"] is None:
         raise ConfigError("trainer: expected trainer.max_epochs or trainer.max_steps to be set, received both null")
-    optimizer, scheduler = t.get("optimizer") or {}, t.get("scheduler") or {}
-    rises = scheduler.get("name") == "cosine" and (scheduler.get("min_lr") or 0) > 0  # lr -> min_lr from 0
-    if optimizer.get("lr") == 0 and not rises:
+    optimizer, scheduler = t["optimizer"], t["scheduler"]
+    rises = scheduler["name"] == "cosine" and scheduler["min_lr"] > 0  # lr -> min_lr from 0
+    if optimizer["lr"] == 0 and not rises:
         raise ConfigError("trainer.optimizer.lr=0: no step would change a weight (every schedule scales lr; only "
                           "cosine with min_lr > 0 rises from 0). Set trainer.optimizer.lr > 0")
-    device = t.get("device", "auto")
+    device = t["device"]
     if not DEVICE_PATTERN.match(device):
         raise ConfigError(f"trainer.device: expected auto, cpu, cuda or cuda:N, received {device!r}")
     cuda = torch.cuda.is_available()
     if device.startswith("cuda") and not cuda:
         raise ConfigError(f"trainer.device={device}: CUDA is not available here; use trainer.device=cpu or auto")
-    if t.get("precision") == "fp16" and (device == "cpu" or not cuda):
+    if t["precision"] == "fp16" and (device == "cpu" or not cuda):
         raise ConfigError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
 
 

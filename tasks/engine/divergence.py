@@ -32,12 +32,12 @@ class DivergenceError(NonFiniteError):
 
 
 class DivergenceGuard:
-    def __init__(self, run_dir: Path, last_path: Path, best_path: Path, explosion: Optional[Mapping[str, Any]]):
+    def __init__(self, run_dir: Path, last_path: Path, best_path: Path, explosion: Mapping[str, Any]):
+        """``explosion``: trainer.explosion (conf/trainer/*.yaml); its factor null turns the check off."""
         self.run_dir, self.last_path, self.best_path = Path(run_dir), Path(last_path), Path(best_path)
-        explosion = explosion or {}
-        self.factor = explosion.get("factor")
-        self.patience = int(explosion.get("patience") or 1)
-        self.warmup = int(explosion.get("warmup_steps") or 0)
+        self.factor = explosion["factor"]
+        self.patience = explosion["patience"]
+        self.warmup = explosion["warmup_steps"]
         self.last_saved: Optional[int] = None       # step of the newest checkpoint written or restored
         self.best: Optional[str] = None             # "step 8, valid ppl 50.1"
 

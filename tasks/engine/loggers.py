@@ -117,7 +117,7 @@ class WandbLogger:
         # A stable id per run directory makes a resumed run continue the same wandb run.
         run_id = "".join(c if c.isalnum() else "-" for c in Path(run_dir).resolve().as_posix()[-60:]).strip("-")
         self.wandb = wandb
-        self.run = wandb.init(project=cfg.get("project", "sru"), entity=cfg.get("entity"), name=run_name,
+        self.run = wandb.init(project=cfg["project"], entity=cfg.get("entity"), name=run_name,
                               dir=str(run_dir), config=config, mode=mode, tags=list(cfg.get("tags") or []),
                               id=run_id[-64:], resume="allow")
 
@@ -143,7 +143,7 @@ class TensorBoardLogger:
             raise MissingPackageError("logger=tensorboard needs the tensorboard package: pip install tensorboard "
                               f"(it is in the [train] extra), or pick another logger=. ({err})") from err
         self.log_dir = Path(cfg.get("log_dir") or Path(run_dir) / "tensorboard")
-        self.writer = SummaryWriter(log_dir=str(self.log_dir), flush_secs=int(cfg.get("flush_secs", 30)))
+        self.writer = SummaryWriter(log_dir=str(self.log_dir), flush_secs=cfg["flush_secs"])
         # Markdown: a fenced block keeps the config's indentation in TensorBoard's text tab.
         self.writer.add_text("config", "```\n" + json.dumps(config, indent=2, default=str) + "\n```", 0)
 
@@ -190,7 +190,7 @@ def build_loggers(run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any],
                   enabled: bool = True) -> Loggers:
     if not enabled:
         return Loggers([], console=False)
-    name = cfg.get("name", "none")
+    name = cfg["name"]
     if name not in LOGGERS:
         raise ValueError(f"logger.name: expected one of {list(LOGGERS)}, received {name!r}. Pick one with logger=<name>.")
     loggers: List[Any] = [JsonlLogger(run_dir)]

@@ -1,17 +1,20 @@
 """Typed config schemas: one dataclass per config group, checked before any data is loaded.
 
-    @dataclass(kw_only=True)       # kw_only: required and defaulted keys in any order
+    @dataclass(kw_only=True)
     class OptimizerConfig:
         name: Literal["sgd", "adam"]
-        lr: float = key(low=0)                       # required: every YAML of the group sets it
-        momentum: float = key(0.0, low=0, high=1, high_open=True)   # may be left out: 0.0
+        lr: float = key(low=0)
+        momentum: float = key(low=0, high=1, high_open=True)
 
     check_schema(cfg.trainer.optimizer, OptimizerConfig, "trainer.optimizer")
 
-Division of labour: the YAML files under ``conf/`` hold the values; a schema holds each key's type,
-its allowed range or choices, and, for a key a YAML may leave out, the value used then. A key that
-is not in the schema is refused (``+trainer.max_step=5`` is a typo, not a new setting), and every
-error is one line naming the key, the value received and what is allowed (``ConfigError``).
+Division of labour: the YAML files under ``conf/`` hold the values, every one of them; a schema holds
+each key's type and its allowed range or choices, and never a value. A key missing from the config is
+refused (every key is in its group's YAML: a config built in Python starts from
+``tasks.engine.runner.compose``, as the command line does), and so is a key that is not in the schema
+(``+trainer.max_step=5`` is a typo, not a new setting). Every error is one line naming the key, the
+value received and what is allowed (``ConfigError``). tests/test_config_values.py checks that no
+schema holds a default and every task x model sets every key (test_configs.py: every experiment file).
 
 Types understood: ``int``, ``float``, ``bool``, ``str``, ``Literal[...]`` (choices), ``Optional[X]``
 (null allowed), ``List[X]`` / ``Tuple[X, ...]`` (``length=`` fixes the count), ``Dict[str, Any]``
@@ -29,8 +32,6 @@ from typing import Any, Dict, Literal, Optional, Union
 from omegaconf import OmegaConf
 
 from tasks.engine.errors import ConfigError
-
-MISSING = dataclasses.MISSING
 
 
 def as_plain(cfg: Any) -> Any:
@@ -78,13 +79,12 @@ def check_bool(key: str, value: Any) -> None:
         raise ConfigError(f"{key}: expected true or false, received {value!r}")
 
 
-def key(default: Any = MISSING, *, low: Optional[float] = None, high: Optional[float] = None,
-        low_open: bool = False, high_open: bool = False, length: Optional[int] = None) -> Any:
-    """A schema field: its range (numbers), its element count (lists) and, when given, its default."""
+def key(*, low: Optional[float] = None, high: Optional[float] = None, low_open: bool = False,
+        high_open: bool = False, length: Optional[int] = None) -> Any:
+    """A schema field: its range (numbers) and its element count (lists). No default: the value of every
+    key lives in conf/ (a default here would be a second one, which the YAML would silently outvote)."""
     meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open, "length": length}
-    if isinstance(default, (list, dict)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
+    return dataclasses.field(metadata=meta)
 
 
 def _hints(schema: type) -> Dict[str, Any]:
@@ -121,9 +121,9 @@ def check_schema(node: Any, schema: type, prefix: str, see: Optional[str] = None
     hints = _hints(schema)
     for name, f in fields.items():
         if name not in node:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise ConfigError(f"{prefix}.{name}: missing; set it in the config group's YAML or on the command line")
-            continue
+            where = see or "its config group's YAML"
+            raise ConfigError(f"{prefix}.{name}: missing; every key of {prefix} is set in {where}. Build the config "
+                              f"with tasks.engine.runner.compose (as train.py does) or add +{prefix}.{name}=<value>")
         check_value(f"{prefix}.{name}", node[name], hints[name], f.metadata)
 
 
@@ -170,20 +170,9 @@ def _check_sequence(where: str, value: Any, tp: Any, meta: Mapping[str, Any]) ->
         check_value(f"{where}[{i}]", item, element, inner)
 
 
-def with_defaults(node: Mapping[str, Any], schema: type) -> Dict[str, Any]:
-    """``node`` as a dict with the schema's default for every key it leaves out (one level)."""
-    out = dict(node)
-    for f in dataclasses.fields(schema):
-        if f.name not in out and f.default is not MISSING:
-            out[f.name] = f.default
-        elif f.name not in out and f.default_factory is not MISSING:
-            out[f.name] = f.default_factory()
-    return out
-
-
 @dataclasses.dataclass(kw_only=True)
 class SplitPaths:
     """A section of one path per split (``task.data.files``, ``task.data.manifests``); null: none."""
-    train: Optional[str] = key(None)
-    valid: Optional[str] = key(None)
-    test: Optional[str] = key(None)
+    train: Optional[str] = key()
+    valid: Optional[str] = key()
+    test: Optional[str] = key()

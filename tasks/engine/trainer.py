@@ -100,7 +100,7 @@ class Trainer:
                 stale.unlink()
         self.precision = self.tcfg["precision"]
         autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
-        self.accumulate = int(self.tcfg.get("accumulate") or 1)
+        self.accumulate = self.tcfg["accumulate"]
         self.seed = cfg.get("seed") if cfg.get("seed") is not None else 0
         self.progress = Progress()
         self.epoch_batches = math.inf  # batches in the current epoch (train_epoch sets it)
@@ -108,7 +108,7 @@ class Trainer:
         self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
         self.last_metrics: Dict[str, float] = {}
         self.stop_signals = stop_signals or StopSignals()  # SIGTERM/SIGINT: save last.pt at a step boundary
-        self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.tcfg.get("explosion"))
+        self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.tcfg["explosion"])
         self.restored_window: LoggingOutput = {}
 
     # ---- the loop ---------------------------------------------------------------------------------
@@ -176,17 +176,17 @@ class Trainer:
     def plan(self) -> None:
         """Total steps for the schedule and the progress bar (epoch 0's batch count when batches vary)."""
         steps_per_epoch = math.ceil(self.task.num_batches("train", 0, self.seed) / self.accumulate)
-        max_epochs, max_steps = self.tcfg.get("max_epochs"), self.tcfg.get("max_steps")
+        max_epochs, max_steps = self.tcfg["max_epochs"], self.tcfg["max_steps"]
         planned = [n for n in (max_steps, max_epochs and max_epochs * steps_per_epoch) if n]
         self.total_steps = min(planned) if planned else 0
         self.max_epochs = max_epochs if max_epochs is not None else math.inf
-        self.max_seconds = self.tcfg["max_minutes"] * 60 if self.tcfg.get("max_minutes") else math.inf
+        self.max_seconds = self.tcfg["max_minutes"] * 60 if self.tcfg["max_minutes"] else math.inf
         self.start_step, self.start_time = self.progress.step, time.time()
         self.window_sums: LoggingOutput = self.restored_window  # train logging outputs since the last record
         self.window_start = time.time()
 
     def progress_bar(self):
-        if not (self.is_main and self.tcfg.get("progress_bar", True)):
+        if not (self.is_main and self.tcfg["progress_bar"]):
             return None
         from tqdm import tqdm
         return tqdm(total=self.total_steps, initial=self.progress.step, desc="train", unit="step",
@@ -217,7 +217,7 @@ class Trainer:
                 self.train_seconds += now - step_start
                 self.train_cpu += now_cpu - step_cpu
             self.log_train(summed, lr, grad_norm)
-            if self.tcfg.get("eval_every_steps") and p.step % self.tcfg["eval_every_steps"] == 0:
+            if self.tcfg["eval_every_steps"] and p.step % self.tcfg["eval_every_steps"] == 0:
                 self.validate()
                 self.window_start = time.time()  # do not count eval time as training
             if self.should_stop():
@@ -230,7 +230,7 @@ class Trainer:
         task.end_epoch(p.epoch)
         p.epoch += 1  # the epoch ran to its end
         p.batch_in_epoch = 0
-        if not self.tcfg.get("eval_every_steps"):
+        if not self.tcfg["eval_every_steps"]:
             self.validate()
             return self.early_stop()
         return False
@@ -258,7 +258,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         grad_norm = None
-        if self.tcfg.get("grad_clip"):
+        if self.tcfg["grad_clip"]:  # null or 0: off
             self.scaler.unscale_(self.optimizer)
             grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg["grad_clip"]))
         elif self.precision != "fp16":  # the norm only: a non-finite gradient must not reach the weights
@@ -279,7 +279,7 @@ class Trainer:
             self.bar.update(1)
             self.bar.set_postfix(loss=shown(loss, ".3f"), lr=f"{lr:.3g}", **{f"{self.unit}/s": shown(rate, ".0f")},
                                  refresh=False)
-        if p.step % int(self.tcfg.get("log_every_steps") or 1) == 0:
+        if p.step % self.tcfg["log_every_steps"] == 0:
             elapsed = max(time.time() - self.window_start, 1e-9)
             record = {"split": "train", "step": p.step, "epoch": p.epoch, "lr": lr,
                       **task.reduce_metrics(self.window_sums),
@@ -293,7 +293,7 @@ class Trainer:
         p, task = self.progress, self.task
         # the bare model: DDP's forward would sync buffers, a collective that eval shards of unequal length break
         metrics = evaluate(task, distributed.unwrap_model(self.model), "valid", self.device, self.precision,
-                           self.tcfg.get("eval_max_batches"), run_dir=self.run_dir)
+                           self.tcfg["eval_max_batches"], run_dir=self.run_dir)
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
                            f"without its monitor {task.monitor!r}")
@@ -345,9 +345,9 @@ class Trainer:
         raise TrainingInterrupted(int(signum), p.step, self.last_path, self.run_dir)
 
     def early_stop(self) -> bool:
-        p, patience = self.progress, self.tcfg.get("early_stopping_patience")
+        p, patience, floor = self.progress, self.tcfg["early_stopping_patience"], self.tcfg["min_epochs"]
         epochs_done = p.epoch + (p.batch_in_epoch >= self.epoch_batches)  # mid-epoch evaluation: the last batch counts
-        if patience is not None and p.bad_evals > patience and epochs_done >= (self.tcfg.get("min_epochs") or 0):
+        if patience is not None and p.bad_evals > patience and (floor is None or epochs_done >= floor):
             print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
             return True
         return False
@@ -370,7 +370,7 @@ class Trainer:
                 raise RuntimeError(f"DDP replicas diverged (max parameter difference {diff:.3g}); "
                                    f"a parameter was changed outside DistributedDataParallel")
             self.train_cpu = distributed.all_reduce_sum({"cpu": self.train_cpu})["cpu"]  # CPU of all ranks
-        if self.is_main and self.tcfg.get("plot", True):
+        if self.is_main and self.tcfg["plot"]:
             plot_curves(self.run_dir, self.task.monitor)
         p = self.progress
         # too few steps after the warm-up ones (or a resume with nothing left to do): no throughput to show

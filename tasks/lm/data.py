@@ -98,7 +98,7 @@ def _load_hf(data: Mapping) -> Dict[str, str]:
         found = next((c for c in candidates if c in ds), None)
         if found is None:
             raise ValueError(f"hub data set {data['hf_name']!r} has splits {list(ds)}; expected one of {candidates}")
-        texts[split] = "\n".join(ds[found][data.get("text_field", "text")])
+        texts[split] = "\n".join(ds[found][data["text_field"]])
     return texts
 
 

@@ -14,17 +14,17 @@ Rate = dict(low=0, high=1, high_open=True)
 class LMDataConfig:
     source: Literal["ptb", "files", "file", "gensim_wiki", "hf"]
     level: Literal["word", "char"]
-    train_file: Optional[str] = key(None)        # source=files
-    valid_file: Optional[str] = key(None)
-    test_file: Optional[str] = key(None)
-    file: Optional[str] = key(None)              # source=file, split by split_fractions
-    split_fractions: List[float] = key([0.9, 0.05, 0.05], low=0, low_open=True, length=3)
-    hf_name: Optional[str] = key(None)
-    hf_config: Optional[str] = key(None)
-    hf_data_files: Optional[Dict[str, Any]] = key(None)
-    text_field: str = key("text")
-    max_vocab: Optional[int] = key(None, low=2)
-    max_train_tokens: Optional[int] = key(None, low=1)
+    train_file: Optional[str] = key()        # source=files
+    valid_file: Optional[str] = key()
+    test_file: Optional[str] = key()
+    file: Optional[str] = key()              # source=file, split by split_fractions
+    split_fractions: List[float] = key(low=0, low_open=True, length=3)
+    hf_name: Optional[str] = key()
+    hf_config: Optional[str] = key()
+    hf_data_files: Optional[Dict[str, Any]] = key()
+    text_field: str = key()
+    max_vocab: Optional[int] = key(low=2)
+    max_train_tokens: Optional[int] = key(low=1)
 
 
 @dataclass(kw_only=True)
@@ -34,7 +34,7 @@ class LMConfig:
     batch_size: int = key(low=1)
     eval_batch_size: int = key(low=1)
     bptt: int = key(low=1)
-    emb_size: Optional[int] = key(None, low=1)
-    emb_dropout: float = key(0.0, **Rate)
-    out_dropout: float = key(0.0, **Rate)
-    tie_weights: bool = key(True)
+    emb_size: Optional[int] = key(low=1)
+    emb_dropout: float = key(**Rate)
+    out_dropout: float = key(**Rate)
+    tie_weights: bool = key()

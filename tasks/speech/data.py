@@ -134,7 +134,7 @@ def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
         raise RuntimeError(f"task.data.hub: loading {hub['name']!r} (config {hub.get('config')!r}, split {name!r}) "
                            f"failed: {err}. It needs network access or a local cache; offline, use "
                            f"task.data.source=offline or manifest") from None
-    audio_col, text_col = hub.get("audio_column", "audio"), hub.get("text_column", "text")
+    audio_col, text_col = hub["audio_column"], hub["text_column"]
     for col in (audio_col, text_col):
         if col not in ds.column_names:
             raise ValueError(f"task.data.hub: {hub['name']} split {name} has columns {ds.column_names}, "
@@ -174,7 +174,7 @@ def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utter
         o = data_cfg["offline"]
         spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),
                            sentence_pool=int(o["sentence_pool"]), seed=int(o["seed"]))
-        return read_manifest(prepare_offline_corpus(cache, spec, workers=int(o.get("workers", 2)))[split])
+        return read_manifest(prepare_offline_corpus(cache, spec, workers=o["workers"])[split])
     if source == "manifest":
         path = (data_cfg.get("manifests") or {}).get(split)
         if not path:

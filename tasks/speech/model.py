@@ -42,8 +42,7 @@ class CTCModel(nn.Module):
     def __init__(self, input_size: int, num_labels: int, model_cfg: Mapping[str, Any], dropout: float = 0.1,
                  frontend: Optional[Mapping[str, Any]] = None):
         super().__init__()
-        frontend = frontend or {}
-        layers = int(frontend.get("layers") or 0)
+        layers = frontend["layers"] if frontend else 0  # task.frontend (conf/task/speech.yaml); None: no front-end
         # the same front-end whatever the encoder (model=sru | lstm): the encoder reads its channels
         self.frontend = ConvFrontEnd(input_size, int(frontend["channels"]), layers,
                                      int(frontend["kernel_size"])) if layers else None

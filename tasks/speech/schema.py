@@ -12,77 +12,77 @@ Rate = dict(low=0, high=1, high_open=True)
 
 @dataclass(kw_only=True)
 class OfflineSynthConfig:
-    clips_per_voice: int = key(48, low=1)
-    sentence_fraction: float = key(0.25, low=0, high=1)
-    sentence_pool: int = key(40, low=1)
-    seed: int = key(1234, low=0)
-    workers: int = key(2, low=1)
+    clips_per_voice: int = key(low=1)
+    sentence_fraction: float = key(low=0, high=1)
+    sentence_pool: int = key(low=1)
+    seed: int = key(low=0)
+    workers: int = key(low=1)
 
 
 @dataclass(kw_only=True)
 class FilletsConfig:
-    root: str = key("/usr/share/games/fillets-ng")
-    valid_fraction: float = key(0.1, **Rate)
-    test_fraction: float = key(0.1, **Rate)
-    seed: int = key(25, low=0)
+    root: str = key()
+    valid_fraction: float = key(**Rate)
+    test_fraction: float = key(**Rate)
+    seed: int = key(low=0)
 
 
 @dataclass(kw_only=True)
 class LibriSpeechConfig:
-    root: Optional[str] = key(None)
-    train: str = key("train-clean-100")
-    valid: str = key("dev-clean")
-    test: str = key("test-clean")
+    root: Optional[str] = key()
+    train: str = key()
+    valid: str = key()
+    test: str = key()
 
 
 @dataclass(kw_only=True)
 class SpeechHubConfig:
-    name: Optional[str] = key(None)
-    config: Optional[str] = key(None)
-    splits: Optional[Dict[str, Any]] = key(None)
-    audio_column: str = key("audio")
-    text_column: str = key("text")
+    name: Optional[str] = key()
+    config: Optional[str] = key()
+    splits: Optional[Dict[str, Any]] = key()
+    audio_column: str = key()
+    text_column: str = key()
 
 
 @dataclass(kw_only=True)
 class SpeechDataConfig:
     source: Literal["fillets", "offline", "manifest", "librispeech", "hub"]
-    languages: List[Literal["cs", "nl"]] = key(["cs", "nl"])  # source=fillets: the voice packs' languages
-    alphabet: Optional[Literal["en", "cs+nl"]] = key(None)  # null: cs+nl for fillets, en otherwise
-    cache_dir: Optional[str] = key(None)
-    sample_rate: int = key(16000, low=1)
-    max_train_seconds: Optional[float] = key(None, low=0, low_open=True)
-    fillets: FilletsConfig = key(None)
-    offline: OfflineSynthConfig = key(None)
-    manifests: SplitPaths = key(None)
-    librispeech: LibriSpeechConfig = key(None)
-    hub: SpeechHubConfig = key(None)
+    languages: List[Literal["cs", "nl"]] = key()  # source=fillets: the voice packs' languages
+    alphabet: Optional[Literal["en", "cs+nl"]] = key()  # null: cs+nl for fillets, en otherwise
+    cache_dir: Optional[str] = key()
+    sample_rate: int = key(low=1)
+    max_train_seconds: Optional[float] = key(low=0, low_open=True)
+    fillets: FilletsConfig = key()
+    offline: OfflineSynthConfig = key()
+    manifests: SplitPaths = key()
+    librispeech: LibriSpeechConfig = key()
+    hub: SpeechHubConfig = key()
 
 
 @dataclass(kw_only=True)
 class FeaturesConfig:
     n_mels: int = key(low=1)
-    win_ms: float = key(25, low=0, low_open=True)
-    hop_ms: float = key(10, low=0, low_open=True)
-    cmvn: Literal["utterance", "global", "none"] = key("utterance")
-    stack: int = key(1, low=1)
-    skip: int = key(1, low=1)
-    cache: bool = key(True)
+    win_ms: float = key(low=0, low_open=True)
+    hop_ms: float = key(low=0, low_open=True)
+    cmvn: Literal["utterance", "global", "none"] = key()
+    stack: int = key(low=1)
+    skip: int = key(low=1)
+    cache: bool = key()
 
 
 @dataclass(kw_only=True)
 class SpecAugmentConfig:
-    freq_masks: int = key(0, low=0)
-    freq_width: int = key(10, low=0)
-    time_masks: int = key(0, low=0)
-    time_width: int = key(10, low=0)
+    freq_masks: int = key(low=0)
+    freq_width: int = key(low=0)
+    time_masks: int = key(low=0)
+    time_width: int = key(low=0)
 
 
 @dataclass(kw_only=True)
 class FrontEndConfig:
-    layers: int = key(0, low=0)          # 1-D convolutions before the encoder (0: none)
-    channels: int = key(256, low=1)
-    kernel_size: int = key(5, low=1)     # odd: the output keeps the input's length
+    layers: int = key(low=0)          # 1-D convolutions before the encoder (0: none)
+    channels: int = key(low=1)
+    kernel_size: int = key(low=1)     # odd: the output keeps the input's length
 
 
 @dataclass(kw_only=True)
@@ -91,15 +91,15 @@ class SpeechConfig:
     data: SpeechDataConfig
     features: FeaturesConfig
     spec_augment: SpecAugmentConfig
-    speed_perturb: List[float] = key([])  # training only: also each utterance at these speeds, one drawn per epoch
-    frontend: Optional[FrontEndConfig] = key(None)
+    speed_perturb: List[float] = key()  # training only: also each utterance at these speeds, one drawn per epoch
+    frontend: Optional[FrontEndConfig] = key()
     max_frames: int = key(low=1)
     batch_size: int = key(low=1)
     eval_max_frames: int = key(low=1)
-    dropout: float = key(0.0, **Rate)
-    monitor: Literal["wer", "cer"] = key("wer")  # the validation rate that picks the best checkpoint
-    decoder: Literal["greedy", "beam"] = key("greedy")  # of the test split (validation is decoded greedily)
-    beam_size: int = key(8, low=1)
-    lm_order: int = key(0, low=0)        # decoder=beam: a character n-gram LM of the training transcripts (0: none)
-    lm_weight: float = key(0.5, low=0.0)  # its weight in the beam's score (shallow fusion)
-    lm_bonus: float = key(1.0)           # per output character, against the LM's pull towards short outputs
+    dropout: float = key(**Rate)
+    monitor: Literal["wer", "cer"] = key()  # the validation rate that picks the best checkpoint
+    decoder: Literal["greedy", "beam"] = key()  # of the test split (validation is decoded greedily)
+    beam_size: int = key(low=1)
+    lm_order: int = key(low=0)        # decoder=beam: a character n-gram LM of the training transcripts (0: none)
+    lm_weight: float = key(low=0.0)  # its weight in the beam's score (shallow fusion)
+    lm_bonus: float = key()           # per output character, against the LM's pull towards short outputs

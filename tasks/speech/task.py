@@ -50,7 +50,7 @@ class SpeechRecognitionTask(Task):
         super().__init__(cfg)
         self.task_cfg = cfg["task"]
         # which validation rate picks the best checkpoint: CER moves while WER still sits near 100%
-        self.monitor = self.task_cfg.get("monitor") or "wer"
+        self.monitor = self.task_cfg["monitor"]
         # the voice packs' Czech and Dutch letters (one shared set), else English a-z
         self.alphabet = self.task_cfg["data"].get("alphabet") or ("cs+nl" if self.task_cfg["data"]["source"] == "fillets"
                                                                   else "en")
@@ -78,7 +78,7 @@ class SpeechRecognitionTask(Task):
         f, data = self.task_cfg["features"], self.task_cfg["data"]
         logmel = LogMel(data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
         cache_file = None
-        if f.get("cache", True) and all(isinstance(u.audio, Path) for u in utts):
+        if f["cache"] and all(isinstance(u.audio, Path) for u in utts):
             stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
             if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
                 settings = [stamp, data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"]]
@@ -119,7 +119,7 @@ class SpeechRecognitionTask(Task):
             self.data[split] = self._build_split(split, *mels[split])
         if "train" in self.data:  # the trivial baseline's word: kept in model.pt for evaluations without train
             self.frequent_word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
-        if t.get("lm_order", 0) and t["decoder"] == "beam" and not self.restored:  # fitted in seconds from the training transcripts
+        if t["lm_order"] and t["decoder"] == "beam" and not self.restored:  # fitted in seconds from the training transcripts
             self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t["lm_order"], len(self.vocab))
             print(f"[speech] character {t['lm_order']}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
@@ -334,7 +334,7 @@ class SpeechRecognitionTask(Task):
         self.frequent_word, self.train_chars_per_step = state["frequent_word"], float(state["chars_per_step"])
         if t["features"]["cmvn"] == "global":
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
-        if t.get("lm_order", 0) and t["decoder"] == "beam":
+        if t["lm_order"] and t["decoder"] == "beam":
             self.char_lm = char_lm_from_state(state["char_lm"])
 
     def parse_input(self, line: str) -> Any:

@@ -170,8 +170,8 @@ def split_files(data_cfg: Mapping[str, Any], needed: Sequence[str] = SPLITS) -> 
 
 def _hub_to_files(data_cfg: Mapping[str, Any]) -> Dict[str, Path]:
     """Convert the hub's flat rows (id, title, context, question, answers{text, answer_start}) to v1.1 JSON."""
-    name, config = data_cfg.get("hub_name") or "squad", data_cfg.get("hub_config")
-    names = dict(data_cfg.get("hub_splits") or {"train": "train", "valid": "validation", "test": "validation"})
+    name, config = data_cfg["hub_name"], data_cfg["hub_config"]
+    names = dict(data_cfg["hub_splits"])
     folder = cache_root(data_cfg) / f"hub-{re.sub(r'[^A-Za-z0-9_.-]', '_', f'{name}-{config}')}"
     paths = {s: folder / f"{names[s]}-v1.1.json" for s in SPLITS}
     if all(p.is_file() for p in paths.values()):

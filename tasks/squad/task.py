@@ -67,7 +67,7 @@ class SquadTask(Task):
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
         if data.get("max_train_examples") and "train" in examples:
             examples["train"] = examples["train"][: int(data["max_train_examples"])]
-        lower = bool(t.get("lowercase", True))
+        lower = t["lowercase"]
         prepared = {s: encode_split(examples[s], lower, data.get("max_context_tokens")) for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
             self.vocab = self._build_vocab(prepared)
@@ -100,13 +100,13 @@ class SquadTask(Task):
         t, emb = self.task_cfg, self.task_cfg["embedding"]
         train = prepared["train"]
         counts = Counter(w for ex in train for w in ex.context_words + ex.question_words)
-        vocab = Vocabulary.from_counts(counts, (PAD, UNK), int(t.get("min_freq", 1)), t.get("max_vocab"))
+        vocab = Vocabulary.from_counts(counts, (PAD, UNK), t["min_freq"], t["max_vocab"])
         if not emb.get("path"):
             return vocab
         wanted = {w for s in SPLITS for ex in prepared[s] for w in ex.context_words + ex.question_words}
-        self.vectors = load_vectors(emb["path"], wanted, emb.get("format", "auto"))
+        self.vectors = load_vectors(emb["path"], wanted, emb["format"])
         # DrQA: the N most frequent question words come first and are fine-tuned, the rest stay fixed
-        tune = int(emb.get("tune_partial") or 0)
+        tune = emb["tune_partial"]
         q_counts = Counter(w for ex in train for w in ex.question_words)
         top = [w for w, _ in sorted(q_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:tune]]
         rest = [w for w in vocab.itos[2:] if w not in set(top)]
@@ -278,7 +278,7 @@ class SquadTask(Task):
     def predict(self, model: nn.Module, inputs: List[SquadExample], options: Mapping[str, Any], progress) -> List[Any]:
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
-        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, bool(t.get("lowercase", True)),
+        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, bool(t["lowercase"]),
                                                                    t["data"].get("max_context_tokens"))]
         plan = bucket_batches([len(ex.context_ids) for ex in encoded],
                               max_examples=int(options.get("batch_size") or t["eval_batch_size"]))

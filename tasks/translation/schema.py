@@ -14,53 +14,53 @@ Rate = dict(low=0, high=1, high_open=True)
 @dataclass(kw_only=True)
 class RealCorpusConfig:
     """task.data.real: the corpus of the Debian packages' translations (tasks/translation/prepare_real.py)."""
-    sources: List[str] = key(["libreoffice", "gnome", "fillets", "dictionary"])
-    libreoffice_help: str = key("/usr/share/libreoffice/help")
-    gnome_help: str = key("/usr/share/help")
-    fillets_scripts: str = key("/usr/share/games/fillets-ng/script")
-    dictionary_block_lines: int = key(200, low=1)
-    min_words: int = key(1, low=1)
-    max_words: int = key(60, low=1)
-    valid_fraction: float = key(0.01, low=0, high=1)
-    test_fraction: float = key(0.02, low=0, high=1)
-    min_valid: int = key(100, low=0)
-    min_test: int = key(200, low=0)
-    max_pairs: Optional[Dict[str, Any]] = key(None)
+    sources: List[str] = key()
+    libreoffice_help: str = key()
+    gnome_help: str = key()
+    fillets_scripts: str = key()
+    dictionary_block_lines: int = key(low=1)
+    min_words: int = key(low=1)
+    max_words: int = key(low=1)
+    valid_fraction: float = key(low=0, high=1)
+    test_fraction: float = key(low=0, high=1)
+    min_valid: int = key(low=0)
+    min_test: int = key(low=0)
+    max_pairs: Optional[Dict[str, Any]] = key()
 
 
 @dataclass(kw_only=True)
 class TranslationDataConfig:
     source: Literal["real", "dictionary", "files", "hub"]
-    real: Optional[RealCorpusConfig] = key(None)
-    dictionary_path: Optional[str] = key(None)
-    cache_dir: Optional[str] = key(None)
-    min_words: int = key(1, low=1)
-    max_words: int = key(100, low=1)
-    valid_size: int = key(500, low=1)
-    test_size: int = key(1000, low=1)
-    split_seed: int = key(1234, low=0)
-    files: Optional[Dict[str, Any]] = key(None)
-    hub_name: Optional[str] = key(None)
-    hub_config: Optional[str] = key(None)
-    hub_splits: Optional[Dict[str, Any]] = key(None)
-    max_train_examples: Optional[int] = key(None, low=1)
+    real: Optional[RealCorpusConfig] = key()
+    dictionary_path: Optional[str] = key()
+    cache_dir: Optional[str] = key()
+    min_words: int = key(low=1)
+    max_words: int = key(low=1)
+    valid_size: int = key(low=1)
+    test_size: int = key(low=1)
+    split_seed: int = key(low=0)
+    files: Optional[Dict[str, Any]] = key()
+    hub_name: Optional[str] = key()
+    hub_config: Optional[str] = key()
+    hub_splits: Optional[Dict[str, Any]] = key()
+    max_train_examples: Optional[int] = key(low=1)
 
 
 @dataclass(kw_only=True)
 class SubwordConfig:
     model_type: Literal["unigram", "bpe"]
     vocab_size: int = key(low=300)     # 256 byte-fallback pieces + the specials + the characters
-    character_coverage: float = key(1.0, low=0, high=1, low_open=True)
-    max_sentences: int = key(2_000_000, low=1)
+    character_coverage: float = key(low=0, high=1, low_open=True)
+    max_sentences: int = key(low=1)
 
 
 @dataclass(kw_only=True)
 class DecodingConfig:
-    valid_beam_size: int = key(1, low=1)
-    beam_size: int = key(4, low=1)
-    length_penalty: float = key(1.0, low=0)
-    max_len_a: float = key(1.5, low=0)
-    max_len_b: int = key(10, low=1)
+    valid_beam_size: int = key(low=1)
+    beam_size: int = key(low=1)
+    length_penalty: float = key(low=0)
+    max_len_a: float = key(low=0)
+    max_len_b: int = key(low=1)
 
 
 @dataclass(kw_only=True)
@@ -76,20 +76,20 @@ class TranslationConfig:
     max_sentences: int = key(low=1)
     eval_max_tokens: int = key(low=1)
     eval_max_sentences: int = key(low=1)
-    label_smoothing: float = key(0.0, **Rate)
-    show_samples: int = key(10, low=0)   # random test sentences printed at the end of the run
+    label_smoothing: float = key(**Rate)
+    show_samples: int = key(low=0)   # random test sentences printed at the end of the run
 
 
 @dataclass(kw_only=True)
 class SRUSublayerConfig:
     mode: Literal["none", "replace_ffn", "before_ffn"]
-    num_layers: int = key(1, low=1)
-    dropout: float = key(0.0, **Rate)
-    rnn_dropout: float = key(0.0, **Rate)
-    highway_bias: float = key(0.0)
-    rescale: bool = key(False)
-    projection_size: int = key(0, low=0)
-    encoder_bidirectional: bool = key(True)
+    num_layers: int = key(low=1)
+    dropout: float = key(**Rate)
+    rnn_dropout: float = key(**Rate)
+    highway_bias: float = key()
+    rescale: bool = key()
+    projection_size: int = key(low=0)
+    encoder_bidirectional: bool = key()
 
 
 @dataclass(kw_only=True)
@@ -101,10 +101,10 @@ class TransformerConfig:
     ffn_dim: int = key(low=1)
     encoder_layers: int = key(low=1)
     decoder_layers: int = key(low=1)
-    norm: Literal["pre", "post"] = key("pre")
-    dropout: float = key(0.0, **Rate)
-    attention_dropout: float = key(0.0, **Rate)
-    activation_dropout: float = key(0.0, **Rate)
-    share_all_embeddings: bool = key(True)
-    share_decoder_input_output_embed: bool = key(True)
+    norm: Literal["pre", "post"] = key()
+    dropout: float = key(**Rate)
+    attention_dropout: float = key(**Rate)
+    activation_dropout: float = key(**Rate)
+    share_all_embeddings: bool = key()
+    share_decoder_input_output_embed: bool = key()
     max_positions: int = key(low=2)

@@ -222,7 +222,7 @@ class TranslationTask(Task):
               f"{metrics.get('chrf', float('nan')):.2f} on {len(records)} sentences ({sig['bleu']})", flush=True)
         print_domain_scores(split, metrics, self.examples.get(split, []))
         if split == "test":
-            print_samples(records, self.examples.get(split, []), int(self.task_cfg.get("show_samples", 10)))
+            print_samples(records, self.examples.get(split, []), self.task_cfg["show_samples"])
         if run_dir is None:
             return {}
         run_dir = Path(run_dir)
