@@ -61,7 +61,7 @@ class SRUppConfig:
 def check_srupp_keys(cfg) -> None:
     """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded."""
     proj = cfg.get("proj_size") or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
-    heads, layers = cfg.get("num_heads", 1), cfg.get("num_layers", 2)
+    heads, layers = cfg["num_heads"], cfg["num_layers"]
     given = f"model.proj_size={proj}" if cfg.get("proj_size") else f"model.proj_size=0 (hidden_size / 4 = {proj})"
     if proj % heads:
         fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]

@@ -73,8 +73,9 @@ class SquadTask(Task):
             self.vocab = self._build_vocab(prepared)
         for s in self.splits:
             self.encoded[s] = [ex.with_ids(self.vocab) for ex in prepared[s]]
-        dropped = sum(1 for ex in self.encoded.get("train", []) if ex.start < 0)
+        dropped = 0
         if "train" in self.encoded:  # no token span: DrQA skips
+            dropped = sum(1 for ex in self.encoded["train"] if ex.start < 0)
             self.encoded["train"] = [ex for ex in self.encoded["train"] if ex.start >= 0]
         for s in ("valid", "test"):
             if s not in self.splits:
