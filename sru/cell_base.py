@@ -12,8 +12,9 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from sru.checks import state_dtype
+from sru.checks import check_layer_sizes, state_dtype
 from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
 
@@ -28,6 +29,23 @@ class RecurrentCellBase(nn.Module):
     scale_x: Tensor
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
+
+    def _set_options(self, input_size: int, hidden_size: int, dropout: float, rnn_dropout: float,
+                     bidirectional: bool, use_tanh: bool, **options) -> None:
+        """The constructor arguments both cells have, checked, with what derives from them;
+        ``options`` are stored as given (``backend`` through its check)."""
+        check_layer_sizes(type(self).__name__, input_size, hidden_size, dropout, rnn_dropout)
+        self.input_size = input_size
+        self.hidden_size = hidden_size  # per direction
+        self.num_directions = num_directions(bidirectional)
+        self.output_size = state_width(hidden_size, bidirectional)
+        self.dropout = float(dropout)
+        self.rnn_dropout = float(rnn_dropout)
+        self.bidirectional = bidirectional
+        self.activation = "tanh" if use_tanh else "none"
+        self.activation_type = 1 if use_tanh else 0
+        for name, value in options.items():
+            setattr(self, name, value)
 
     @property
     def backend(self) -> str:
@@ -106,6 +124,18 @@ class RecurrentCellBase(nn.Module):
 
 class StackBase(nn.Module):
     """A stack of cells in ``rnn_lst`` with one backend."""
+
+    def _set_options(self, input_size: int, hidden_size: int, num_layers: int,
+                     bidirectional: bool, **options) -> None:
+        """What both stacks store, with what derives from it; ``options`` as given."""
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.output_size = state_width(hidden_size, bidirectional)
+        self.num_layers = num_layers
+        self.bidirectional = bidirectional
+        self.num_directions = num_directions(bidirectional)
+        for name, value in options.items():
+            setattr(self, name, value)
 
     @property
     def backend(self) -> str:

@@ -15,14 +15,13 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
-from sru.checks import check_cell_input, check_layer_sizes, check_stack_input, empty_outputs
+from sru.checks import check_cell_input, check_stack_input, empty_outputs
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
 from sru.ops.cpu.fused_layer import linear_recurrence_cpu
 from sru.ops.cpu.paths import fuse_layer, inference_plan, run_inference_path, stack_inference
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
-from .ops.shapes import num_directions, state_width
 
 
 class SRUCell(RecurrentCellBase):
@@ -64,25 +63,12 @@ class SRUCell(RecurrentCellBase):
                  backend: str = "auto",
                  project_skip: bool = False):
         super().__init__()
-        check_layer_sizes("SRUCell", input_size, hidden_size, dropout, rnn_dropout)
-        self.input_size = input_size
-        self.hidden_size = hidden_size  # per direction
-        self.num_directions = num_directions(bidirectional)
-        self.output_size = state_width(hidden_size, bidirectional)
-        self.rnn_dropout = float(rnn_dropout)
-        self.dropout = float(dropout)
-        self.bidirectional = bidirectional
-        self.has_skip_term = has_skip_term
-        self.highway_bias = highway_bias
-        self.v1 = v1
-        self.rescale = rescale
-        self.activation_type = 1 if use_tanh else 0
-        self.activation = "tanh" if use_tanh else "none"
-        self.custom_m: Optional[nn.Module] = custom_m
-        self.amp_recurrence_fp16 = amp_recurrence_fp16
-        self.normalize_after = normalize_after
-        self.weight_c_init = weight_c_init
-        self.backend = backend
+        self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
+                          has_skip_term=has_skip_term, highway_bias=highway_bias, v1=v1,
+                          rescale=rescale, custom_m=custom_m,
+                          amp_recurrence_fp16=amp_recurrence_fp16,
+                          normalize_after=normalize_after, weight_c_init=weight_c_init,
+                          backend=backend)
 
         # Like the official package: a projection that would not shrink anything is ignored.
         self.projection_size = 0
@@ -223,20 +209,11 @@ class SRU(StackBase):
         if isinstance(custom_m, list) and len(custom_m) != num_layers:
             raise ValueError(f"SRU expected one custom_m per layer ({num_layers}), "
                              f"got a list of {len(custom_m)}")
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.output_size = state_width(hidden_size, bidirectional)
-        self.num_layers = num_layers
-        self.dropout = dropout
-        self.rnn_dropout = rnn_dropout
-        self.projection_size = projection_size
-        self.bidirectional = bidirectional
-        self.num_directions = num_directions(bidirectional)
-        self.use_layer_norm = layer_norm
-        self.has_skip_term = has_skip_term
-        self.nn_rnn_compatible_return = nn_rnn_compatible_return
-        self.amp_recurrence_fp16 = amp_recurrence_fp16
-        self.batch_first = batch_first
+        self._set_options(input_size, hidden_size, num_layers, bidirectional, dropout=dropout,
+                          rnn_dropout=rnn_dropout, projection_size=projection_size,
+                          use_layer_norm=layer_norm, has_skip_term=has_skip_term,
+                          nn_rnn_compatible_return=nn_rnn_compatible_return,
+                          amp_recurrence_fp16=amp_recurrence_fp16, batch_first=batch_first)
 
         # Optionally map the input to the hidden width first, so every layer has k = 3.
         self.input_to_hidden: Optional[nn.Linear] = None

@@ -16,11 +16,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.checks import check_float_tensor, check_input_dtype, check_layer_sizes, check_mask_pad
+from sru.checks import check_float_tensor, check_input_dtype, check_mask_pad
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
-from .ops.shapes import num_directions, state_width
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
@@ -56,25 +55,12 @@ class SRUppCell(RecurrentCellBase):
                  weight_c_init: float = 1.0,
                  backend: str = "auto"):
         super().__init__()
-        check_layer_sizes("SRUppCell", input_size, hidden_size, dropout, rnn_dropout)
-        self.input_size = input_size
-        self.hidden_size = hidden_size  # per direction
-        self.num_directions = num_directions(bidirectional)
-        self.output_size = state_width(hidden_size, bidirectional)
-        self.dropout = float(dropout)
-        self.rnn_dropout = float(rnn_dropout)
-        self.bidirectional = bidirectional
-        self.projection_size = projection_size
-        self.highway_bias = highway_bias
-        self.normalize_after = normalize_after
-        self.rescale = rescale
-        self.has_skip_term = has_skip_term
-        self.activation = "tanh" if use_tanh else "none"
-        self.activation_type = 1 if use_tanh else 0
-        self.v1 = v1
-        self.amp_recurrence_fp16 = amp_recurrence_fp16
-        self.weight_c_init = weight_c_init
-        self.backend = backend
+        self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
+                          projection_size=projection_size, highway_bias=highway_bias,
+                          normalize_after=normalize_after, rescale=rescale,
+                          has_skip_term=has_skip_term, v1=v1,
+                          amp_recurrence_fp16=amp_recurrence_fp16, weight_c_init=weight_c_init,
+                          backend=backend)
         # k = 4: the skip input is a fourth slice of U when x cannot be added to h directly.
         self.num_matrices = 4 if has_skip_term and input_size != self.output_size else 3
 
@@ -241,17 +227,9 @@ class SRUpp(StackBase):
             raise ValueError("SRUpp expected at most one of attention_every_n_layers (got "
                              f"{attention_every_n_layers}) and attention_last_n_layers (got "
                              f"{attention_last_n_layers}) to be set; leave the other at its default")
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.proj_size = proj_size
-        self.output_size = state_width(hidden_size, bidirectional)
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.bidirectional = bidirectional
-        self.use_layer_norm = layer_norm
-        self.num_directions = num_directions(bidirectional)
-        self.nn_rnn_compatible_return = nn_rnn_compatible_return
+        self._set_options(input_size, hidden_size, num_layers, bidirectional, proj_size=proj_size,
+                          num_heads=num_heads, dropout=dropout, use_layer_norm=layer_norm,
+                          nn_rnn_compatible_return=nn_rnn_compatible_return)
         self.rnn_lst = nn.ModuleList()  # registered before input_to_hidden: the official key order
         self.input_to_hidden: Optional[nn.Linear] = None
         first_input = input_size

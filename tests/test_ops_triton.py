@@ -149,7 +149,7 @@ def test_kernels_compile_for_hopper(monkeypatch, dtype, variant):
                 sig[name] = "constexpr"
             elif name in scalars:
                 sig[name] = scalars[name]
-            elif name in ("BATCH_SIZES", "STEP_OFFSETS"):  # packed layout (sru/ops/triton_packed.py)
+            elif name in ("BATCH_SIZES", "STEP_OFFSETS"):  # packed layout (sru/ops/triton/packed.py)
                 sig[name] = "*i64"
             else:
                 sig[name] = "*u8" if name == "MASK_PAD" else f"*{dtype if name in low else 'fp32'}"

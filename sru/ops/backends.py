@@ -5,18 +5,21 @@ Every module in ``MODULES`` exposes ``padded(U, x, weight_c, bias, c0, masks, sp
 a user choice: while ``torch.onnx.export`` / ``torch.export`` trace, every backend runs as the
 export form (a ``scan`` over time, sru/ops/export.py).
 """
-import importlib
 from types import ModuleType
 
 import torch
 from torch import Tensor
 
+import sru.ops.cpu as cpu_backend
+import sru.ops.export as export_backend
+import sru.ops.reference as reference_backend
 from .cpu.build import load_library
 from .export import exporting
 
 BACKENDS = ("auto", "reference", "cpu", "triton")
 MODULES = {"reference": "sru.ops.reference", "export": "sru.ops.export", "cpu": "sru.ops.cpu",
            "triton": "sru.ops.triton"}
+_LOADED = {"reference": reference_backend, "export": export_backend, "cpu": cpu_backend}
 
 
 def cpu_kernel_available() -> bool:
@@ -57,13 +60,15 @@ def resolve_name(backend: str, U: Tensor) -> str:
 
 
 def resolve(backend: str, U: Tensor) -> ModuleType:
-    """The module of the backend that runs on U (see ``resolve_name``)."""
+    """The module of the backend that runs on U (see ``resolve_name``). A plain dict lookup
+    (``importlib`` cannot be traced by torch.compile); triton's module is imported on first use."""
     name = resolve_name(backend, U)
-    if name == "triton":
-        try:
-            import triton  # noqa: F401
-        except ImportError as exc:
-            raise RuntimeError(f"the triton backend (needed for CUDA tensors) is unavailable: "
-                               f"{exc}. Install triton (`pip install triton`) or pass "
-                               "backend='reference'") from exc
-    return importlib.import_module(MODULES[name])
+    if name != "triton":
+        return _LOADED[name]
+    try:
+        import sru.ops.triton as module
+    except ImportError as exc:
+        raise RuntimeError(f"the triton backend (needed for CUDA tensors) is unavailable: {exc}. "
+                           "Install triton (`pip install triton`) or pass "
+                           "backend='reference'") from exc
+    return module
