@@ -50,6 +50,7 @@ def test_flat_split_gives_what_the_entries_take():
     ("sru.dispatch", "sru.checks", "check_cell_input"),
     ("sru.ops.autograd", "sru.ops.cpu.autograd", "recurrence_fwd"),
 ])
+@pytest.mark.slow  # starts a fresh interpreter: a warning fires once per process
 def test_old_private_paths_warn_and_reexport(old, new, name):
     code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
             f"import {new}\n"

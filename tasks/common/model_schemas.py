@@ -67,7 +67,7 @@ def check_srupp_keys(cfg) -> None:
         fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]
         raise ConfigError(f"{given} must be divisible by model.num_heads={heads} (each head takes an equal share); "
                           f"use model.num_heads in {fits} or another proj_size")
-    every, last = cfg.get("attention_every_n_layers", 1), cfg.get("attention_last_n_layers", -1)
+    every, last = cfg["attention_every_n_layers"], cfg["attention_last_n_layers"]
     if last > layers:
         raise ConfigError(f"model.attention_last_n_layers={last} exceeds model.num_layers={layers}; use 1..{layers}, "
                           f"or -1 for attention in every layer")
