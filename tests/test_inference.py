@@ -167,3 +167,28 @@ def test_speech_transcribes_the_test_audio_as_evaluation_did(speech_manifests, d
     soundfile.write(stereo, np.stack([wave, wave], 1)[::2], rate // 2)
     result = json.loads(_console("sru-predict", [f"run={model}"], tmp_path, f"{stereo}\n"))
     assert result["audio"] == str(stereo) and result["seconds"] == pytest.approx(len(wave) / rate, abs=0.01)
+
+
+def test_a_run_from_before_model_pt_is_exported_and_predicts_the_same(run_train, tmp_path):
+    """A checkpoint without the inference state (classification kept none before model.pt): the loader
+    rebuilds the vocabulary from the training data, and export= writes a model file that predicts alike."""
+    import torch
+
+    run_dir = tmp_path / "run"
+    run_train(tiny_classification_overrides("sru", epochs=1), run_dir)
+    (run_dir / "model.pt").unlink()
+    best = run_dir / "checkpoints" / "best.pt"
+    old = torch.load(best, weights_only=True)
+    old["task"] = {}
+    torch.save(old, best)
+    sentences = ["a gorgeous , witty , seductive movie .", "the plot is a mess ."]
+    before = load_predictor(run_dir).predict(sentences)
+    exported = tmp_path / "exported.pt"
+    done = subprocess.run([sys.executable, str(ROOT / "predict.py"), f"run={run_dir}", f"export={exported}"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and "was saved before model.pt existed" in done.stderr, done.stderr
+    shutil.rmtree(run_dir)
+    assert load_predictor(exported).predict(sentences) == before
+    again = subprocess.run([sys.executable, str(ROOT / "predict.py"), f"run={exported}", f"export={exported}"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 2 and "never overwritten" in again.stderr
