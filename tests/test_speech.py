@@ -22,6 +22,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "speech"
 
 
 # ---- features -------------------------------------------------------------------------------------
+@pytest.mark.slow  # importing librosa JIT-compiles its numba kernels: 10-30 s before the first comparison
 @pytest.mark.parametrize("htk,norm", [(False, "slaney"), (True, "slaney"), (False, None), (True, None)])
 @pytest.mark.parametrize("n_fft,n_mels,fmin,fmax", [(512, 80, 0.0, None), (400, 40, 20.0, 7600.0)])
 def test_mel_filterbank_matches_librosa(htk, norm, n_fft, n_mels, fmin, fmax):
