@@ -229,7 +229,10 @@ def main(argv=None) -> list[dict]:
                         help="override keys that do not define a configuration (default: seed)")
     args = parser.parse_args(argv)
 
-    runs = find_runs(args.dirs)
+    try:
+        runs = find_runs(args.dirs)
+    except ValueError as err:  # a missing directory: its one line, not a traceback
+        raise SystemExit(f"collect_results: error: {err}") from None
     if not runs:
         raise SystemExit(f"no runs (metrics.jsonl, results.json or failure.json) found under "
                          f"{[str(d) for d in args.dirs]}")

@@ -11,15 +11,13 @@ are printed first. Tune on valid; pass --split test only to report the chosen se
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
-from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.registry import build_task
+from tasks.engine.cli_args import one_line_errors
+from tasks.engine.inference import load_trained
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.metrics import error_counts, rates
@@ -50,18 +48,11 @@ def main(argv=None) -> None:
     ap.add_argument("--bonuses", type=float, nargs="+", default=[0.0, 1.0, 2.0])
     ap.add_argument("--beam", type=int, default=8)
     args = ap.parse_args(argv)
-    config = args.run_dir / ".hydra" / "config.yaml"
-    if not config.is_file():
-        sys.exit(f"{config} does not exist: pass the directory of a finished speech run (it holds .hydra/ and "
-                 f"checkpoints/best.pt)")
-    cfg = OmegaConf.load(config)
-    torch.set_num_threads(int(cfg.trainer.get("num_threads") or 1))
-    torch.set_flush_denormal(bool(cfg.trainer.get("flush_denormal", True)))  # as the run was trained
-    task = build_task(cfg)
-    task.setup()
-    model = task.build_model()
-    model.load_state_dict(load_checkpoint(args.run_dir / "checkpoints" / "best.pt", map_location="cpu")["model"])
-    model.eval()
+    with one_line_errors("tune_speech_lm"):  # the one loader (threads and denormal flushing as trained)
+        trained = load_trained(args.run_dir, splits=("train", args.split), device="cpu", expect_tasks=("speech",))
+        task, model = trained.task, trained.model
+        if not trained.data_loaded:
+            task.setup()  # the training transcripts fit each candidate LM
     pairs = split_log_probs(task, model, args.split)
     greedy = score(task, pairs, lambda lp: greedy_decode(lp.unsqueeze(1), torch.tensor([lp.size(0)]))[0])
     print(f"{args.split}: {len(pairs)} utterances; greedy WER {greedy['wer']:.2f} CER {greedy['cer']:.2f}", flush=True)

@@ -5,7 +5,7 @@ from typing import Tuple
 
 from torch import Tensor
 
-from sru.dispatch import shape_of
+from sru.checks import shape_of
 
 
 def custom_m_UV(cell, input: Tensor) -> Tuple[Tensor, Tensor]:

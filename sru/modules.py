@@ -7,7 +7,6 @@ with ``load_state_dict(strict=True)``. The elementwise recurrence itself lives i
 this file only computes U with one matrix product and hands everything to
 ``elementwise_recurrence``. See ``docs/sru.md`` for usage.
 """
-import contextlib
 import copy
 from typing import List, Optional, Tuple, Union
 
@@ -16,18 +15,17 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
-from sru.dispatch import (check_cell_input, check_layer_sizes, check_stack_input, empty_outputs,
-                          fuse_layer, inference_plan, run_inference_path, stack_inference,
-                          state_dtype)
-from sru.ops import BACKENDS, elementwise_recurrence
+from sru.checks import check_cell_input, check_layer_sizes, check_stack_input, empty_outputs
+from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
-from sru.ops.cpu.stack import GENERATION as STACK_GENERATION
-from sru.ops.fused_layer import linear_recurrence_cpu
+from sru.ops.cpu.fused_layer import linear_recurrence_cpu
+from sru.ops.cpu.paths import fuse_layer, inference_plan, run_inference_path, stack_inference
+from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
 from .ops.shapes import num_directions, state_width
 
 
-class SRUCell(nn.Module):
+class SRUCell(RecurrentCellBase):
     """One SRU layer (both directions when bidirectional), like ``nn.LSTMCell`` for a sequence.
 
     Input (L, B, input_size) or a single step (B, input_size); c0 (B, dirs*hidden_size);
@@ -35,7 +33,16 @@ class SRUCell(nn.Module):
     (B, dirs*hidden_size) for a single step) and the last c (B, dirs*hidden_size).
     """
 
-    scale_x: Tensor
+    _REPR_DEFAULTS = (("projection_size", 0), ("dropout", 0), ("rnn_dropout", 0),
+                      ("bidirectional", False), ("highway_bias", 0), ("activation", "none"),
+                      ("v1", False), ("rescale", None),  # rescale: always shown
+                      ("has_skip_term", True), ("normalize_after", False),
+                      ("project_skip", False), ("backend", "auto"))
+    # Whole modules pickled by the official package (same class path, sru.modules.SRUCell)
+    # lack the attributes added here or in later 2.x versions.
+    _PICKLE_DEFAULTS = (("normalize_after", False), ("weight_c_init", None),
+                        ("amp_recurrence_fp16", False), ("custom_m", None),
+                        ("project_skip", False))
 
     def __init__(self,
                  input_size: int,
@@ -113,32 +120,6 @@ class SRUCell(nn.Module):
         """The official initialization recipe (paper section 3.2): sru/initialization.py."""
         reset_cell_parameters(self)
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        # A checkpoint's scale_x wins over the one computed at construction.
-        self._scale_x_value = float(self.scale_x[0])
-
-    def __setattr__(self, name: str, value) -> None:
-        if name == "backend" and value not in BACKENDS:  # at construction, not at the first forward
-            raise ValueError(f"SRUCell expected backend in {BACKENDS}, got {value!r}")
-        super().__setattr__(name, value)
-        STACK_GENERATION[0] += 1  # cached stack plans (sru/ops/cpu/stack.py) must re-check cells
-
-    def _apply(self, fn, *args, **kwargs):
-        applied = super()._apply(fn, *args, **kwargs)  # .to(), .double(), ...: new storages
-        STACK_GENERATION[0] += 1
-        return applied
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        # Whole modules pickled by the official package (same class path, sru.modules.SRUCell)
-        # lack the attributes added here or in later 2.x versions.
-        for name, default in (("backend", "auto"), ("normalize_after", False),
-                              ("weight_c_init", None), ("amp_recurrence_fp16", False),
-                              ("custom_m", None), ("project_skip", False)):
-            self.__dict__.setdefault(name, default)
-        self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
-
     def forward(self,
                 input: Tensor,
                 c0: Optional[Tensor] = None,
@@ -158,16 +139,11 @@ class SRUCell(nn.Module):
         residual = input  # the skip term sees the raw input (before layer norm and rnn_dropout)
         if self.layer_norm is not None and not self.normalize_after:
             input = self.layer_norm(input)
-        if self.training and self.rnn_dropout > 0:  # one mask per sequence, shared over time
-            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
-        mask_c = None
-        if self.training and self.dropout > 0:
-            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+        input, mask_c = self._dropout(input, batch)
 
         if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
-            h, c = linear_recurrence_cpu(
-                input, self.weight, self.weight_c, self.bias, c0, self.hidden_size,
-                self.bidirectional, self._skip_scale, self.activation, mask_c, mask_pad)
+            h, c = linear_recurrence_cpu(input, self.weight, self.weight_c, self.bias, c0,
+                                         Masks(mask_c, mask_pad), self.recurrence_spec())
         else:
             U, V = self.compute_UV(input, c0, mask_pad)
             h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
@@ -180,11 +156,6 @@ class SRUCell(nn.Module):
 
     def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
         return fuse_layer(self, input, residual, c0)  # a method: tests switch it off per cell
-
-    @property
-    def _skip_scale(self) -> float:
-        """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
-        return self._scale_x_value if self.rescale else 1.0
 
     def compute_U(self, input: Tensor) -> Tensor:
         """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k)."""
@@ -208,39 +179,12 @@ class SRUCell(nn.Module):
 
     def apply_recurrence(self, U: Tensor, V: Tensor, residual: Tensor, c0: Optional[Tensor],
                          mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> List[Tensor]:
-        # Under autocast U arrives in half precision; the recurrence accumulates c over time,
-        # so it runs in float32 unless amp_recurrence_fp16 asks for float16 (official rule).
-        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
-        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         if not (self.has_skip_term and U.size(-1) == 3 * self.output_size):
             residual = None  # the skip input is u3 (k = 4) or absent: x is not read
-        autocast_off = torch.autocast(U.device.type, enabled=False) \
-            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
-        with autocast_off:
-            h, c = elementwise_recurrence(
-                cast(U), cast(residual), cast(V), cast(self.bias), cast(c0), self.hidden_size,
-                bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
-                scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
-                mask_pad=mask_pad, backend=self.backend)
-        return [h, c]
-
-    @staticmethod
-    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
-        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
-
-    def extra_repr(self) -> str:
-        options = [("projection_size", self.projection_size, 0), ("dropout", self.dropout, 0),
-                   ("rnn_dropout", self.rnn_dropout, 0), ("bidirectional", self.bidirectional, False),
-                   ("highway_bias", self.highway_bias, 0), ("activation", self.activation, "none"),
-                   ("v1", self.v1, False), ("rescale", self.rescale, None),  # rescale: always shown
-                   ("has_skip_term", self.has_skip_term, True), ("normalize_after", self.normalize_after, False),
-                   ("project_skip", self.project_skip, False), ("backend", self.backend, "auto")]
-        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend" else f"{name}={value}"
-                 for name, value, default in options if value != default]
-        return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
+        return list(self._recurrence(U, residual, V, c0, mask_c, mask_pad))
 
 
-class SRU(nn.Module):
+class SRU(StackBase):
     """A stack of SRU layers, like ``nn.LSTM``.
 
     Input (L, B, input_size) ((B, L, input_size) with batch_first) or a PackedSequence;
@@ -340,15 +284,6 @@ class SRU(nn.Module):
             if name not in self.__dict__ and name not in self._modules:
                 self.__dict__[name] = default
 
-    @property
-    def backend(self) -> str:
-        return self.rnn_lst[0].backend
-
-    @backend.setter
-    def backend(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.backend = value
-
     def reset_parameters(self) -> None:
         for cell in self.rnn_lst:
             cell.reset_parameters()
@@ -366,27 +301,26 @@ class SRU(nn.Module):
             return forward_packed_sequence(self, input, c0, mask_pad)
         time_major = not self.batch_first
         input, mask_pad = check_stack_input(self, input, c0, mask_pad, time_major)
-        batch = input.size(1)
         h = input if self.input_to_hidden is None else self.input_to_hidden(input)
-        plan = inference_plan(self.rnn_lst, h)
-        if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
-            h, c_stack = empty_outputs(h, c0, (self.num_layers, batch, self.output_size),
-                                       self.output_size, self.amp_recurrence_fp16, self)
-        elif plan is not None:  # no autograd: one matmul and one direct kernel call per layer
-            h, c_stack = run_inference_path(plan, h, c0, mask_pad)
-        else:
-            c_last = []
-            for i, cell in enumerate(self.rnn_lst):
-                h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
-                c_last.append(c)
-            c_stack = torch.stack(c_last)
-        if self.nn_rnn_compatible_return:  # (layers, B, dirs*d) -> (layers*dirs, B, d)
-            c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
-                       .transpose(1, 2).reshape(-1, batch, self.hidden_size))
+        h, c_stack = self._layers(h, c0, mask_pad)
+        c_stack = self._stack_c(c_stack, h.size(1))
+        return (h if time_major else h.transpose(0, 1)), c_stack
 
-        if not time_major:
-            h = h.transpose(0, 1)
-        return h, c_stack
+    def _layers(self, h: Tensor, c0: Optional[Tensor],
+                mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """Every layer over time-major h (L, B, d_in): (h, c (layers, B, dirs*d))."""
+        batch = h.size(1)
+        if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
+            return empty_outputs(h, c0, (self.num_layers, batch, self.output_size),
+                                 self.output_size, self.amp_recurrence_fp16, self)
+        plan = inference_plan(self.rnn_lst, h)
+        if plan is not None:  # no autograd: one matmul and one direct kernel call per layer
+            return run_inference_path(plan, h, c0, mask_pad)
+        c_last = []
+        for i, cell in enumerate(self.rnn_lst):  # the general path, through autograd
+            h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
+            c_last.append(c)
+        return h, torch.stack(c_last)
 
     def forward_varlen(self, tokens: Tensor, cu_seqlens: Tensor,
                        c0: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:

@@ -20,9 +20,10 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.dispatch import check_float_tensor, shape_of, state_dtype
-from sru.ops.fused_layer import linear_recurrence_cpu
+from sru.checks import check_float_tensor, shape_of, state_dtype
+from sru.ops.cpu.fused_layer import linear_recurrence_cpu
 from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
+from sru.ops.spec import Masks
 
 
 def packed_supported(sru) -> bool:
@@ -46,8 +47,7 @@ def cell_forward_packed(cell, x: Tensor, layout: PackedLayout,
 
     if cell._fuse_layer(x, residual, c0):  # eager CPU training, plain k = 3 layer
         h, c = linear_recurrence_cpu(x, cell.weight, cell.weight_c, cell.bias, c0,
-                                     cell.hidden_size, cell.bidirectional, cell._skip_scale,
-                                     cell.activation, mask_c, None, layout.kernel_args)
+                                     Masks(mask_c), cell.recurrence_spec(), layout.kernel_args)
     else:
         U = x if cell.weight_proj is None else x.mm(cell.weight_proj)
         U = U.mm(cell.weight)

@@ -9,7 +9,6 @@ the fused CPU kernel, the Triton kernel on CUDA, or the reference loop, with aut
 torch.compile. Token-by-token decoding with a key/value cache: ``sru.srupp_decode``.
 See docs/srupp.md.
 """
-import contextlib
 import math
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -17,8 +16,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.dispatch import check_float_tensor, check_layer_sizes, check_mask_pad, state_dtype
-from sru.ops import elementwise_recurrence
+from sru.checks import check_float_tensor, check_input_dtype, check_layer_sizes, check_mask_pad
+from sru.cell_base import RecurrentCellBase, StackBase
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 from .ops.shapes import num_directions, state_width
@@ -26,7 +25,7 @@ from .ops.shapes import num_directions, state_width
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
 
-class SRUppCell(nn.Module):
+class SRUppCell(RecurrentCellBase):
     """One SRU++ layer: U = transform_module(x) (attention or projected linear), then the SRU
     recurrence. Arguments as the official 3.0 ``SRUCell`` (which ``SRUppCell`` subclasses
     there); ``backend`` picks the recurrence kernel as in ``sru.SRUCell``.
@@ -35,7 +34,8 @@ class SRUppCell(nn.Module):
     ``projection_size``); such a layer has no attention and ignores attention arguments.
     """
 
-    scale_x: Tensor
+    _REPR_DEFAULTS = (("dropout", 0.0), ("bidirectional", False), ("highway_bias", 0.0),
+                      ("rescale", False), ("normalize_after", True), ("backend", "auto"))
 
     def __init__(self,
                  input_size: int,
@@ -108,10 +108,6 @@ class SRUppCell(nn.Module):
         else:
             self.weight_c.uniform_(-self.weight_c_init, self.weight_c_init)
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        self._scale_x_value = float(self.scale_x[0])  # the checkpoint's alpha wins
-
     def forward(self,
                 input: Tensor,
                 c0: Optional[Tensor] = None,
@@ -127,11 +123,7 @@ class SRUppCell(nn.Module):
         residual = input  # the skip term sees the raw input
         if self.layer_norm is not None and not self.normalize_after:
             input = self.layer_norm(input)
-        if self.training and self.rnn_dropout > 0:
-            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
-        mask_c = None
-        if self.training and self.dropout > 0:
-            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+        input, mask_c = self._dropout(input, batch)
         U = self.compute_U(input, mask_pad, attn_mask, memory, memory_mask_pad)
         h, c = self.apply_recurrence(U, residual, c0, mask_c, mask_pad)
         if self.layer_norm is not None and self.normalize_after:
@@ -155,24 +147,12 @@ class SRUppCell(nn.Module):
 
     def apply_recurrence(self, U: Tensor, residual: Tensor, c0: Optional[Tensor],
                          mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        # As sru.SRUCell: under autocast U is half precision, but c accumulates over time, so
-        # the recurrence runs in float32 unless amp_recurrence_fp16 asks for float16.
-        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
-        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         x = residual if self.has_skip_term and self.num_matrices == 3 else None
-        autocast_off = torch.autocast(U.device.type, enabled=False) \
-            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
-        with autocast_off:
-            return elementwise_recurrence(
-                cast(U), cast(x), cast(self.weight_c), cast(self.bias), cast(c0),
-                self.hidden_size, bidirectional=self.bidirectional,
-                has_skip_term=self.has_skip_term,
-                scale_x=self._scale_x_value if self.rescale else 1.0,
-                activation=self.activation, mask_c=cast(mask_c), mask_pad=mask_pad,
-                backend=self.backend)
+        return self._recurrence(U, x, self.weight_c, c0, mask_c, mask_pad)
 
     def _check(self, input, c0, mask_pad) -> None:
         check_float_tensor("input", "SRUppCell", input)
+        check_input_dtype("SRUppCell", input, self.weight_c.dtype)
         if input.dim() != 3 or input.size(-1) != self.input_size:
             raise ValueError(f"SRUppCell expected input of shape (length, batch, "
                              f"{self.input_size}), got {tuple(input.shape)}")
@@ -184,17 +164,33 @@ class SRUppCell(nn.Module):
         if mask_pad is not None:
             check_mask_pad("SRUppCell", mask_pad, tuple(input.shape[:2]), "(length, batch)")
 
-    @staticmethod
-    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
-        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
 
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        for name, default in (("dropout", 0.0), ("bidirectional", False), ("highway_bias", 0.0),
-                              ("rescale", False), ("normalize_after", True), ("backend", "auto")):
-            if getattr(self, name) != default:
-                s += f", {name}={getattr(self, name)!r}"
-        return s
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
+                           attention_every_n_layers, attention_last_n_layers) -> None:
+    """SRUpp's constructor arguments, refused here with one ValueError naming the fix, instead
+    of a ZeroDivisionError or a shape error deep inside the first forward."""
+    if not _positive_int(num_layers):
+        raise ValueError(f"SRUpp expected num_layers to be a positive int, got {num_layers!r}")
+    if not _positive_int(proj_size):
+        raise ValueError(f"SRUpp expected proj_size (the attention's projected width) to be a "
+                         f"positive int, got {proj_size!r}; pass e.g. proj_size=hidden_size // 4")
+    if not _positive_int(num_heads) or proj_size % num_heads != 0:
+        raise ValueError(f"SRUpp expected num_heads to be a positive int dividing "
+                         f"proj_size={proj_size}, got num_heads={num_heads!r}")
+    for name, value in (("dropout", dropout), ("attn_dropout", attn_dropout)):
+        if not isinstance(value, (int, float)) or not 0.0 <= float(value) < 1.0:
+            raise ValueError(f"SRUpp expected {name} in [0, 1), got {value!r}")
+    if not _positive_int(attention_every_n_layers):
+        raise ValueError(f"SRUpp expected attention_every_n_layers >= 1 (1 = attention in every "
+                         f"layer), got {attention_every_n_layers!r}")
+    last = attention_last_n_layers
+    if not isinstance(last, int) or isinstance(last, bool) or not (last == -1 or 0 <= last <= num_layers):
+        raise ValueError(f"SRUpp expected attention_last_n_layers in [0, num_layers={num_layers}] "
+                         f"or -1 (unset), got {last!r}")
 
 
 def _reset_transform(module: nn.Module) -> None:
@@ -209,7 +205,7 @@ def _reset_transform(module: nn.Module) -> None:
         module.reset_parameters()
 
 
-class SRUpp(nn.Module):
+class SRUpp(StackBase):
     """A stack of SRU++ layers (``rnn_lst``), like the official ``sru.SRUpp``.
 
     forward(input (L, B, input_size) or PackedSequence, c0 (layers, B, dirs*hidden_size),
@@ -239,12 +235,12 @@ class SRUpp(nn.Module):
                  weight_c_init: float = 1.0,
                  backend: str = "auto"):
         super().__init__()
+        _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
+                               attention_every_n_layers, attention_last_n_layers)
         if attention_every_n_layers != 1 and attention_last_n_layers != -1:
             raise ValueError("SRUpp expected at most one of attention_every_n_layers (got "
                              f"{attention_every_n_layers}) and attention_last_n_layers (got "
                              f"{attention_last_n_layers}) to be set; leave the other at its default")
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError(f"SRUpp expected num_layers to be a positive int, got {num_layers!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.proj_size = proj_size
@@ -287,15 +283,6 @@ class SRUpp(nn.Module):
     def __getitem__(self, n: int) -> SRUppCell:
         return self.rnn_lst[n]
 
-    @property
-    def backend(self) -> str:
-        return self.rnn_lst[0].backend
-
-    @backend.setter
-    def backend(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.backend = value
-
     def reset_parameters(self) -> None:
         for cell in self.rnn_lst:
             cell.reset_parameters()
@@ -318,7 +305,7 @@ class SRUpp(nn.Module):
             input, lengths = pad_packed_sequence(input)
             mask_pad = (torch.arange(input.size(0)).unsqueeze(1) >= lengths.unsqueeze(0)).to(input.device)
         self._check(input, c0, mask_pad, memory)
-        length, batch = input.size(0), input.size(1)
+        batch = input.size(1)
         x = input if self.input_to_hidden is None else self.input_to_hidden(input)
         x = x.contiguous()
         saved_inputs, c_last = [], []
@@ -328,10 +315,7 @@ class SRUpp(nn.Module):
                         memory=None if memory is None else memory[i],
                         memory_mask_pad=memory_mask_pad)
             c_last.append(c)
-        c_stack = torch.stack(c_last)
-        if self.nn_rnn_compatible_return:  # (layers, B, dirs*d) -> (layers*dirs, B, d)
-            c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
-                       .transpose(1, 2).reshape(-1, batch, self.hidden_size))
+        c_stack = self._stack_c(c_last, batch)
         h = x if lengths is None else pack_padded_sequence(x, lengths, enforce_sorted=False)
         return h, c_stack, {"saved_inputs": saved_inputs}
 
@@ -347,6 +331,7 @@ class SRUpp(nn.Module):
 
     def _check(self, input, c0, mask_pad, memory) -> None:
         check_float_tensor("input", "SRUpp", input)
+        check_input_dtype("SRUpp", input, self.rnn_lst[0].weight_c.dtype)
         if input.dim() != 3 or input.size(-1) != self.input_size:
             raise ValueError(f"SRUpp expected input of shape (length, batch, {self.input_size}), "
                              f"got {tuple(input.shape)}")

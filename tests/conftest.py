@@ -88,7 +88,7 @@ def load_script(name: str):
 
 
 def check_attention_lm_run(run_dir: Path, summary) -> None:
-    """A tiny attention LM run (SRU++, Transformer) learnt, and scripts/sample_lm.py's step decoding gives
+    """A tiny attention LM run (SRU++, Transformer) learnt, and tasks/lm/generate.py's step decoding gives
     the logits of one causal forward over prompt + sample."""
     import math
 
@@ -101,10 +101,12 @@ def check_attention_lm_run(run_dir: Path, summary) -> None:
     valid = read_metrics(run_dir, "valid")
     assert valid[-1]["ppl"] < valid[0]["ppl"]
     assert math.isfinite(summary["test"]["ppl"])
-    sample_lm = load_script("sample_lm")
-    model, vocab, _ = sample_lm.load_model(run_dir)
+    from tasks.engine.inference import load_trained
+    from tasks.lm.generate import generate
+    trained = load_trained(run_dir, device="cpu")
+    model, vocab = trained.model, trained.task.vocab
     prompt = vocab.encode("the cat".split())
-    ids, logits = sample_lm.generate(model, prompt, 6, greedy=True)
+    ids, logits = generate(model, prompt, 6, greedy=True)
     with torch.no_grad():
         full, _ = model(torch.tensor(prompt + ids).unsqueeze(1))
     torch.testing.assert_close(logits, full[len(prompt) - 1:-1, 0], rtol=1e-5, atol=1e-5)

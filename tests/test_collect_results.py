@@ -78,7 +78,7 @@ def test_group_by_config_keys_and_explicit_metrics(tmp_path):
 
 
 def test_missing_dir_and_empty_dir_errors(tmp_path):
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(SystemExit, match="^collect_results: error: run directory .*nope does not exist"):
         collect_results.main([str(tmp_path / "nope")])
     with pytest.raises(SystemExit, match="no runs"):
         collect_results.main([str(tmp_path)])

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sru import SRU, SRUCell
-from sru.dispatch import inference_plan
+from sru.ops.cpu.paths import inference_plan
 from sru.ops import available_backends
 from sru_helpers import _randomize, decode_step_by_step
 

@@ -13,7 +13,8 @@ from conftest import ROOT, compose
 
 from tasks.common.batching import pad_collate
 from tasks.speech.data import Utterance, load_audio, read_manifest
-from tasks.speech.decoding import collapse, greedy_decode, prefix_beam_search
+from tasks.speech.char_lm import CharNgramLM
+from tasks.speech.decoding import collapse, gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, hz_to_mel, mel_filterbank, mel_to_hz, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.text import char_vocabulary, normalize_transcript
@@ -154,6 +155,21 @@ def test_prefix_beam_sums_paths_greedy_misses():
     lp = torch.tensor([[0.6, 0.4], [0.6, 0.4]]).log()
     assert greedy_decode(lp.unsqueeze(1), torch.tensor([2])) == [[]]
     assert prefix_beam_search(lp, beam=4) == [1]
+
+
+def test_lm_bonus_is_withheld_where_greedy_output_is_nearly_empty():
+    # all-blank acoustics (a model still in CTC's blank phase): greedy writes nothing; with the bonus the LM
+    # writes text of its own, which the gate prevents
+    lm = CharNgramLM.fit([[3, 4, 5, 3, 4, 5]] * 20, order=3, vocab_size=6)
+    lp = torch.tensor([[0.9] + [0.02] * 5] * 12).log()
+    greedy = greedy_decode(lp.unsqueeze(1), torch.tensor([12]))[0]
+    assert greedy == []
+    assert len(prefix_beam_search(lp, beam=4, lm=lm, lm_weight=0.5, bonus=8.0)) > 0
+    bonus = gated_bonus(greedy, 12, 8.0, chars_per_step=0.5)
+    assert bonus == 0.0 and prefix_beam_search(lp, beam=4, lm=lm, lm_weight=0.5, bonus=bonus) == []
+    # a greedy output of a quarter of the expected length or more keeps the tuned bonus
+    assert gated_bonus([3, 4], 12, 8.0, chars_per_step=0.5) == 8.0
+    assert gated_bonus([3], 12, 8.0, chars_per_step=0.5) == 0.0
 
 
 def test_wer_cer_match_jiwer_and_sum_exactly_over_shards():

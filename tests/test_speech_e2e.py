@@ -58,6 +58,8 @@ def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, 
     assert test["wer"] == pytest.approx(100 * jiwer.wer(refs, hyps))  # jiwer accepts empty hypotheses
     assert test["cer"] == pytest.approx(100 * jiwer.cer(refs, hyps))
     assert test["baseline_empty_wer"] == 100.0
+    # the beam + LM decoder also reports the greedy (no LM) rates of the same test split
+    assert ("greedy_wer" in test and "greedy_cer" in test) == ("task.decoder=beam" in decoding)
     assert (tmp_path / "run" / "transcripts_valid.jsonl").is_file()
     assert json.loads((tmp_path / "run" / "results.json").read_text())["test"]["wer"] == test["wer"]
     assert any((tmp_path / "cache" / "features").glob("*.pt"))  # features cached for the next run
@@ -96,6 +98,7 @@ def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path,
     out = capsys.readouterr().out
     assert "valid: 2 utterances; greedy WER" in out and "beam 3, no LM: WER" in out
     assert "| 2 | 0.5 | 1 |" in out
-    with pytest.raises(SystemExit, match="does not exist"):
+    with pytest.raises(SystemExit, match="2"):
         tune.main([str(tmp_path / "nowhere")])
+    assert "no such file or directory" in capsys.readouterr().err
 

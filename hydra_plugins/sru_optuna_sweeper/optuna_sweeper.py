@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, List, Optional
@@ -35,10 +36,18 @@ class OptunaSweeper(Sweeper):
     def __init__(self, direction: str, study_name: str, storage: Optional[str], n_trials: int, n_jobs: int,
                  max_failures: Optional[int], heartbeat_interval: float, grace_period: Optional[float],
                  max_retry: Optional[int], sampler: Any, pruner: Any, params: Any, trial_number: Optional[int] = None):
-        if direction not in ("minimize", "maximize"):
-            raise ValueError(f"hydra.sweeper.direction={direction!r}: use minimize or maximize")
-        if n_trials < 1 or n_jobs < 1:
-            raise ValueError(f"hydra.sweeper.n_trials={n_trials}, n_jobs={n_jobs}: both must be at least 1")
+        from tasks.engine.errors import RunError
+        from tasks.engine.sweep_storage import check_storage
+
+        try:  # before the sweep dir exists: a refused sweep leaves nothing behind
+            if direction not in ("minimize", "maximize"):
+                raise ValueError(f"hydra.sweeper.direction={direction!r}: use minimize or maximize")
+            if n_trials < 1 or n_jobs < 1:
+                raise ValueError(f"hydra.sweeper.n_trials={n_trials}, n_jobs={n_jobs}: both must be at least 1")
+            check_storage(storage)
+        except (ValueError, RunError) as err:  # one line, like train.py's; Hydra lets SystemExit through
+            print(f"[train] error: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         self.direction, self.study_name, self.storage_url = direction, study_name, storage
         self.n_trials, self.n_jobs, self.max_failures, self.max_retry = n_trials, n_jobs, max_failures, max_retry
         self.heartbeat_interval = float(heartbeat_interval)

@@ -3,6 +3,8 @@
 This is the readable specification of the recurrence (docs/spec.md#forward-recurrence)
 and the test oracle for every fused backend. Autograd differentiates it, so it needs no
 backward of its own; it works in any floating dtype, float64 included (for gradcheck).
+``gate_setup`` and ``cell_step`` are the only statement of the gate set-up and the cell
+maths: the export form (sru/ops/export.py) scans ``cell_step`` instead of looping.
 
 Layouts (``dirs`` = 2 when bidirectional, else 1; ``d`` = hidden size per direction; the
 kernels' memory layout: docs/spec.md#memory-layout):
@@ -15,151 +17,137 @@ kernels' memory layout: docs/spec.md#memory-layout):
     c0        (B, dirs*d)
     mask_c    (B, dirs*d)            time-shared dropout mask on the gated term (already scaled)
     mask_pad  (L, B)                 true / nonzero = padded step
+Packed input (sru/ops/packing.py) has rows (N,) in place of (L, B).
 """
-from typing import List, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
-from .shapes import num_directions
+
+from .spec import SKIP_SCALED_X, Masks, RecurrenceSpec, flat_entry
 
 
-def elementwise_recurrence_reference(
-    U: Tensor,
-    x: Optional[Tensor],
-    weight_c: Tensor,
-    bias: Tensor,
-    c0: Optional[Tensor],
-    hidden_size: int,
-    bidirectional: bool = False,
-    has_skip_term: bool = True,
-    scale_x: float = 1.0,
-    activation: str = "none",
-    mask_c: Optional[Tensor] = None,
-    mask_pad: Optional[Tensor] = None,
-) -> Tuple[Tensor, Tensor]:
-    """Return ``(h, c_last)``: h is (L, B, dirs*d), c_last is (B, dirs*d)."""
-    dirs = num_directions(bidirectional)
-    d = hidden_size
-    length, batch = U.size(0), U.size(1)
-    k = U.size(-1) // (dirs * d)
-    U = U.reshape(length, batch, dirs, d, k)
+class Gates(NamedTuple):
+    """Every recurrence input viewed per direction: U (*rows, dirs, d, k); v_f, v_r (dirs, d)
+    or per step (*rows, dirs, d); b_f, b_r (dirs, d); x_skip (*rows, dirs, d) (scaled x, or
+    u3, or None without a skip term); c0 and drop (B, dirs, d) (drop None without mask_c)."""
 
-    per_step_weights = weight_c.dim() > 1
-    if per_step_weights:
-        w = weight_c.reshape(length, batch, dirs, d, 2)
-        v_f, v_r = w[..., 0], w[..., 1]          # (L, B, dirs, d)
+    U: Tensor
+    v_f: Tensor
+    v_r: Tensor
+    b_f: Tensor
+    b_r: Tensor
+    x_skip: Optional[Tensor]
+    c0: Tensor
+    drop: Optional[Tensor]
+
+
+def gate_setup(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
+               c0: Optional[Tensor], mask_c: Optional[Tensor], spec: RecurrenceSpec,
+               batch: int) -> Gates:
+    """The gate set-up, once for every path: U's rows are (L, B) padded or (N,) packed."""
+    dirs, d, k = spec.dirs, spec.hidden_size, spec.k(U)
+    rows = U.shape[:-1]
+    U = U.reshape(*rows, dirs, d, k)
+    if weight_c.dim() > 1:  # per-step gate weights, laid out (dirs, d, 2)
+        w = weight_c.reshape(*rows, dirs, d, 2)
+        v_f, v_r = w[..., 0], w[..., 1]
     else:
-        v_f, v_r = weight_c.reshape(2, dirs, d)  # (dirs, d) each
+        v_f, v_r = weight_c.reshape(2, dirs, d)
     b_f, b_r = bias.reshape(2, dirs, d)
-
-    if not has_skip_term:
-        x_skip = None
-    elif k == 3:
-        x_skip = x.reshape(length, batch, dirs, d) * scale_x
-    else:
+    mode = spec.skip_mode(k)
+    x_skip = None
+    if mode == SKIP_SCALED_X:
+        x_skip = x.reshape(*rows, dirs, d) * spec.scale_x
+    elif spec.has_skip_term:
         x_skip = U[..., 3]
-
-    if c0 is None:
-        c0 = U.new_zeros(batch, dirs * d)
-    c0 = c0.reshape(batch, dirs, d)
-    keep = None
-    if mask_pad is not None:
-        # 1 on real tokens, 0 on padding; broadcast over hidden units.
-        keep = (mask_pad.reshape(length, batch, 1) == 0).to(U.dtype)
+    c0 = U.new_zeros(batch, dirs, d) if c0 is None else c0.reshape(batch, dirs, d)
     drop = None if mask_c is None else mask_c.reshape(batch, dirs, d)
+    return Gates(U, v_f, v_r, b_f, b_r, x_skip, c0, drop)
+
+
+def cell_step(u: Tensor, c_prev: Tensor, weights: Tuple[Tensor, Tensor, Tensor, Tensor],
+              x_t: Optional[Tensor], drop: Optional[Tensor], keep: Optional[Tensor],
+              use_tanh: bool) -> Tuple[Tensor, Tensor]:
+    """One time step of one direction: ``(c_t, h_t)`` from u_t (..., k), c_{t-1}, the gate
+    weights ``(v_f, v_r, b_f, b_r)``, the skip input x'_t (None: no skip term), the dropout
+    mask and ``keep`` (1 on real tokens, 0 on padded steps, which keep c and output 0)."""
+    v_f, v_r, b_f, b_r = weights
+    f = torch.sigmoid(u[..., 1] + v_f * c_prev + b_f)
+    r = torch.sigmoid(u[..., 2] + v_r * c_prev + b_r)
+    c = f * c_prev + (1 - f) * u[..., 0]
+    if keep is not None:  # a padded step keeps the state unchanged
+        c = keep * c + (1 - keep) * c_prev
+    g = torch.tanh(c) if use_tanh else c
+    gated = r if drop is None else r * drop
+    h = gated * g if x_t is None else x_t + gated * (g - x_t)
+    return c, (h if keep is None else h * keep)
+
+
+def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
+           c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec) -> Tuple[Tensor, Tensor]:
+    """Return ``(h, c_last)``: h is (L, B, dirs*d), c_last is (B, dirs*d)."""
+    length, batch = U.size(0), U.size(1)
+    g = gate_setup(U, x, weight_c, bias, c0, masks.mask_c, spec, batch)
+    keep = None
+    if masks.mask_pad is not None:
+        # 1 on real tokens, 0 on padding; broadcast over hidden units.
+        keep = (masks.mask_pad.reshape(length, batch, 1) == 0).to(U.dtype)
 
     # Per-step views taken once: indexing U[t] inside the loop would make autograd build
     # (and zero-fill) a full-size gradient of U at every step, quadratic in the length.
-    U_steps = U.unbind(0)
-    x_steps = None if x_skip is None else x_skip.unbind(0)
-    if per_step_weights:
-        v_f, v_r = v_f.unbind(0), v_r.unbind(0)
+    U_steps = g.U.unbind(0)
+    x_steps = None if g.x_skip is None else g.x_skip.unbind(0)
+    per_step = g.v_f.dim() > 2
+    v_f, v_r = (g.v_f.unbind(0), g.v_r.unbind(0)) if per_step else (g.v_f, g.v_r)
 
-    h = [[None] * length for _ in range(dirs)]
+    h = [[None] * length for _ in range(spec.dirs)]
     c_last = []
-    for di in range(dirs):
-        steps = range(length) if di == 0 else range(length - 1, -1, -1)
-        c_prev = c0[:, di]
-        for t in steps:
-            vf = v_f[t][:, di] if per_step_weights else v_f[di]
-            vr = v_r[t][:, di] if per_step_weights else v_r[di]
-            u = U_steps[t][:, di]
-            f = torch.sigmoid(u[..., 1] + vf * c_prev + b_f[di])
-            r = torch.sigmoid(u[..., 2] + vr * c_prev + b_r[di])
-            c = f * c_prev + (1 - f) * u[..., 0]
-            if keep is not None:  # a padded step keeps the state unchanged
-                c = keep[t] * c + (1 - keep[t]) * c_prev
-            g = torch.tanh(c) if activation == "tanh" else c
-            gated = r if drop is None else r * drop[:, di]
-            if x_steps is None:
-                h_t = gated * g
-            else:
-                x_t = x_steps[t][:, di]
-                h_t = x_t + gated * (g - x_t)
-            if keep is not None:
-                h_t = h_t * keep[t]
-            h[di][t] = h_t
-            c_prev = c
-        c_last.append(c_prev)
-    h = torch.stack([torch.stack(h[di], dim=0) for di in range(dirs)], dim=2)
-    return h.reshape(length, batch, dirs * d), torch.stack(c_last, dim=1).reshape(batch, dirs * d)
-
-
-def elementwise_recurrence_packed_reference(
-    U: Tensor,
-    x: Optional[Tensor],
-    weight_c: Tensor,
-    bias: Tensor,
-    c0: Optional[Tensor],
-    hidden_size: int,
-    batch_sizes: List[int],
-    bidirectional: bool = False,
-    has_skip_term: bool = True,
-    scale_x: float = 1.0,
-    activation: str = "none",
-    mask_c: Optional[Tensor] = None,
-) -> Tuple[Tensor, Tensor]:
-    """The recurrence over a packed batch (a PackedSequence's time-major layout): step t's rows
-    are the next ``batch_sizes[t]`` rows of U (N, dirs*d*k) and x (N, dirs*d), sequences sorted
-    by decreasing length, so step t updates the state of the first ``batch_sizes[t]``
-    sequences only. The backward direction of a sequence therefore starts at its own last
-    token (from c0), as the padded path does with ``mask_pad``. c0 and mask_c are (B, dirs*d)
-    with B = batch_sizes[0], in that sorted order. Returns h (N, dirs*d), c_last (B, dirs*d).
-    """
-    dirs = num_directions(bidirectional)
-    d = hidden_size
-    batch = batch_sizes[0]
-    k = U.size(-1) // (dirs * d)
-    U_steps = U.reshape(-1, dirs, d, k).split(batch_sizes)
-    v_f, v_r = weight_c.reshape(2, dirs, d)
-    b_f, b_r = bias.reshape(2, dirs, d)
-    x_steps = None
-    if has_skip_term and k == 3:
-        x_steps = (x.reshape(-1, dirs, d) * scale_x).split(batch_sizes)
-    if c0 is None:
-        c0 = U.new_zeros(batch, dirs * d)
-    c0 = c0.reshape(batch, dirs, d)
-    drop = None if mask_c is None else mask_c.reshape(batch, dirs, d)
-
-    length = len(batch_sizes)
-    h = [[None] * length for _ in range(dirs)]
-    c_last = []
-    for di in range(dirs):
-        state = c0[:, di]  # (B, d): rows past a sequence's end (or before its start) stay put
+    for di in range(spec.dirs):
+        c_prev = g.c0[:, di]
         for t in (range(length) if di == 0 else range(length - 1, -1, -1)):
-            n = batch_sizes[t]
-            c_prev, u = state[:n], U_steps[t][:, di]
-            f = torch.sigmoid(u[..., 1] + v_f[di] * c_prev + b_f[di])
-            r = torch.sigmoid(u[..., 2] + v_r[di] * c_prev + b_r[di])
-            c = f * c_prev + (1 - f) * u[..., 0]
-            g = torch.tanh(c) if activation == "tanh" else c
-            gated = r if drop is None else r * drop[:n, di]
-            if not has_skip_term:
-                h[di][t] = gated * g
-            else:
-                x_t = x_steps[t][:, di] if x_steps is not None else u[..., 3]
-                h[di][t] = x_t + gated * (g - x_t)
+            weights = ((v_f[t][:, di], v_r[t][:, di]) if per_step else (v_f[di], v_r[di])) \
+                + (g.b_f[di], g.b_r[di])
+            c_prev, h[di][t] = cell_step(
+                U_steps[t][:, di], c_prev, weights, None if x_steps is None else x_steps[t][:, di],
+                None if g.drop is None else g.drop[:, di], None if keep is None else keep[t],
+                spec.use_tanh)
+        c_last.append(c_prev)
+    h = torch.stack([torch.stack(h[di], dim=0) for di in range(spec.dirs)], dim=2)
+    return h.reshape(length, batch, spec.width), torch.stack(c_last, dim=1).reshape(batch, -1)
+
+
+def packed(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+           masks: Masks, spec: RecurrenceSpec, layout) -> Tuple[Tensor, Tensor]:
+    """The recurrence over a packed batch (a PackedSequence's time-major layout, described by
+    ``layout``, a ``sru.ops.packing.PackedLayout``): step t's rows are the next
+    ``batch_sizes[t]`` rows of U (N, dirs*d*k) and x (N, dirs*d), sequences sorted by
+    decreasing length, so step t updates the state of the first ``batch_sizes[t]`` sequences
+    only. The backward direction of a sequence therefore starts at its own last token (from
+    c0), as the padded path does with ``mask_pad``. c0 and mask_c are (B, dirs*d) with
+    B = batch_sizes[0], in that sorted order. Returns h (N, dirs*d), c_last (B, dirs*d).
+    """
+    sizes, batch = layout.sizes, layout.batch
+    g = gate_setup(U, x, weight_c, bias, c0, masks.mask_c, spec, batch)
+    U_steps = g.U.split(sizes)
+    x_steps = None if g.x_skip is None else g.x_skip.split(sizes)
+    length = len(sizes)
+    h = [[None] * length for _ in range(spec.dirs)]
+    c_last = []
+    for di in range(spec.dirs):
+        state = g.c0[:, di]  # (B, d): rows past a sequence's end (or before its start) stay put
+        weights = (g.v_f[di], g.v_r[di], g.b_f[di], g.b_r[di])
+        for t in (range(length) if di == 0 else range(length - 1, -1, -1)):
+            n = sizes[t]
+            c, h[di][t] = cell_step(
+                U_steps[t][:, di], state[:n], weights,
+                None if x_steps is None else x_steps[t][:, di],
+                None if g.drop is None else g.drop[:n, di], None, spec.use_tanh)
             state = c if n == batch else torch.cat([c, state[n:]])
         c_last.append(state)
-    h = torch.cat([torch.stack([h[di][t] for di in range(dirs)], dim=1) for t in range(length)])
-    return h.reshape(-1, dirs * d), torch.stack(c_last, dim=1).reshape(batch, dirs * d)
+    h = torch.cat([torch.stack([h[di][t] for di in range(spec.dirs)], dim=1)
+                   for t in range(length)])
+    return h.reshape(-1, spec.width), torch.stack(c_last, dim=1).reshape(batch, spec.width)
+
+
+elementwise_recurrence_reference = flat_entry(padded, "elementwise_recurrence_reference")

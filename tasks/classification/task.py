@@ -5,7 +5,9 @@ runs every fold and reports mean ± std. Metrics: accuracy and macro-F1 (percent
 """
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch.nn.functional as F
@@ -13,15 +15,16 @@ from torch import Tensor, nn
 
 from tasks.classification.presets import PRESETS
 from tasks.classification.schema import ClassificationConfig
-from tasks.common.batching import global_batches, shard_batches, split_batch
+from tasks.common.batching import global_batches, pad_collate, shard_batches, split_batch
 from tasks.common.encoders import build_encoder, check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
-from tasks.engine.base import LoggingOutput, Task
+from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
 from tasks.engine.schema import check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
+from .sources import Row
 from .metrics import count_logging_output, reduce_classification
 from .model import SentenceClassifier
 
@@ -41,6 +44,7 @@ class ClassificationTask(Task):
         self.task_cfg = cfg["task"]
         self.data = None
         self.vocab: Vocabulary | None = None
+        self.label_names: List[str] = []
         self.encoded: Dict[str, EncodedSplit] = {}
         self.vectors = None
         self.epoch_seconds: Dict[int, float] = {}
@@ -62,6 +66,10 @@ class ClassificationTask(Task):
         self.data = load_classification_data(t["data"])
         lowercase, max_len = t["data"]["lowercase"], t["data"]["max_length"]
         tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
+        if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
+            self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.label_names) for s in SPLITS}
+            return
+        self.label_names = list(self.data.label_names)
         emb = t["embedding"]
         extra: List[str] = []
         if emb.get("path"):
@@ -96,7 +104,7 @@ class ClassificationTask(Task):
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
         data = self.encoded[split]
         for index in self._plan(split, epoch, seed)[start:]:
-            yield collate(data, index, self.vocab.pad_id)
+            yield {**collate(data, index, self.vocab.pad_id), "index": list(index)}
 
     def begin_epoch(self, epoch: int) -> None:
         self._epoch_start = time.perf_counter()
@@ -128,7 +136,7 @@ class ClassificationTask(Task):
             print(f"[classification] pretrained vectors for {hits:,}/{len(self.vocab):,} words "
                   f"({'fixed' if fixed else 'fine-tuned'})")
         encoder = build_encoder(model_cfg, self.encoder_input_size())
-        return SentenceClassifier(weight, encoder, len(self.data.label_names), dropout=float(t["dropout"]),
+        return SentenceClassifier(weight, encoder, len(self.label_names), dropout=float(t["dropout"]),
                                   pooling=t["pooling"],
                                   bidirectional=encoder.bidirectional,
                                   fix_embedding=fixed)
@@ -136,11 +144,59 @@ class ClassificationTask(Task):
     # ---- loss and metrics ---------------------------------------------------------------------
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
         logits = model(batch["tokens"], batch["mask_pad"], batch["lengths"])
+        batch["logits"] = logits.detach()  # eval_step's predictions
         labels = batch["labels"]
         loss_sum = F.cross_entropy(logits.float(), labels, reduction="sum")
-        out = count_logging_output(logits.detach(), labels, loss_sum.detach().item(), len(self.data.label_names))
+        out = count_logging_output(logits.detach(), labels, loss_sum.detach().item(), len(self.label_names))
         out["sample_size"] = labels.numel()  # the trainer divides by the global number of sentences
         return loss_sum, out
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
-        return reduce_classification(summed, len(self.data.label_names))
+        return reduce_classification(summed, len(self.label_names))
+
+    # ---- predictions: evaluation's file and predict.py ----------------------------------------
+    def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
+        _, out = self.compute_loss(model, batch, split)
+        records = [{"id": i, **r} for i, r in zip(batch["index"], self._labelled(batch["logits"]))]
+        return out, records
+
+    def _labelled(self, logits: Tensor) -> List[Record]:
+        probs = logits.float().softmax(-1).tolist()
+        return [{"label": self.label_names[max(range(len(p)), key=p.__getitem__)],
+                 "probabilities": {name: round(x, 6) for name, x in zip(self.label_names, p)}} for p in probs]
+
+    def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
+                 run_dir: Optional[Path]) -> Dict[str, float]:
+        """``predictions_<split>.jsonl``: each sentence of the split, in order, with its predicted label."""
+        if run_dir is not None and records:
+            rows = self.data.splits[split]
+            lines = [json.dumps({"text": " ".join(str(rows[r["id"]].text).split()), "label": r["label"],
+                                 "probabilities": r["probabilities"]}, ensure_ascii=False)
+                     for r in sorted(records, key=lambda r: r["id"])]
+            (Path(run_dir) / f"predictions_{split}.jsonl").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+        return {}
+
+    def inference_state(self) -> Dict[str, Any]:
+        return {"vocab": self.vocab.state_dict(), "label_names": list(self.label_names)}
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        self.vocab, self.label_names = Vocabulary.from_state_dict(state["vocab"]), list(state["label_names"])
+
+    def state_dict(self) -> Dict[str, Any]:
+        return self.inference_state() if self.vocab is not None else {}
+
+    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+        """Each sentence's label (the data set's names) and class probabilities, batched as evaluation."""
+        data = self.task_cfg["data"]
+        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data["lowercase"],
+                               data["max_length"])
+        ids = [self.vocab.encode(t) or [self.vocab.unk_id] for t in tokens]
+        size = int(options.get("batch_size") or self.task_cfg["eval_batch_size"])
+        device = next(model.parameters()).device
+        results: List[Any] = []
+        for start in range(0, len(ids), size):
+            batch = pad_collate(ids[start:start + size], self.vocab.pad_id)
+            tokens_t, mask_pad, lengths = (x.to(device) for x in batch)
+            results += self._labelled(model(tokens_t, mask_pad, lengths))
+            progress(len(batch[2]))
+        return results

@@ -29,7 +29,8 @@ from typing import Any, Callable, Dict, Mapping
 from torch import nn
 
 from tasks.common.cnn_encoder import CNNEncoder
-from tasks.common.model_schemas import CNNConfig, LSTMConfig, SRUConfig, SRUppConfig, TransformerLMConfig
+from tasks.common.model_schemas import (CNNConfig, LSTMConfig, SRUConfig, SRUppConfig, TransformerLMConfig,
+                                        CROSS_KEY_CHECKS)
 from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.common.transformer_lm_encoder import TransformerLMEncoder
@@ -62,6 +63,8 @@ def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
         raise ConfigError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
                           f"Pick one with model=<name>.")
     check_schema(cfg, MODEL_SCHEMAS[name], "model", see=f"conf/model/{name}.yaml")
+    if name in CROSS_KEY_CHECKS:
+        CROSS_KEY_CHECKS[name](cfg)
     if causal and cfg.get("bidirectional"):
         raise ConfigError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
                           "and a bidirectional encoder would see the very tokens it predicts. "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Literal, Optional
 
+from tasks.engine.errors import ConfigError
 from tasks.engine.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)  # a dropout probability: [0, 1)
@@ -57,6 +58,26 @@ class SRUppConfig:
     mem_len: Optional[int] = key(low=0)
 
 
+def check_srupp_keys(cfg) -> None:
+    """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded."""
+    proj = cfg.get("proj_size") or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
+    heads, layers = cfg.get("num_heads", 1), cfg.get("num_layers", 2)
+    given = f"model.proj_size={proj}" if cfg.get("proj_size") else f"model.proj_size=0 (hidden_size / 4 = {proj})"
+    if proj % heads:
+        fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]
+        raise ConfigError(f"{given} must be divisible by model.num_heads={heads} (each head takes an equal share); "
+                          f"use model.num_heads in {fits} or another proj_size")
+    every, last = cfg.get("attention_every_n_layers", 1), cfg.get("attention_last_n_layers", -1)
+    if last > layers:
+        raise ConfigError(f"model.attention_last_n_layers={last} exceeds model.num_layers={layers}; use 1..{layers}, "
+                          f"or -1 for attention in every layer")
+    if every != 1 and last != -1:
+        raise ConfigError(f"model.attention_every_n_layers={every} and model.attention_last_n_layers={last}: set at "
+                          f"most one of them, leave the other at its default (1 / -1)")
+
+
+
+
 @dataclass(kw_only=True)
 class TransformerLMConfig:
     """tasks/common/transformer_lm_encoder.py's arguments (conf/model/transformer_lm.yaml)."""
@@ -87,3 +108,13 @@ class CNNConfig:
     widths: List[int] = key(low=1)
     filters: int = key(low=1)
     activation: Literal["relu", "tanh"] = key()
+
+
+def check_transformer_lm_keys(cfg) -> None:
+    """The encoder refuses it only when built, after the data is loaded."""
+    if cfg["hidden_size"] % cfg["num_heads"]:
+        raise ConfigError(f"model.hidden_size={cfg['hidden_size']} must be a multiple of "
+                          f"model.num_heads={cfg['num_heads']} (each head takes an equal share)")
+
+
+CROSS_KEY_CHECKS = {"srupp": check_srupp_keys, "transformer_lm": check_transformer_lm_keys}  # after the schema

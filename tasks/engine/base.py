@@ -19,6 +19,13 @@ The hooks, in the order the runner and trainer call them::
     reduce_metrics(summed_logging_output) -> metrics
     end_eval(split, records, metrics, run_dir) -> extra metrics           rank 0, all ranks' records
 
+Using a trained model (``evaluate.py`` / ``predict.py``, docs/inference.md)::
+
+    inference_state() -> dict               vocabulary, subword model, feature statistics ... (saved in model.pt)
+    restore_inference_state(state)          the reverse, before build_model(), with no data loaded
+    predict(model, inputs, options, progress) -> results   the one method a task writes for predict.py
+    parse_input(line) / format_result(result)  one input line -> input; one result -> output line
+
 Why "summable logging outputs": perplexity = exp(loss_sum / ntokens), accuracy = correct / n, EM, BLEU
 statistics, WER edit counts are right only when the *sums* are reduced over batches and DDP ranks before
 dividing. So logging outputs hold raw sums (python numbers) and ``reduce_metrics`` divides once.
@@ -38,9 +45,10 @@ A worked example: docs/adding_a_task.md.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -76,9 +84,16 @@ class Task:
     causal: bool = False
     models: Tuple[str, ...] = ()
     schema: Optional[type] = None
+    # predict.py's task options (key -> default); a key outside them is refused naming these
+    predict_options: Mapping[str, Any] = {}
+    predict_json = True   # results are JSON lines (a bad line gets {"line", "error"}); else text (an empty line)
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg
+        # the splits setup() loads: all three to train; evaluate.py asks for one (the loader sets it)
+        self.splits: Tuple[str, ...] = ("train", "valid", "test")
+        # True once restore_inference_state() ran: setup() keeps the restored vocabulary instead of building one
+        self.restored = False
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
@@ -186,6 +201,50 @@ class Task:
         if best is None or math.isnan(best):
             return not math.isnan(new)
         return new < best if self.monitor_mode == "min" else new > best
+
+
+    # ---- using a trained model (tasks/engine/inference.py) ---------------------------------------
+    def inference_state(self) -> Dict[str, Any]:
+        """Everything beyond the weights that turns raw input into model input and output into text
+        (vocabulary, subword model bytes, feature statistics, a decoding LM): model.pt holds it."""
+        return dict(self.state_dict())
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        """Restore ``inference_state()`` so that ``build_model`` and ``predict`` work with no data loaded,
+        and ``setup`` keeps what was restored. Raise ``KeyError`` naming what is missing (a checkpoint made
+        before model.pt): the loader then rebuilds it from the training data with ``setup()``."""
+        raise KeyError(f"task={self.name} keeps no inference state")
+
+    def parse_input(self, line: str) -> Any:
+        """One line of predict.py's input -> one input of ``predict``; raise ``ValueError`` for a bad line
+        (it is reported with its line number and the other lines still run). Default: the text itself."""
+        text = line.rstrip("\n")
+        if not text.strip():
+            raise ValueError("empty line: one input per line")
+        return text
+
+    def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any],
+                progress: Callable[[int], None]) -> List[Any]:
+        """The results for ``inputs``, in their order (``model`` is in eval mode, under no_grad).
+        Batch as the evaluation does, so the test inputs give exactly the evaluation's outputs;
+        call ``progress(n)`` after each batch of n inputs."""
+        raise NotImplementedError(f"task={self.name} has no predict hook")
+
+    def format_result(self, result: Any) -> str:
+        """One output line: text as it is, anything else as one JSON object."""
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+    def read_document(self, text: str) -> Optional[List[Any]]:
+        """The inputs of a whole-file format (a SQuAD v1.1 JSON), or None for one input per line."""
+        return None
+
+    def format_document(self, inputs: List[Any], results: List[Any]) -> str:
+        """The output of a whole-file input (``read_document``), in that format's own output form."""
+        raise NotImplementedError
+
+    def predict_summary(self, results: List[Any], options: Mapping[str, Any]) -> Optional[str]:
+        """A last output line after all results (e.g. the LM's total), or None."""
+        return None
 
 
 def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput:

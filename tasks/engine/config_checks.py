@@ -29,6 +29,11 @@ def check_trainer(t: Mapping[str, Any]) -> None:
     check_schema(t, TrainerConfig, "trainer", see="conf/trainer/default.yaml")
     if t["max_epochs"] is None and t["max_steps"] is None:
         raise ConfigError("trainer: expected trainer.max_epochs or trainer.max_steps to be set, received both null")
+    optimizer, scheduler = t["optimizer"], t["scheduler"]
+    rises = scheduler["name"] == "cosine" and scheduler["min_lr"] > 0  # lr -> min_lr from 0
+    if optimizer["lr"] == 0 and not rises:
+        raise ConfigError("trainer.optimizer.lr=0: no step would change a weight (every schedule scales lr; only "
+                          "cosine with min_lr > 0 rises from 0). Set trainer.optimizer.lr > 0")
     device = t["device"]
     if not DEVICE_PATTERN.match(device):
         raise ConfigError(f"trainer.device: expected auto, cpu, cuda or cuda:N, received {device!r}")

@@ -46,6 +46,15 @@ def resume_command(run_dir: Any, *more: str) -> str:
     return train_command(override("resume", run_dir), *more)
 
 
+def not_a_file(path: Path, what: str, fix: str) -> OSError:
+    """The error for a data path that is not a file: ``<what> not found: <path>. <fix>``, or, for a folder,
+    ``<what> <path> is a directory, not a file. <fix>`` (reported "not found", a folder sent users looking
+    for a typo that was not there)."""
+    if Path(path).is_dir():
+        return IsADirectoryError(f"{what} {path} is a directory, not a file. {fix}")
+    return FileNotFoundError(f"{what} not found: {path}. {fix}")
+
+
 def shell_path(path: Any) -> str:
     return shlex.quote(str(path))
 

@@ -10,9 +10,13 @@ NFS v3+) and removed on exit. A lock left by a process that died (kill -9, node 
 - another host (the pid cannot be checked from here): its heartbeat, the file's mtime, which a daemon
   thread of the owner refreshes every ``HEARTBEAT_S`` seconds, is older than ``STALE_AFTER_S``.
 A stale lock is taken over with a message; a live one gives an error naming pid, host and the file.
+
+``python train.py`` takes the lock with ``hold_until_exit()`` before Hydra writes anything into the run dir
+(tasks/engine/run_start.py); the runner's own ``RunLock`` in that process then finds it held and does nothing.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -27,6 +31,7 @@ from tasks.engine.errors import RunLockedError
 LOCK_NAME = "run.lock"
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 600.0
+_HELD: Dict[Path, "RunLock"] = {}  # hold_until_exit() locks, by resolved path: a RunLock there is a no-op
 
 
 def pid_alive(pid: int) -> bool:
@@ -67,9 +72,15 @@ class RunLock:
         self.enabled = enabled
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._nested = False
+        self._key = self.path
 
     def acquire(self) -> None:
         if not self.enabled:
+            return
+        key = self._key = self.path.resolve()
+        if key in _HELD:  # taken earlier by this process (before Hydra wrote the run dir): keep that one
+            self._nested = True
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -107,14 +118,21 @@ class RunLock:
         self._thread.start()
 
     def release(self) -> None:
-        if not self.enabled or self._thread is None:
+        if not self.enabled or self._nested or self._thread is None:
             return
+        _HELD.pop(self._key, None)
         self._stop.set()
         owner = read_lock(self.path)
         if owner and owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
         self._thread = None
+
+    def hold_until_exit(self) -> None:
+        """Acquire for the rest of this process (``release_all`` or the process's end gives it back)."""
+        self.acquire()
+        if self.enabled and not self._nested:
+            _HELD[self._key] = self
 
     def __enter__(self) -> "RunLock":
         self.acquire()
@@ -123,3 +141,11 @@ class RunLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
+
+def release_all() -> None:
+    """Release every lock this process still holds (the end of ``python train.py``, whatever happened)."""
+    for lock in list(_HELD.values()):
+        lock.release()
+
+
+atexit.register(release_all)  # a hold_until_exit() lock outlives no process, however it ends

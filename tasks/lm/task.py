@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +19,7 @@ from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Task
+from tasks.lm.generate import generate, log_probability, perplexity
 from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
 from tasks.lm.schema import LMConfig
@@ -51,22 +52,23 @@ class LanguageModelingTask(Task):
     def setup(self) -> None:
         t0 = time.time()
         data = self.task_cfg["data"]
-        texts = load_texts(data)
-        tokens = {s: tokenize(texts[s], self.level) for s in SPLITS}
-        specials = (UNK,) if self.level == "char" else (UNK, EOS)
-        self.vocab = Vocabulary.build([tokens["train"]], specials=specials, max_size=data.get("max_vocab"))
+        texts = load_texts(data, self.splits)
+        tokens = {s: tokenize(texts[s], self.level) for s in self.splits}
+        if not self.restored:  # a loaded model (evaluate.py) keeps the vocabulary it was trained with
+            specials = (UNK,) if self.level == "char" else (UNK, EOS)
+            self.vocab = Vocabulary.build([tokens["train"]], specials=specials, max_size=data.get("max_vocab"))
         max_train = data.get("max_train_tokens")
-        if max_train:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
+        if max_train and "train" in tokens:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
             tokens["train"] = tokens["train"][: int(max_train)]
         sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
                  "test": self.task_cfg["eval_batch_size"]}
-        for s in SPLITS:
+        for s in self.splits:
             size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
             stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(data, s), size_key)
             # DDP: each rank reads a contiguous slice of the batch columns (global batch = all ranks' columns);
             # training needs equal slices, evaluation only sums.
             self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
-        counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in SPLITS)
+        counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in self.splits)
         print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
 
@@ -116,3 +118,59 @@ class LanguageModelingTask(Task):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.vocab.check_same(state.get("vocab", {}))
         self.states = dict(state.get("states", {}))
+
+    # ---- predict.py: continue each line, or score it ------------------------------------------
+    predict_options = {"mode": "generate", "max_tokens": 50, "temperature": 1.0, "top_k": 0, "seed": 0}
+    predict_json = False
+
+    def inference_state(self) -> Dict[str, Any]:
+        return {"vocab": self.vocab.state_dict()}  # the carried training state is not needed to use the model
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        self.vocab = Vocabulary.from_state_dict(state["vocab"])
+
+    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+        """generate: each line's continuation (to the end of its line, at most ``max_tokens``); score:
+        each line's log-probability (nats) after a line end, with its perplexity / bits per character."""
+        mode = options["mode"]
+        if mode not in ("generate", "score"):
+            raise ValueError(f"mode={mode}: expected generate or score")
+        end = EOS if self.level == "word" else "\n"
+        end_id = self.vocab.stoi.get(end, self.vocab.stoi[UNK])
+        generator = torch.Generator().manual_seed(int(options["seed"]))
+        results: List[Any] = []
+        for line in inputs:
+            tokens = tokenize(line, self.level)
+            if self.level == "word" and tokens and tokens[-1] == EOS:
+                tokens = tokens[:-1]  # a prompt continues its own line
+            ids = self.vocab.encode(tokens)
+            if mode == "generate":
+                out, _ = generate(model, [end_id] + ids, int(options["max_tokens"]), float(options["temperature"]),
+                                  int(options["top_k"]), generator, stop_id=end_id)
+                words = self.vocab.decode([i for i in out if i != end_id], skip_specials=False)
+                results.append(("" if self.level == "char" else " ").join(words))
+            else:
+                ids = ids + [end_id] if self.level == "word" else ids
+                logprob = log_probability(model, end_id, ids)
+                results.append({"text": line, "tokens": len(ids), "logprob": logprob,
+                                **self._rates(logprob, len(ids))})
+            progress(1)
+        return results
+
+    def _rates(self, logprob: float, n: int) -> Dict[str, float]:
+        return ({"bpc": -logprob / max(n, 1) / math.log(2)} if self.level == "char"
+                else {"ppl": perplexity(logprob, n)})
+
+    def format_result(self, result: Any) -> str:
+        if isinstance(result, str):
+            return result
+        rate = f"bpc {result['bpc']:.4f}" if "bpc" in result else f"ppl {result['ppl']:.2f}"
+        return f"logprob {result['logprob']:.4f}\ttokens {result['tokens']}\t{rate}\t{result['text']}"
+
+    def predict_summary(self, results: List[Any], options: Mapping[str, Any]) -> Optional[str]:
+        scored = [r for r in results if isinstance(r, dict)]
+        if not scored:
+            return None
+        logprob, n = sum(r["logprob"] for r in scored), sum(r["tokens"] for r in scored)
+        return self.format_result({"text": f"TOTAL ({len(scored)} lines)", "tokens": n, "logprob": logprob,
+                                   **self._rates(logprob, n)})

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
+from tasks.engine.errors import not_a_file
 from tasks.speech.fillets import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.speech.librispeech import write_librispeech_manifest
 from tasks.speech.paths import default_cache_dir
@@ -63,8 +64,8 @@ def read_manifest(path: Union[str, Path]) -> List[Utterance]:
     """Utterances of a .jsonl or .tsv manifest, with errors naming the file and line."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"speech manifest not found: {path} (set task.data.manifests.<split> to an "
-                                f"existing .jsonl or .tsv file, or use task.data.source=offline)")
+        raise not_a_file(path, "speech manifest", "Set task.data.manifests.<split> to an existing .jsonl or .tsv "
+                         "file, or use task.data.source=offline")
     if path.suffix not in (".jsonl", ".tsv"):
         raise ValueError(f"{path}: expected a .jsonl or .tsv manifest, received a {path.suffix or 'suffix-less'} file")
     with open(path, encoding="utf-8", newline="") as f:

@@ -3,6 +3,7 @@
     hyps = greedy_decode(log_probs, lengths)              # log_probs (T, B, V) -> B lists of label ids
     hyp = prefix_beam_search(log_probs[:n, b], beam=8)    # one utterance (T, V)
     hyp = prefix_beam_search(log_probs[:n, b], beam=8, lm=char_lm, lm_weight=0.5, bonus=1.0)  # + a char LM
+    bonus = gated_bonus(hyps[b], n, 1.0, chars_per_step)  # 0 where the greedy output is nearly empty
 
 Greedy takes the most likely label per frame, then collapses repeats and drops blanks ("aa-a" -> "aa").
 Prefix beam search (Hannun et al. 2014; optionally fused with a character n-gram LM, tasks/speech/char_lm.py)
@@ -38,6 +39,21 @@ def collapse(path: List[int], blank: int = 0) -> List[int]:
 def greedy_decode(log_probs: Tensor, lengths: Tensor, blank: int = 0) -> List[List[int]]:
     best = log_probs.argmax(-1).t().tolist()  # (B, T)
     return [collapse(path[: int(n)], blank) for path, n in zip(best, lengths.tolist())]
+
+
+# below this fraction of the characters the training data has per output step, an utterance's greedy output
+# counts as "nearly empty" (CTC's blank phase, a failed model): the acoustics wrote next to nothing there
+NEARLY_EMPTY_FRACTION = 0.25
+
+
+def gated_bonus(greedy: List[int], steps: int, bonus: float, chars_per_step: float,
+                nearly_empty: float = NEARLY_EMPTY_FRACTION) -> float:
+    """The LM fusion's per-character bonus for one utterance: ``bonus`` (tuned on validation,
+    scripts/tune_speech_lm.py) where the greedy output has at least ``nearly_empty`` x ``chars_per_step`` x
+    ``steps`` labels, else 0. The bonus offsets the LM's pull towards short outputs; on an utterance whose
+    acoustics produced (nearly) nothing it would only reward the LM for writing text of its own, which
+    lowers the CER of a model that learned nothing and can push its WER past 100 by inserting words."""
+    return bonus if len(greedy) >= nearly_empty * chars_per_step * steps else 0.0
 
 
 def _logadd(a: float, b: float) -> float:

@@ -24,7 +24,9 @@ from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
 from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
-from tasks.speech.decoding import greedy_decode, prefix_beam_search
+from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file
+from tasks.common.text import Vocabulary
+from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
@@ -56,6 +58,8 @@ class SpeechRecognitionTask(Task):
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
         self.char_lm: Optional[CharNgramLM] = None  # fitted in setup() when task.decoder=beam and task.lm_order > 0
+        self.frequent_word = ""  # the most frequent training word (a trivial baseline)
+        self.train_chars_per_step: Optional[float] = None
         self._plans = PlanCache(self._make_plan)
 
     # ---- configuration ------------------------------------------------------------------------
@@ -104,16 +108,18 @@ class SpeechRecognitionTask(Task):
         # (1.0 first: the unperturbed version is the one counted in the split's minutes of audio)
         self.speeds = sorted({float(s) for s in t.get("speed_perturb") or [1.0]} | {1.0}, key=lambda s: (s != 1.0, s))
         mels = {}
-        for split in SPLITS:
+        for split in self.splits:
             utts = load_split_utterances(t["data"], split)
             speeds = self.speeds if split == "train" else [1.0]
             mels[split] = (utts, [self._log_mels(split, utts, speed) for speed in speeds])
-        if f["cmvn"] == "global":
+        if f["cmvn"] == "global" and not self.restored:
             allframes = torch.cat([m for version in mels["train"][1] for m in version])
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
-        for split in SPLITS:
+        for split in self.splits:
             self.data[split] = self._build_split(split, *mels[split])
-        if t["lm_order"] and t["decoder"] == "beam":  # fitted in seconds from the training transcripts
+        if "train" in self.data:  # the trivial baseline's word: kept in model.pt for evaluations without train
+            self.frequent_word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
+        if t["lm_order"] and t["decoder"] == "beam" and not self.restored:  # fitted in seconds from the training transcripts
             self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t["lm_order"], len(self.vocab))
             print(f"[speech] character {t['lm_order']}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
@@ -127,7 +133,7 @@ class SpeechRecognitionTask(Task):
         t, f = self.task_cfg, self.task_cfg["features"]
         hop_s = f["hop_ms"] / 1000.0
         d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind", "language",
-                                              "versions")}
+                                              "versions", "audio")}
         skipped = 0
         for i, utt in enumerate(utts):
             ref = normalize_transcript(utt.text, self.alphabet)
@@ -150,7 +156,8 @@ class SpeechRecognitionTask(Task):
                 continue
             for key, value in (("id", utt.id), ("ref", ref), ("x", xs[0]), ("target", target),
                                ("frames", frames[0]), ("voice", utt.voice or utt.speaker), ("kind", utt.kind),
-                               ("language", utt.language), ("versions", list(zip(xs, frames)))):
+                               ("language", utt.language), ("versions", list(zip(xs, frames))),
+                               ("audio", str(utt.audio) if isinstance(utt.audio, Path) else None)):
                 d[key].append(value)
         if not d["id"]:
             raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
@@ -225,18 +232,31 @@ class SpeechRecognitionTask(Task):
         loss, _, logging_output = self._forward(model, batch)
         return loss, logging_output
 
-    def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test") -> List[str]:
+    def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
+               greedy: Optional[List[List[int]]] = None) -> List[str]:
         """Transcripts of a batch; the beam decoder (task.decoder=beam) only for test: validation runs every
-        epoch and only picks the checkpoint, so it takes the fast greedy path."""
+        epoch and only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy
+        label ids when already computed; the LM's length bonus is withheld where they are nearly empty
+        (tasks/speech/decoding.py, gated_bonus)."""
         t = self.task_cfg
+        greedy = greedy_decode(log_probs, lengths) if greedy is None else greedy
         if t["decoder"] == "beam" and split == "test":
             weight, bonus = (t["lm_weight"], t["lm_bonus"]) if self.char_lm is not None else (0.0, 0.0)
+            rate = self.chars_per_step()
             ids = [prefix_beam_search(log_probs[: int(n), b], beam=t["beam_size"], lm=self.char_lm,
-                                      lm_weight=weight, bonus=bonus)
+                                      lm_weight=weight, bonus=gated_bonus(greedy[b], int(n), bonus, rate))
                    for b, n in enumerate(lengths.tolist())]
         else:
-            ids = greedy_decode(log_probs, lengths)
+            ids = greedy
         return [self.transcript(seq) for seq in ids]
+
+    def chars_per_step(self) -> float:
+        """Reference characters per model input step in the training data (what a trained model emits);
+        kept in model.pt, so decoding needs no training data."""
+        if self.train_chars_per_step is None:
+            d = self.data["train"]
+            self.train_chars_per_step = sum(len(tg) for tg in d["target"]) / max(sum(x.size(0) for x in d["x"]), 1)
+        return self.train_chars_per_step
 
     def transcript(self, label_ids: List[int]) -> str:
         """Decoded label ids as text, normalised like the references (scripts/tune_speech_lm.py too)."""
@@ -245,17 +265,25 @@ class SpeechRecognitionTask(Task):
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, log_probs, logging_output = self._forward(model, batch)
         d = self.data[split]
-        hyps = self.decode(log_probs, batch["lengths"].cpu(), split)
+        greedy = greedy_decode(log_probs, batch["lengths"].cpu())
+        hyps = self.decode(log_probs, batch["lengths"].cpu(), split, greedy)
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
+        if self.task_cfg["decoder"] == "beam" and split == "test":
+            # the greedy (no LM) rates beside the fused ones: LM insertions must not pass WER 100 unnoticed
+            greedy_counts = error_counts(zip(refs, (self.transcript(g) for g in greedy)))
+            logging_output.update({f"greedy_{k}": v for k, v in greedy_counts.items()})
         records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
-                    "language": d["language"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
+                    "language": d["language"][i], "audio": d["audio"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
         return logging_output, records
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("nutts", 0.0), 1.0)}  # CTC per utterance
         if "words" in summed:
             metrics.update(rates(summed))
+        if "greedy_words" in summed:
+            greedy = rates({k: summed[f"greedy_{k}"] for k in ("word_errors", "words", "char_errors", "chars")})
+            metrics.update({f"greedy_{k}": v for k, v in greedy.items()})
         return metrics
 
     def end_eval(self, split: str, records: List[Record], metrics: Dict[str, float],
@@ -264,7 +292,7 @@ class SpeechRecognitionTask(Task):
         baselines; the test evaluation prints them and ten random utterances."""
         extra = group_rates(records)
         # trivial baselines: no output (100% WER), and the most frequent training word once per utterance
-        word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
+        word = self.frequent_word
         extra["baseline_empty_wer"] = rates(error_counts((r["reference"], "") for r in records))["wer"]
         frequent = rates(error_counts((r["reference"], word) for r in records))
         extra["baseline_frequent_word_wer"], extra["baseline_frequent_word_cer"] = frequent["wer"], frequent["cer"]
@@ -272,7 +300,8 @@ class SpeechRecognitionTask(Task):
             path = Path(run_dir) / f"transcripts_{split}.jsonl"
             with open(path, "w", encoding="utf-8") as out:
                 for r in records:
-                    out.write(json.dumps({k: r[k] for k in ("id", "reference", "hypothesis")}, ensure_ascii=False) + "\n")
+                    keys = ("id", "reference", "hypothesis") + (("audio",) if r.get("audio") else ())
+                    out.write(json.dumps({k: r[k] for k in keys}, ensure_ascii=False) + "\n")
             if split != "test":
                 print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
             else:
@@ -289,3 +318,47 @@ class SpeechRecognitionTask(Task):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.vocab.check_same(state.get("vocab", {}))
+
+    # ---- predict.py: audio files in, transcripts out ------------------------------------------
+    predict_options = {"decoder": None, "beam_size": None, "lm_weight": None}
+
+    def inference_state(self) -> Dict[str, Any]:
+        state = {**self.state_dict(), "frequent_word": self.frequent_word, "chars_per_step": self.chars_per_step()}
+        if self.char_lm is not None:
+            state["char_lm"] = char_lm_state(self.char_lm)
+        return state
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        t = self.task_cfg
+        self.vocab = Vocabulary.from_state_dict(state["vocab"])
+        self.frequent_word, self.train_chars_per_step = state["frequent_word"], float(state["chars_per_step"])
+        if t["features"]["cmvn"] == "global":
+            self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
+        if t["lm_order"] and t["decoder"] == "beam":
+            self.char_lm = char_lm_from_state(state["char_lm"])
+
+    def parse_input(self, line: str) -> Any:
+        """An audio file's path -> (path, mono samples at the model's rate, seconds)."""
+        path = super().parse_input(line).strip()
+        return (path, *read_audio_file(path, int(self.task_cfg["data"]["sample_rate"])))
+
+    def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any], progress) -> List[Any]:
+        """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
+        character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise."""
+        t, f = self.task_cfg, self.task_cfg["features"]
+        for key in ("decoder", "beam_size", "lm_weight"):
+            if options[key] is not None:
+                t[key] = options[key]
+        logmel = LogMel(t["data"]["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
+        xs = []
+        for _, wave, _ in inputs:
+            m = logmel(torch.from_numpy(wave))
+            m = cmvn(m) if f["cmvn"] == "utterance" else cmvn(m, *self.global_stats) if f["cmvn"] == "global" else m
+            xs.append(stack_frames(m, f["stack"], f["skip"]))
+        plan = bucket_batches([x.size(0) for x in xs], max_tokens=t["eval_max_frames"], max_examples=None)
+        results: List[Any] = [None] * len(inputs)
+        for index, log_probs, lengths in batched_log_probs(model, xs, plan, next(model.parameters()).device):
+            for i, text in zip(index, self.decode(log_probs, lengths, "test")):
+                results[i] = {"audio": inputs[i][0], "text": text, "seconds": round(inputs[i][2], 3)}
+            progress(len(index))
+        return results

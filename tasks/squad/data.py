@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.common.corpora import gensim_wiki_path
+from tasks.engine.errors import not_a_file
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("generated", "files", "hub")
@@ -127,8 +128,8 @@ def parse_squad(obj: Any, path: Any = "<squad json>") -> List[SquadExample]:
 def load_squad_file(path: Any) -> List[SquadExample]:
     p = Path(os.path.expanduser(str(path)))
     if not p.is_file():
-        raise FileNotFoundError(f"SQuAD file not found: {p.resolve()}. Fix task.data.files.<split> or use the "
-                                f"offline default task.data.source=generated.")
+        raise not_a_file(p.resolve(), "SQuAD file", "Fix task.data.files.<split> or use the offline default "
+                         "task.data.source=generated.")
     try:
         obj = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
@@ -142,8 +143,9 @@ def cache_root(data_cfg: Mapping[str, Any]) -> Path:
     return Path(os.path.expanduser(str(root)))
 
 
-def split_files(data_cfg: Mapping[str, Any]) -> Dict[str, Path]:
-    """The SQuAD v1.1 JSON file of each split for the configured source (generated/converted on first use)."""
+def split_files(data_cfg: Mapping[str, Any], needed: Sequence[str] = SPLITS) -> Dict[str, Path]:
+    """The SQuAD v1.1 JSON file of each split for the configured source (generated/converted on first use);
+    ``files``: only the ``needed`` splits must be given (evaluate.py scores one file)."""
     source = data_cfg.get("source")
     if source == "generated":
         from .generate import prepare_offline
@@ -154,11 +156,13 @@ def split_files(data_cfg: Mapping[str, Any]) -> Dict[str, Path]:
         params["fractions"] = list(data_cfg["split_fractions"])
         return prepare_offline(cache_root(data_cfg), str(wiki), params)
     if source == "files":
-        files = data_cfg.get("files") or {}
-        if not files.get("train") or not files.get("valid"):
-            raise ValueError("task.data.source=files: expected task.data.files.train and task.data.files.valid "
+        files = dict(data_cfg.get("files") or {})
+        files["test"] = files.get("test") or files.get("valid")
+        missing = [s for s in needed if not files.get(s)]
+        if missing:
+            raise ValueError(f"task.data.source=files: expected task.data.files.{missing[0]} "
                              "(SQuAD v1.1 JSON, e.g. train-v1.1.json / dev-v1.1.json); test defaults to valid")
-        return {s: Path(os.path.expanduser(str(files.get(s) or files["valid"]))) for s in SPLITS}
+        return {s: Path(os.path.expanduser(str(files[s]))) for s in needed}
     if source == "hub":
         return _hub_to_files(data_cfg)
     raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")

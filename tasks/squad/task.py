@@ -26,7 +26,7 @@ from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.schema import as_plain
 from tasks.squad.schema import SquadConfig
 
-from .data import SPLITS, load_squad_file, split_files
+from .data import SPLITS, SquadExample, load_squad_file, parse_squad, split_files
 from .features import NUM_FEATURES, EncodedExample, collate, encode_split
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader
@@ -63,24 +63,28 @@ class SquadTask(Task):
     def setup(self) -> None:
         t0 = time.time()
         t, data = self.task_cfg, self.task_cfg["data"]
-        self.files = split_files(data)
-        examples = {s: load_squad_file(self.files[s]) for s in SPLITS}
-        if data.get("max_train_examples"):
+        self.files = split_files(data, self.splits)
+        examples = {s: load_squad_file(self.files[s]) for s in self.splits}
+        if data.get("max_train_examples") and "train" in examples:
             examples["train"] = examples["train"][: int(data["max_train_examples"])]
         lower = t["lowercase"]
-        prepared = {s: encode_split(examples[s], lower, data.get("max_context_tokens")) for s in SPLITS}
-        self.vocab = self._build_vocab(prepared)
-        for s in SPLITS:
+        prepared = {s: encode_split(examples[s], lower, data.get("max_context_tokens")) for s in self.splits}
+        if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
+            self.vocab = self._build_vocab(prepared)
+        for s in self.splits:
             self.encoded[s] = [ex.with_ids(self.vocab) for ex in prepared[s]]
-        dropped = sum(1 for ex in self.encoded["train"] if ex.start < 0)
-        self.encoded["train"] = [ex for ex in self.encoded["train"] if ex.start >= 0]  # no token span: DrQA skips
+        dropped = sum(1 for ex in self.encoded.get("train", []) if ex.start < 0)
+        if "train" in self.encoded:  # no token span: DrQA skips
+            self.encoded["train"] = [ex for ex in self.encoded["train"] if ex.start >= 0]
         for s in ("valid", "test"):
+            if s not in self.splits:
+                continue
             self.baselines[s] = baseline_sums([ex.example for ex in self.encoded[s]],
                                               [ex.spans for ex in self.encoded[s]])
-        sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in SPLITS)
+        sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in self.splits)
         print(f"[squad] {data['source']}: vocab {len(self.vocab):,}; questions {sizes} "
               f"({dropped} train answers without a token span dropped; {time.time() - t0:.1f}s)", flush=True)
-        for s in ("valid", "test"):
+        for s in self.baselines:
             b = self.baseline_metrics(s)
             print(f"[squad] {s} baselines: first span of the asked type EM {b['baseline_type_em']:.1f} "
                   f"F1 {b['baseline_type_f1']:.1f}; random span EM {b['baseline_random_em']:.1f} "
@@ -237,8 +241,60 @@ class SquadTask(Task):
         return extra
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"vocab": self.vocab.state_dict() if self.vocab is not None else {}}
+        return self.inference_state() if self.vocab is not None else {"vocab": {}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if self.vocab is not None:
             self.vocab.check_same(state.get("vocab", {}))
+
+    # ---- predict.py: questions about paragraphs in, answers out -------------------------------
+    def inference_state(self) -> Dict[str, Any]:
+        return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from}
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
+
+    def parse_input(self, line: str) -> SquadExample:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"not a JSON line ({err.msg}); expected {{\"id\", \"context\", \"question\"}}") from None
+        missing = [k for k in ("context", "question") if not isinstance(row, dict) or not isinstance(row.get(k), str)]
+        if missing:
+            raise ValueError(f"no {missing[0]!r} string; a line is {{\"id\": ..., \"context\": ..., \"question\": ...}}")
+        return SquadExample(str(row.get("id", "")), "", row["context"], row["question"], [""], [0])
+
+    def read_document(self, text: str) -> Optional[List[SquadExample]]:
+        """A SQuAD v1.1 JSON file (not JSON lines): all its questions, answered as the evaluation does."""
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            return None
+        return parse_squad(obj, "input") if isinstance(obj, dict) and "data" in obj else None
+
+    def format_document(self, inputs: List[Any], results: List[Any]) -> str:
+        return json.dumps({r["id"]: r["answer"] for r in results}, ensure_ascii=False, indent=0)
+
+    def predict(self, model: nn.Module, inputs: List[SquadExample], options: Mapping[str, Any], progress) -> List[Any]:
+        """Each question's answer (an exact substring of its context), with its character span and score."""
+        t = self.task_cfg
+        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, bool(t["lowercase"]),
+                                                                   t["data"].get("max_context_tokens"))]
+        plan = bucket_batches([len(ex.context_ids) for ex in encoded],
+                              max_examples=int(options.get("batch_size") or t["eval_batch_size"]))
+        device = next(model.parameters()).device
+        results: List[Any] = [None] * len(inputs)
+        for index in plan:
+            batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
+            start, end = self._scores(model, batch)
+            mask = batch["context_mask_pad"].t()
+            best_start, best_end = decode_spans(start, end, mask, int(t["max_answer_len"]))
+            s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
+            e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
+            for k, i in enumerate(index):
+                ex, bs, be = encoded[i], int(best_start[k]), int(best_end[k])
+                a, b = ex.spans[bs][0], ex.spans[be][1]
+                results[i] = {"id": ex.example.qid, "answer": ex.example.context[a:b], "start": a, "end": b,
+                              "score": round(float((s_lp[k, bs] + e_lp[k, be]).exp()), 6)}
+            progress(len(index))
+        return results

@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
+from tasks.engine.errors import not_a_file
+
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _REF = re.compile(r"<ref[^>/]*/>|<ref[^>]*>.*?</ref>", re.S | re.I)
 _TAG_BLOCK = re.compile(r"<(math|gallery|timeline|syntaxhighlight|source|pre|code|score)[^>]*>.*?</\1>", re.S | re.I)
@@ -112,8 +114,8 @@ def wiki_articles(path: str, min_words: int = 25) -> Iterator[Tuple[str, List[st
     """(title, prose paragraphs) of each main-namespace, non-redirect page of a MediaWiki XML dump."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"Wikipedia XML dump not found: {p}. The offline SQuAD generator reads gensim's "
-                                f"test data (pip install gensim) or task.data.wiki_path=<dump.xml[.bz2]>")
+        raise not_a_file(p, "Wikipedia XML dump", "The offline SQuAD generator reads gensim's test data (pip "
+                         "install gensim) or task.data.wiki_path=<dump.xml[.bz2]>")
     with _open_text(p) as f:
         for _, elem in ET.iterparse(f, events=("end",)):
             if not elem.tag.endswith("}page") and elem.tag != "page":

@@ -24,16 +24,19 @@ import random
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
-from tasks.engine.errors import override
+from tasks.engine.errors import not_a_file, override
 from tasks.translation.ding import cache_key, pairs_from_ding_line
 from tasks.translation.prepare_real import load_real
 
 SPLITS = ("train", "valid", "test")
 Pair = Dict[str, str]
-DICTIONARY_HINT = ("apt-get install trans-de-en; or try the task now on the 8 sample pairs the checkout ships: "
-                   + " ".join(["python train.py task=translation task.data.source=files"] + [override(
-                       f"task.data.files.{s}", Path(__file__).resolve().parents[2] / "tests/fixtures/translation/"
-                       "pairs.jsonl") for s in SPLITS]))
+SAMPLE_PAIRS = Path(__file__).resolve().parents[2] / "tests/fixtures/translation/pairs.jsonl"  # a checkout only
+DICTIONARY_HINT = "apt-get install trans-de-en; or " + (
+    "try the task now on the 8 sample pairs the checkout ships: " + " ".join(
+        ["python train.py task=translation task.data.source=files"]
+        + [override(f"task.data.files.{s}", SAMPLE_PAIRS) for s in SPLITS]) if SAMPLE_PAIRS.is_file() else
+    "train on your own pairs: python train.py task=translation task.data.source=files "
+    "task.data.files.train=<pairs.jsonl> (one {\"de\": ..., \"en\": ...} object a line)")
 
 def read_ding_dictionary(path: Path, min_words: int) -> List[Pair]:
     path = Path(path).expanduser()
@@ -152,7 +155,7 @@ def read_parallel_text(paths: Mapping[str, Path]) -> List[Pair]:
     lines = {}
     for lang, path in paths.items():
         if not Path(path).is_file():
-            raise FileNotFoundError(f"parallel text file not found: {path} (language {lang}); check task.data.files")
+            raise not_a_file(path, "parallel text file", f"Check task.data.files (language {lang})")
         lines[lang] = Path(path).read_text(encoding="utf-8").splitlines()
     (lang_a, path_a), (lang_b, path_b) = list(paths.items())[:2]
     if len(lines[lang_a]) != len(lines[lang_b]):
@@ -171,11 +174,11 @@ def read_split_files(spec: Any, langs: Sequence[str]) -> List[Pair]:
     path = Path(str(spec)).expanduser()
     if path.suffix in (".jsonl", ".json"):
         if not path.is_file():
-            raise FileNotFoundError(f"translation data file not found: {path}; check task.data.files")
+            raise not_a_file(path, "translation data file", "Check task.data.files")
         return read_jsonl(path, langs)
     if path.suffix == ".tsv":
         if not path.is_file():
-            raise FileNotFoundError(f"translation data file not found: {path}; check task.data.files")
+            raise not_a_file(path, "translation data file", "Check task.data.files")
         return read_tsv(path, langs)
     return read_parallel_text({lang: Path(f"{path}.{lang}") for lang in langs})
 
@@ -186,6 +189,9 @@ def load_files(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
         raise ValueError("task.data.source=files: expected task.data.files.train (and optionally valid/test): "
                          "a .jsonl/.tsv file, {<lang>: file, ...} or a prefix of <prefix>.<lang> files")
     splits = {s: read_split_files(files[s], langs) for s in SPLITS if files.get(s)}
+    for split, pairs in splits.items():
+        if not pairs:
+            raise ValueError(f"task.data.files.{split}={files[split]}: empty, it holds no sentence pairs")
     if "valid" not in splits or "test" not in splits:  # carve the missing ones from train, deterministically
         carved = carve_splits(splits["train"], int(data["valid_size"]) if "valid" not in splits else 0,
                               int(data["test_size"]) if "test" not in splits else 0, int(data["split_seed"]))

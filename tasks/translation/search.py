@@ -15,7 +15,7 @@ A sentence is done once it has K finished hypotheses; the best normalised one is
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List, Optional
 
 import torch
 from torch import Tensor
@@ -64,7 +64,9 @@ def greedy_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: 
 
 @torch.no_grad()
 def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: int, beam_size: int = 4,
-                length_penalty: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10) -> List[List[int]]:
+                length_penalty: float = 1.0, max_len_a: float = 1.5, max_len_b: int = 10,
+                nbest: Optional[int] = None) -> List[Any]:
+    """The best hypothesis of each sentence; with ``nbest``, its ``nbest`` best as (score, ids), best first."""
     B, K = src.size(1), int(beam_size)
     device = src.device
     enc, enc_pad = model.encode(src, src_pad)
@@ -96,6 +98,8 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
         tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, live).view(-1, 1)], 1)
         scores = live_scores
         state = model.reorder_state(state, rows)
+    if nbest is not None:
+        return [sorted(f, key=lambda x: -x[0])[:nbest] for f in finished]
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
 
 

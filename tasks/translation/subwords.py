@@ -12,12 +12,15 @@ run directory, so decoding a checkpoint never depends on the cache.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import re
 from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Sequence
 
 from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
+from tasks.engine.errors import ConfigError
 from tasks.engine.schema import check_schema
 from tasks.translation.schema import SubwordConfig
 
@@ -80,6 +83,32 @@ def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: 
     print(f"[translation] training a {cfg['model_type']} subword model ({cfg['vocab_size']} pieces) on "
           f"{len(sentences):,} sentences; cached in {path}", flush=True)
     proto = io.BytesIO()
+    with smallest_vocabulary_named(cfg):
+        _train_sentencepiece(spm, sentences, cfg, proto)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(proto.getvalue())
+    tmp.replace(path)
+    return Subwords(proto.getvalue())
+
+
+@contextlib.contextmanager
+def smallest_vocabulary_named(cfg: Mapping[str, Any]):
+    """sentencepiece needs a piece per character the corpus uses (at character_coverage) plus the specials and
+    256 byte pieces; only the corpus says how many: turn its RuntimeError into one line with the number."""
+    try:
+        yield
+    except RuntimeError as err:
+        found = re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", str(err))
+        if not found:
+            raise
+        raise ConfigError(f"task.subwords.vocab_size={found.group(1)} is too small for this corpus: its characters, "
+                          f"the 4 specials and 256 byte pieces need {found.group(2)}. Use "
+                          f"task.subwords.vocab_size={found.group(2)} or more (or a lower "
+                          f"task.subwords.character_coverage)") from None
+
+
+def _train_sentencepiece(spm, sentences: Sequence[str], cfg: Mapping[str, Any], proto: io.BytesIO) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg["model_type"],
         vocab_size=int(cfg["vocab_size"]), character_coverage=float(cfg["character_coverage"]),
@@ -89,8 +118,3 @@ def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: 
         # a vocabulary a little too large for a small corpus is not worth failing a run over
         hard_vocab_limit=False, num_threads=1, minloglevel=2, input_sentence_size=int(cfg["max_sentences"]),
         shuffle_input_sentence=True, seed_sentencepiece_size=200000)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(proto.getvalue())
-    tmp.replace(path)
-    return Subwords(proto.getvalue())

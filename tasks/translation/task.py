@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -123,12 +124,19 @@ class TranslationTask(Task):
 
     def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         train = split == "train"
+        if not train:  # by source length alone: predict.py, given the same sources, cuts the same batches
+            return shard_batches(self.decode_plan([e["src"] for e in self.examples[split]]), train=False)
         lengths = [max(len(e["src"]), len(e["tgt"]) + 1) for e in self.examples[split]]
         t = self.task_cfg
-        plan = bucket_batches(lengths, max_tokens=t["max_tokens"] if train else t["eval_max_tokens"],
-                              max_examples=t["max_sentences"] if train else t["eval_max_sentences"],
-                              shuffle=train, seed=seed, epoch=epoch)
-        return shard_batches(plan, train=train)
+        plan = bucket_batches(lengths, max_tokens=t["max_tokens"], max_examples=t["max_sentences"],
+                              shuffle=True, seed=seed, epoch=epoch)
+        return shard_batches(plan, train=True)
+
+    def decode_plan(self, sources: List[List[int]], max_sentences: Optional[int] = None) -> List[List[int]]:
+        """Evaluation and predict.py batches: bucketed by source length within the eval token budget."""
+        t = self.task_cfg
+        return bucket_batches([len(s) for s in sources], max_tokens=t["eval_max_tokens"],
+                              max_examples=max_sentences or t["eval_max_sentences"])
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return len(self._plans.get(split, epoch, seed))
@@ -165,16 +173,21 @@ class TranslationTask(Task):
         return loss, {"loss_sum": float(loss.detach()), "nll_sum": float(nll.detach()), "ntokens": ntokens,
                       "nsentences": int(batch["src"].size(1)), "sample_size": ntokens}
 
-    def translate(self, model: nn.Module, src: Tensor, src_pad: Tensor, beam_size: int) -> List[str]:
+    def translate(self, model: nn.Module, src: Tensor, src_pad: Tensor, beam_size: int,
+                  nbest: Optional[int] = None) -> List[Any]:
+        """Detokenised translations of a batch; with ``nbest``, each sentence's list of (score, text)."""
         v, dec = self.subwords.vocabulary, self.task_cfg["decoding"]
         common = dict(bos=v.bos_id, eos=v.eos_id, pad=v.pad_id, max_len_a=float(dec["max_len_a"]),
                       max_len_b=int(dec["max_len_b"]))
         model = distributed.unwrap_model(model)
-        if beam_size == 1:
+        if beam_size == 1 and nbest is None:
             ids = greedy_search(model, src, src_pad, **common)
         else:
-            ids = beam_search(model, src, src_pad, beam_size=beam_size,
-                              length_penalty=float(dec["length_penalty"]), **common)
+            found = beam_search(model, src, src_pad, beam_size=beam_size,
+                                length_penalty=float(dec["length_penalty"]), nbest=nbest, **common)
+            if nbest is not None:
+                return [[(score, self.subwords.decode(seq)) for score, seq in f] for f in found]
+            ids = found
         return [self.subwords.decode(seq) for seq in ids]
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
@@ -217,6 +230,10 @@ class TranslationTask(Task):
         clean = lambda s: " ".join(s.split())  # one sentence a line, whatever the data held
         (run_dir / f"hyp_{split}.txt").write_text("".join(clean(r["hyp"]) + "\n" for r in records), encoding="utf-8")
         (run_dir / f"ref_{split}.txt").write_text("".join(clean(r["ref"]) + "\n" for r in records), encoding="utf-8")
+        sources = self.examples.get(split, [])
+        if sources:  # predict.py given src_<split>.txt writes hyp_<split>.txt again, byte for byte
+            (run_dir / f"src_{split}.txt").write_text("".join(clean(sources[r["id"]]["source"]) + "\n" for r in records),
+                                                      encoding="utf-8")
         (run_dir / f"sacrebleu_{split}.json").write_text(json.dumps(
             {"bleu": metrics.get("bleu"), "chrf": metrics.get("chrf"), "signature": sig,
              "sentences": len(records), "hyp": f"hyp_{split}.txt", "ref": f"ref_{split}.txt"}, indent=2))
@@ -227,10 +244,52 @@ class TranslationTask(Task):
               flush=True)
         return {}
 
+    # ---- predict.py: one detokenised translation per source line -------------------------------
+    predict_options = {"beam": None, "length_penalty": None, "nbest": 1}
+    predict_json = False
+
+    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+        """Sources encoded as in evaluation (``max_subwords`` + ``</s>``; longer ones are cut, said on stderr),
+        batched as evaluation batches them, decoded with the test settings unless ``beam`` /
+        ``length_penalty`` say otherwise."""
+        dec = self.task_cfg["decoding"]
+        if options["length_penalty"] is not None:
+            dec["length_penalty"] = float(options["length_penalty"])
+        beam = int(options["beam"] or dec["beam_size"])
+        nbest = int(options["nbest"] or 1)
+        if nbest > beam:
+            raise ValueError(f"nbest={nbest}: at most beam={beam} hypotheses exist; raise beam or lower nbest")
+        limit, v = int(self.task_cfg["max_subwords"]), self.subwords.vocabulary
+        sources = []
+        for n, text in enumerate(inputs, 1):
+            ids = self.subwords.encode(text)
+            if len(ids) > limit:
+                print(f"[predict] input {n}: {len(ids)} subwords, cut to task.max_subwords={limit}", file=sys.stderr)
+            sources.append(ids[:limit] + [v.eos_id])
+        device = next(model.parameters()).device
+        results: List[Any] = [None] * len(inputs)
+        for index in self.decode_plan(sources, options.get("batch_size")):
+            src, src_pad, _ = pad_collate([sources[i] for i in index], v.pad_id)
+            out = self.translate(model, src.to(device), src_pad.to(device), beam, nbest if nbest > 1 else None)
+            for i, result in zip(index, out):
+                results[i] = (" ".join(result.split()) if isinstance(result, str) else
+                              {"translations": [" ".join(t.split()) for _, t in result],
+                               "scores": [round(s, 4) for s, _ in result]})
+            progress(len(index))
+        return results
+
     # ---- saved with the run -------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
         return {"subwords": self.subwords.model_proto if self.subwords else None,
                 "vocab": self.subwords.vocabulary.state_dict() if self.subwords else {}}
+
+    def inference_state(self) -> Dict[str, Any]:
+        return {"subwords": self.subwords.model_proto}
+
+    def restore_inference_state(self, state: Mapping[str, Any]) -> None:
+        if state.get("subwords") is None:
+            raise KeyError("subwords")
+        self.subwords = Subwords(bytes(state["subwords"]))
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         proto = state.get("subwords")

@@ -28,7 +28,7 @@ _ENTRY = {torch.float32: "sru_forward_f32", torch.float64: "sru_forward_f64"}
 def kernel_cell(cell, dtype: torch.dtype) -> bool:
     """Whether one SRUCell can run on the fused kernel without autograd in ``dtype``: its own
     weight (no ``custom_m``), the CPU backend, no dropout mask to draw, weight / weight_c / bias in
-    ``dtype`` with weight_c and bias contiguous. The common part of ``sru.dispatch.inference_plan``
+    ``dtype`` with weight_c and bias contiguous. The common part of ``sru.ops.cpu.paths.inference_plan``
     and of the stack path's ``sru.ops.cpu.stack`` eligibility. Reads ``_parameters`` directly
     (``nn.Module.__getattr__`` costs about a microsecond an access)."""
     params = cell._parameters
@@ -50,7 +50,7 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
     """Run the layers of ``plan`` on x (L, B, d_in), in order.
 
     plan: per layer ``(weight, weight_c, bias, weight_proj, layer_norm, normalize_after,
-    hidden_size, dirs, k, skip_mode, use_tanh, scale_x)`` (``sru.dispatch.inference_plan``),
+    hidden_size, dirs, k, skip_mode, use_tanh, scale_x)`` (``sru.ops.cpu.paths.inference_plan``),
     tensors in x's dtype; x contiguous; c0 None or contiguous (layers, B, dirs*d); mask_pad
     None or a contiguous uint8 (L, B). Returns h (L, B, dirs*d) and the last c of every layer
     (layers, B, dirs*d). Layer norm (pre or post) runs as a plain torch op.

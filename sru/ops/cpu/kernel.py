@@ -1,11 +1,11 @@
 """Call the compiled kernel: allocate outputs with torch, pass raw pointers through ctypes.
 
-Callers (``sru/ops/autograd.py``) hand over contiguous float32 or float64 CPU tensors of one
-dtype with shapes already checked; this module only fills in the ``SruArgs`` struct that
+Callers (sru/ops/cpu/autograd.py, packed.py, fused_layer.py) hand over contiguous float32 or
+float64 CPU tensors of one dtype with shapes already checked; this module only fills in the ``SruArgs`` struct that
 mirrors the one in ``sru_recurrence.cpp``. ctypes releases the GIL during the call.
 """
 import ctypes
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -44,17 +44,39 @@ def _sizes(U: Tensor, packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[int, in
     return batch_sizes.numel(), int(batch_sizes[0]) if batch_sizes.numel() else 0, (U.shape[0],)
 
 
-def _args(U: Tensor, hidden_size: int, dirs: int, per_step_weight: bool, skip_mode: int,
-          use_tanh: bool, scale_x: float, packing: Optional[Tuple[Tensor, Tensor]] = None,
-          **tensors: Optional[Tensor]) -> SruArgs:
+class KernelOptions(NamedTuple):
+    """The integers and flags of ``SruArgs`` that describe the recurrence (a
+    ``RecurrenceSpec`` resolved for one U: sru/ops/spec.py)."""
+
+    hidden_size: int
+    dirs: int
+    skip_mode: int
+    use_tanh: bool
+    scale_x: float
+
+    @classmethod
+    def of(cls, spec, skip_mode: int) -> "KernelOptions":
+        return cls(spec.hidden_size, spec.dirs, skip_mode, spec.use_tanh, float(spec.scale_x))
+
+
+# The kernel's inputs, in this order: (U, x, weight_c, bias, c0, mask_c, mask_pad); x, c0 and
+# the masks may be None.
+_INPUTS = ("U", "x", "weight_c", "bias", "c0", "mask_c", "mask_pad")
+
+
+def _args(inputs: Sequence[Optional[Tensor]], options: KernelOptions,
+          packing: Optional[Tuple[Tensor, Tensor]], **outputs: Optional[Tensor]) -> SruArgs:
+    U, weight_c = inputs[0], inputs[2]
     length, batch, _ = _sizes(U, packing)
+    tensors = dict(zip(_INPUTS, inputs), **outputs)
     pointers = {name: (None if t is None else t.data_ptr()) for name, t in tensors.items()}
     if packing is not None:  # int64 CPU tensors, contiguous (sru/ops/packing.py)
         pointers["batch_sizes"], pointers["step_offsets"] = (t.data_ptr() for t in packing)
-    return SruArgs(U=U.data_ptr(), length=length, batch=batch, hidden=hidden_size, dirs=dirs,
-                   k=U.shape[-1] // (dirs * hidden_size), per_step_weight=int(per_step_weight),
-                   skip_mode=skip_mode, use_tanh=int(use_tanh),
-                   num_threads=torch.get_num_threads(), scale_x=float(scale_x), **pointers)
+    hidden, dirs = options.hidden_size, options.dirs
+    return SruArgs(length=length, batch=batch, hidden=hidden, dirs=dirs,
+                   k=U.shape[-1] // (dirs * hidden), per_step_weight=int(weight_c.dim() > 1),
+                   skip_mode=options.skip_mode, use_tanh=int(options.use_tanh),
+                   num_threads=torch.get_num_threads(), scale_x=float(options.scale_x), **pointers)
 
 
 def _call(lib: ctypes.CDLL, name: str, dtype: torch.dtype, args: SruArgs) -> None:
@@ -64,46 +86,46 @@ def _call(lib: ctypes.CDLL, name: str, dtype: torch.dtype, args: SruArgs) -> Non
                            f"skip_mode={args.skip_mode}")
 
 
-def forward(lib: ctypes.CDLL, U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
-            c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
-            hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
+def forward(lib: ctypes.CDLL, inputs: Sequence[Optional[Tensor]], options: KernelOptions,
             store_c: bool, packing: Optional[Tuple[Tensor, Tensor]] = None
             ) -> Tuple[Tensor, Tensor, Tensor]:
     """Return ``(h, c_last, c_all)``; c_all (every step's c) is empty unless store_c.
 
-    ``packing``: None for dense (L, B, .) tensors, or ``(batch_sizes, step_offsets)`` for the
-    packed layout (U (N, dirs*d*k), h and c_all (N, dirs*d); sru/ops/packing.py)."""
+    ``inputs``: ``(U, x, weight_c, bias, c0, mask_c, mask_pad)``. ``packing``: None for dense
+    (L, B, .) tensors, or ``(batch_sizes, step_offsets)`` for the packed layout (U (N, dirs*d*k),
+    h and c_all (N, dirs*d); sru/ops/packing.py)."""
+    U = inputs[0]
     _, batch, tokens = _sizes(U, packing)
-    width = dirs * hidden_size
+    width = options.dirs * options.hidden_size
     h = U.new_empty(*tokens, width)
     c_last = U.new_empty(batch, width)
     c_all = U.new_empty((*tokens, width) if store_c else (0,))
-    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x, packing,
-                 x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
-                 h=h, c_all=c_all if store_c else None, c_last=c_last)
+    args = _args(inputs, options, packing, h=h, c_all=c_all if store_c else None, c_last=c_last)
     _call(lib, "sru_forward", U.dtype, args)
     return h, c_last, c_all
 
 
-def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U: Tensor,
-             x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
-             mask_c: Optional[Tensor], mask_pad: Optional[Tensor], c_all: Tensor,
-             hidden_size: int, dirs: int, skip_mode: int, use_tanh: bool, scale_x: float,
-             need_grad_mask_c: bool, grad_U: Optional[Tensor] = None,
-             grad_x: Optional[Tensor] = None, packing: Optional[Tuple[Tensor, Tensor]] = None
+def backward(lib: ctypes.CDLL, grads: Tuple[Tensor, Optional[Tensor]],
+             inputs: Sequence[Optional[Tensor]], c_all: Tensor, options: KernelOptions,
+             need_grad_mask_c: bool, reuse: Tuple[Optional[Tensor], Optional[Tensor]] = (None, None),
+             packing: Optional[Tuple[Tensor, Tensor]] = None
              ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Return grads ``(U, x, weight_c, bias, c0, mask_c)``; grad x is empty unless
     skip_mode == 1, grad mask_c unless need_grad_mask_c (and mask_c is given).
 
-    ``grad_c_last`` None means zeros (c_last unused), without allocating them.
-    ``grad_U`` / ``grad_x``: optional output buffers, which may be ``U`` / ``c_all``
-    themselves: the kernel reads each element of U and of c_all at step t before it writes
-    that element's gradient, and never reads it again, so it can overwrite them in place.
-    That spares two large allocations whose fresh pages the OS would have to fault in.
+    ``grads``: ``(grad_h, grad_c_last)``; grad_c_last None means zeros (c_last unused), without
+    allocating them. ``reuse``: optional output buffers ``(grad_U, grad_x)``, which may be ``U``
+    / ``c_all`` themselves: the kernel reads each element of U and of c_all at step t before it
+    writes that element's gradient, and never reads it again, so it can overwrite them in
+    place. That spares two large allocations whose fresh pages the OS would have to fault in.
     ``packing`` as in ``forward``.
     """
+    grad_h, grad_c_last = grads
+    U, weight_c, bias, mask_c = inputs[0], inputs[2], inputs[3], inputs[5]
+    grad_U, grad_x = reuse
+    skip_mode = options.skip_mode
     _, batch, tokens = _sizes(U, packing)
-    width = dirs * hidden_size
+    width = options.dirs * options.hidden_size
     # The kernel writes every element (padded steps included): no zero-fill needed.
     if grad_U is None:
         grad_U = torch.empty_like(U)
@@ -115,11 +137,9 @@ def backward(lib: ctypes.CDLL, grad_h: Tensor, grad_c_last: Optional[Tensor], U:
     need_grad_mask_c = need_grad_mask_c and mask_c is not None
     grad_mask_c = U.new_empty((batch, width) if need_grad_mask_c else (0,))
     partial = U.new_empty(batch, 4, width)  # scratch: per batch row sums, reduced in the kernel
-    args = _args(U, hidden_size, dirs, weight_c.dim() > 1, skip_mode, use_tanh, scale_x, packing,
-                 x=x, weight_c=weight_c, bias=bias, c0=c0, mask_c=mask_c, mask_pad=mask_pad,
-                 c_all=c_all, grad_h=grad_h, grad_c_last=grad_c_last, grad_U=grad_U,
-                 grad_x=grad_x if skip_mode == 1 else None, grad_weight_c=grad_weight_c,
-                 grad_bias=grad_bias, grad_partial=partial, grad_c0=grad_c0,
-                 grad_mask_c=grad_mask_c if need_grad_mask_c else None)
+    args = _args(inputs, options, packing, c_all=c_all, grad_h=grad_h, grad_c_last=grad_c_last,
+                 grad_U=grad_U, grad_x=grad_x if skip_mode == 1 else None,
+                 grad_weight_c=grad_weight_c, grad_bias=grad_bias, grad_partial=partial,
+                 grad_c0=grad_c0, grad_mask_c=grad_mask_c if need_grad_mask_c else None)
     _call(lib, "sru_backward", U.dtype, args)
     return grad_U, grad_x, grad_weight_c, grad_bias, grad_c0, grad_mask_c

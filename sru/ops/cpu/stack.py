@@ -5,13 +5,15 @@ Why: at one decoding step (L = 1, B = 1) reading a 512 x 1536 weight takes ~70-9
 per-layer Python of ``inference.forward_stack`` (an aten matmul call, allocations, a ctypes call
 per layer) plus ``SRU.forward``'s general argument handling added another ~60-90 µs for two
 layers. Here ``SRU.forward`` checks a handful of flags, reuses a plan cached on the module
-(rebuilt when a parameter's storage, dtype, mode or backend changes) and makes one ctypes call.
+(rebuilt when a parameter's identity or storage, the dtype, the mode, a dropout, the skip scale
+or the backend changes: ``plan_key``) and makes one ctypes call.
 
 "Plain" = every layer has its own weight (no projection, no ``custom_m``), no layer norm, the
 CPU backend, no dropout to draw (eval mode or zero dropout); anything else keeps the general
 inference path, which gives the same numbers (same BLAS routine, same recurrence kernel).
 """
 import ctypes
+import operator
 import threading
 from typing import Optional, Sequence, Tuple
 
@@ -52,9 +54,22 @@ def configure_stack(lib: ctypes.CDLL) -> None:
     lib._sru_stack_ready = True
 
 
-# Bumped by every SRUCell attribute assignment and every ``_apply`` (.to(), .double(), ...): the
-# cheap way for a cached plan to notice a changed mode, backend or parameter (sru/modules.py).
-GENERATION = [0]
+# Every cell attribute a plan depends on (``_plain``, ``kernel_cell`` and the StackLayer fields),
+# read in one C call; the tensors are keyed by identity (``_parameters``, ``_modules``) and storage.
+_CELL_STATE = operator.attrgetter("training", "backend", "dropout", "rnn_dropout", "_scale_x_value",
+                                  "rescale", "activation_type", "has_skip_term", "custom_m")
+
+
+def plan_key(cells: Sequence) -> tuple:
+    """What a cached plan must still match: per cell its mode and options, and the identity of
+    its parameters and submodules (a new layer norm, projection or custom_m). No global counter:
+    the key is read from the cells themselves on every call (about 1 µs a layer)."""
+    key = []
+    for cell in cells:
+        key.append(_CELL_STATE(cell))
+        key.extend(map(id, cell._parameters.values()))
+        key.extend(map(id, cell._modules.values()))
+    return tuple(key)
 
 
 class StackPlan:
@@ -62,7 +77,7 @@ class StackPlan:
     plain (then the caller takes the general path until the cells change)."""
 
     def __init__(self, lib: ctypes.CDLL, cells: Sequence, dtype: torch.dtype):
-        self.generation, self.dtype, self.usable = GENERATION[0], dtype, False
+        self.key, self.dtype, self.usable = plan_key(cells), dtype, False
         self.tensors = tuple(p for cell in cells for p in cell._parameters.values() if p is not None)
         self.pointers = tuple(map(Tensor.data_ptr, self.tensors))
         if dtype not in _DTYPES or not all(_plain(cell, dtype) for cell in cells):
@@ -83,11 +98,11 @@ class StackPlan:
         self._scratch = threading.local()
         self.usable = True
 
-    def current(self, dtype: torch.dtype) -> bool:
-        """Whether the plan still describes the cells: no cell changed since it was built and
-        every parameter still has the storage it had (``p.data = ...`` assigns bypass the
-        generation counter; a stale pointer would read freed memory)."""
-        return (self.generation == GENERATION[0] and dtype is self.dtype
+    def current(self, cells: Sequence, dtype: torch.dtype) -> bool:
+        """Whether the plan still describes the cells: the same key (``plan_key``) and every
+        parameter still has the storage it had (``.to()``, ``.double()`` and ``p.data = ...``
+        swap storages in place; a stale pointer would read freed memory)."""
+        return (dtype is self.dtype and plan_key(cells) == self.key
                 and tuple(map(Tensor.data_ptr, self.tensors)) == self.pointers)
 
     def run(self, x: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:

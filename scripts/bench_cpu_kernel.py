@@ -1,6 +1,6 @@
 """Microbenchmark: the fused CPU recurrence against the GEMMs of the same SRU layer.
 
-    python -m sru.ops.cpu_benchmark [--length 64] [--batch 32] [--width 512] [--threads 2]
+    python scripts/bench_cpu_kernel.py [--length 64] [--batch 32] [--width 512] [--threads 2]
 
 Times, interleaved in one loop so machine noise hits all alike, for one unidirectional
 layer with k = 3: the forward GEMM x @ W, the two backward GEMMs, the recurrence forward
@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from .autograd import SKIP_SCALED_X, recurrence_bwd, recurrence_fwd
-from .cpu.build import load_error, load_library
+from sru.ops.cpu.autograd import SKIP_SCALED_X, recurrence_bwd, recurrence_fwd
+from sru.ops.cpu.build import load_error, load_library
 
 
 def main() -> None:

@@ -1,23 +1,35 @@
 """The Triton kernels over a packed batch (sru/ops/packing.py): the same forward and backward
-kernels as sru/ops/triton.py, launched with ``PACKED=True``.
+kernels as sru/ops/triton/padded.py, launched with ``PACKED=True``.
 
 Each program still owns columns of the flattened (B, dirs*d) state; at step t a column of
 sequence b reads row ``step_offsets[t] + b`` of the packed tensors when ``b < batch_sizes[t]``
 and does nothing otherwise (its state stays), so no padded step is loaded, computed or stored.
 An autograd Function (not a custom op): the packed path is for eager training and inference.
 """
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from .triton import _compute_dtype, _interpreting, _launch_config, _on_device, _scale_args
-from .triton_kernels import _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels
-from .shapes import state_width
+from ..spec import Masks, RecurrenceSpec, needs_history
+from .kernels import _SKIP_X, _kernels
+from .padded import (_compute_dtype, _launch_config, _on_device, _scale_args, check_device,
+                     kernel_scale)
 
 
-def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
-             hidden_size, skip, tanh, store_history):
+class _Options(NamedTuple):
+    """What the packed launches need besides tensors."""
+
+    scale_value: float
+    layout: object  # sru.ops.packing.PackedLayout
+    hidden_size: int
+    skip: int
+    tanh: bool
+
+
+def _forward(tensors, scale_t, options: _Options, store_history: bool):
+    U, x, weight_c, bias, c0, mask_c = tensors
+    scale_value, layout, hidden_size, skip, tanh = options
     forward_kernel, _ = _kernels()
     batch, dd = c0.shape
     h = U.new_empty(layout.tokens, dd)
@@ -40,12 +52,12 @@ def _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
 
 class _PackedTriton(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, U, x, weight_c, bias, c0, mask_c, scale_t, scale_value, layout,
-                hidden_size, skip, tanh, store_history):
-        h, c_last, c_all = _forward(U, x, weight_c, bias, c0, mask_c, scale_t, scale_value,
-                                    layout, hidden_size, skip, tanh, store_history)
+    def forward(ctx, U, x, weight_c, bias, c0, mask_c, scale_t, options: _Options,
+                store_history: bool):
+        h, c_last, c_all = _forward((U, x, weight_c, bias, c0, mask_c), scale_t, options,
+                                    store_history)
         ctx.save_for_backward(U, x, weight_c, bias, c0, mask_c, scale_t, c_all)
-        ctx.options = (scale_value, layout, hidden_size, skip, tanh)
+        ctx.options = options
         ctx.set_materialize_grads(False)
         return h, c_last
 
@@ -81,37 +93,22 @@ class _PackedTriton(torch.autograd.Function):
                 BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps)
         # Deterministic reduction of the per-(batch, column) partial sums, as sru/ops/triton.py.
         return (grad_U, grad_x, part_w.sum(0).to(weight_c.dtype), part_b.sum(0).to(bias.dtype),
-                grad_c0, grad_mask_c, None, None, None, None, None, None, None)
+                grad_c0, grad_mask_c, None, None, None)
 
 
-def elementwise_recurrence_packed_triton(
-    U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
-    hidden_size: int, layout, bidirectional: bool = False,
-    has_skip_term: bool = True, scale_x=1.0, activation: str = "none",
-    mask_c: Optional[Tensor] = None,
-) -> Tuple[Tensor, Tensor]:
-    """``elementwise_recurrence_packed`` on the Triton kernels (arguments validated there;
-    ``layout`` a ``sru.ops.packing.PackedLayout``, not imported here: packing imports this):
+def packed(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+           masks: Masks, spec: RecurrenceSpec, layout) -> Tuple[Tensor, Tensor]:
+    """``reference.packed`` on the Triton kernels (arguments validated by sru/ops/packing.py):
     h (N, dirs*d) in U's dtype, c_last (B, dirs*d); arithmetic in fp32 (fp64 for fp64 U)."""
-    if not U.is_cuda and not _interpreting():
-        raise RuntimeError("the triton backend runs on CUDA tensors; for CPU tensors set "
-                           "TRITON_INTERPRET=1 (slow, for tests) or use backend='cpu'.")
-    dd = state_width(hidden_size, bidirectional)
-    k = U.shape[1] // dd
-    skip = _SKIP_NONE if not has_skip_term else (_SKIP_X if k == 3 else _SKIP_U3)
-    x = x.contiguous() if skip == _SKIP_X else None
+    mask_c = masks.mask_c
+    check_device(U)
+    skip, x = spec.skip_input(U, x)
+    x = None if x is None else x.contiguous()
     if c0 is None:
-        c0 = U.new_zeros(layout.batch, dd)
-    scale_t, scale_value = None, 1.0
-    if isinstance(scale_x, Tensor):
-        scale_t = scale_x.detach().reshape(1).to(device=U.device)
-    else:
-        scale_value = float(scale_x)
-        if U.dtype == torch.float64:  # a float kernel argument is fp32; keep fp64 exact
-            scale_t = torch.tensor([scale_value], dtype=torch.float64, device=U.device)
-    store_history = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (U, x, weight_c, bias, c0, mask_c))
+        c0 = U.new_zeros(layout.batch, spec.width)
+    scale_t, scale_value = kernel_scale(spec.scale_x, U)
+    store_history = needs_history(U, x, weight_c, bias, c0, mask_c)
     contig = (lambda t: None if t is None else t.contiguous())
+    options = _Options(scale_value, layout, spec.hidden_size, skip, spec.use_tanh)
     return _PackedTriton.apply(U.contiguous(), x, weight_c.contiguous(), bias.contiguous(),
-                               c0.contiguous(), contig(mask_c), scale_t, scale_value, layout,
-                               hidden_size, skip, activation in ("tanh", 1), store_history)
+                               c0.contiguous(), contig(mask_c), scale_t, options, store_history)

@@ -16,7 +16,7 @@ Same arguments, layouts and semantics as ``elementwise_recurrence_reference`` in
 * Precision: inputs may be fp32/fp16/bf16 (fp64 for gradcheck); every load is converted to the
   fp32 (fp64) compute type, outputs are stored in U's dtype, gradients in each input's dtype.
 
-The kernels (sru/ops/triton_kernels.py) are jitted lazily on first use (not at import), so
+The kernels (sru/ops/triton/kernels.py) are jitted lazily on first use (not at import), so
 ``import sru.ops.triton`` works without triton, and TRITON_INTERPRET=1 only has to be set before
 the first call.
 """
@@ -27,12 +27,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from .shapes import num_directions
-from .triton_kernels import (  # noqa: F401  (re-exported: tests and scripts/check_gpu.py use them)
-    _SKIP_NONE, _SKIP_U3, _SKIP_X, _kernels, triton)
-
-if triton is not None:
-    from .triton_kernels import _sru_backward_kernel, _sru_forward_kernel  # noqa: F401
+from ..spec import Masks, RecurrenceSpec, needs_history, split_flat
+from .kernels import _SKIP_X, _kernels, triton
 
 
 def _interpreting() -> bool:
@@ -60,7 +56,7 @@ def _compute_dtype(U: Tensor) -> torch.dtype:
 
 
 def _scale_args(scale_x: Optional[Tensor], like: Tensor):
-    # A tensor scale_x (the module's buffer) is read inside the kernel: no .item() sync per call.
+    # A tensor scale_x is read inside the kernel (see kernel_scale); else a dummy pointer.
     return (scale_x, True) if scale_x is not None else (like, False)
 
 
@@ -190,99 +186,74 @@ _recurrence_forward.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---------------------------------------------------------------------------------------------
-# Public entry point.
+# Backend entries.
 
-def _check(name: str, t: Optional[Tensor], shapes, device) -> None:
-    if t is None:
-        return
-    if tuple(t.shape) not in [tuple(s) for s in shapes]:
-        want = " or ".join(str(tuple(s)) for s in shapes)
-        raise ValueError(f"elementwise_recurrence_triton: {name} must have shape {want}, "
-                         f"got {tuple(t.shape)}")
-    if t.device != device:
-        raise ValueError(f"elementwise_recurrence_triton: {name} must be on {device} like U, "
-                         f"got {t.device}")
-
-
-def elementwise_recurrence_triton(
-    U: Tensor,
-    x: Optional[Tensor],
-    weight_c: Tensor,
-    bias: Tensor,
-    c0: Optional[Tensor],
-    hidden_size: int,
-    bidirectional: bool = False,
-    has_skip_term: bool = True,
-    scale_x=1.0,
-    activation="none",
-    mask_c: Optional[Tensor] = None,
-    mask_pad: Optional[Tensor] = None,
-    amp_recurrence_fp16: bool = False,
-) -> Tuple[Tensor, Tensor]:
-    """Return ``(h, c_last)`` exactly as ``elementwise_recurrence_reference`` does.
-
-    ``h`` and ``c_last`` come back in U's dtype; the state and all arithmetic are fp32 (fp64
-    for fp64 U). ``scale_x`` may be a float or a 1-element tensor (the module's buffer, read on
-    the device without a sync); it is a constant (no gradient), as in the official package.
-    ``amp_recurrence_fp16`` (official meaning): when U is fp16 (e.g. from a matmul under
-    autocast), the other recurrence inputs (x, weight_c, bias, c0, mask_c) are cast to fp16 too,
-    so everything the kernel reads is half precision; arithmetic still runs in fp32.
-    """
-    if U.dim() != 3:
-        raise ValueError(f"elementwise_recurrence_triton: U must be (L, B, dirs*d*k), got shape "
-                         f"{tuple(U.shape)}")
+def check_device(U: Tensor, *tensors: Optional[Tensor]) -> None:
+    """CUDA tensors (CPU only under the interpreter), all on U's device."""
     if not U.is_cuda and not _interpreting():
-        raise RuntimeError("elementwise_recurrence_triton runs on CUDA tensors; for CPU tensors "
-                           "set TRITON_INTERPRET=1 (slow, for tests) or use backend='cpu'.")
-    if activation not in ("none", "tanh", 0, 1):
-        raise ValueError(f"activation must be 'none' or 'tanh' (or 0/1), got {activation!r}")
-    tanh = activation in ("tanh", 1)
-    dirs = num_directions(bidirectional)
-    dd = dirs * hidden_size
-    length, batch = U.shape[0], U.shape[1]
-    if hidden_size <= 0 or U.shape[2] not in (3 * dd, 4 * dd):
-        raise ValueError(f"elementwise_recurrence_triton: U's last dim must be dirs*d*k = "
-                         f"{3 * dd} or {4 * dd} (k=3/4, d={hidden_size}, dirs={dirs}), "
-                         f"got {U.shape[2]}")
-    k = U.shape[2] // dd
-    skip = _SKIP_NONE if not has_skip_term else (_SKIP_X if k == 3 else _SKIP_U3)
-    if skip == _SKIP_X and x is None:
-        raise ValueError("elementwise_recurrence_triton: x (L, B, dirs*d) is required when "
-                         "has_skip_term=True and k == 3; pass x or set has_skip_term=False")
-    if skip != _SKIP_X:
-        x = None  # not read by the kernel
-    dev = U.device
-    _check("x", x, [(length, batch, dd)], dev)
-    _check("weight_c", weight_c, [(2 * dd,), (length, batch, 2 * dd)], dev)
-    _check("bias", bias, [(2 * dd,)], dev)
-    _check("c0", c0, [(batch, dd)], dev)
-    _check("mask_c", mask_c, [(batch, dd)], dev)
-    _check("mask_pad", mask_pad, [(length, batch)], dev)
+        raise RuntimeError("the triton backend runs on CUDA tensors; for CPU tensors set "
+                           "TRITON_INTERPRET=1 (slow, for tests) or use backend='cpu'.")
+    for t in tensors:
+        if t is not None and t.device != U.device:
+            raise ValueError(f"elementwise_recurrence_triton: every input must be on {U.device} "
+                             f"like U, got one of shape {tuple(t.shape)} on {t.device}")
 
-    if amp_recurrence_fp16 and U.dtype == torch.float16:
-        half = lambda t: None if t is None else t.half()  # noqa: E731
-        x, weight_c, bias, c0, mask_c = half(x), half(weight_c), half(bias), half(c0), half(mask_c)
-    if c0 is None:
-        c0 = U.new_zeros(batch, dd)
-    if mask_pad is not None:  # any nonzero = padded; a byte per step is all the kernel reads
-        mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
-    scale_t = None
-    scale_value = 1.0
+
+def kernel_scale(scale_x, U: Tensor) -> Tuple[Optional[Tensor], float]:
+    """``(scale tensor or None, scale value)``: a tensor scale_x (the module's buffer) is read
+    inside the kernel, so no .item() sync per call; a float is a kernel argument, which is
+    fp32, so fp64 inputs get it as a tensor to stay exact."""
     if isinstance(scale_x, Tensor):
         if scale_x.numel() != 1:
             raise ValueError(f"scale_x must be a float or a 1-element tensor, got shape "
                              f"{tuple(scale_x.shape)}")
-        scale_t = scale_x.detach().reshape(1).to(device=dev)
-    else:
-        scale_value = float(scale_x)
-        if U.dtype == torch.float64:  # a float kernel argument is fp32; keep fp64 exact
-            scale_t = torch.tensor([scale_value], dtype=torch.float64, device=dev)
+        return scale_x.detach().reshape(1).to(device=U.device), 1.0
+    value = float(scale_x)
+    if U.dtype == torch.float64:
+        return torch.tensor([value], dtype=torch.float64, device=U.device), value
+    return None, value
 
+
+def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
+           c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
+           amp_recurrence_fp16: bool = False) -> Tuple[Tensor, Tensor]:
+    """``reference.padded`` on the fused kernels (inputs validated by the caller).
+
+    ``h`` and ``c_last`` come back in U's dtype; the state and all arithmetic are fp32 (fp64
+    for fp64 U). ``spec.scale_x`` may be a float or a 1-element tensor; it is a constant (no
+    gradient), as in the official package. ``amp_recurrence_fp16`` (official meaning): when U
+    is fp16 (e.g. from a matmul under autocast), the other recurrence inputs (x, weight_c,
+    bias, c0, mask_c) are cast to fp16 too, so everything the kernel reads is half precision;
+    arithmetic still runs in fp32.
+    """
+    mask_c, mask_pad = masks
+    check_device(U, x, weight_c, bias, c0, mask_c, mask_pad)
+    skip, x = spec.skip_input(U, x)
+    if amp_recurrence_fp16 and U.dtype == torch.float16:
+        half = lambda t: None if t is None else t.half()  # noqa: E731
+        x, weight_c, bias, c0, mask_c = half(x), half(weight_c), half(bias), half(c0), half(mask_c)
+    if c0 is None:
+        c0 = U.new_zeros(U.shape[1], spec.width)
+    if mask_pad is not None:  # any nonzero = padded; a byte per step is all the kernel reads
+        mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
+    scale_t, scale_value = kernel_scale(spec.scale_x, U)
     # Inference needs no c history: skip writing it (a quarter of the forward's traffic).
-    store_history = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (U, x, weight_c, bias, c0, mask_c))
+    store_history = needs_history(U, x, weight_c, bias, c0, mask_c)
     contig = lambda t: None if t is None else t.contiguous()  # noqa: E731
     h, c_last, _ = _recurrence_forward(
         U.contiguous(), contig(x), weight_c.contiguous(), bias.contiguous(), c0.contiguous(),
-        contig(mask_c), mask_pad, scale_t, scale_value, hidden_size, skip, tanh, store_history)
+        contig(mask_c), mask_pad, scale_t, scale_value, spec.hidden_size, skip, spec.use_tanh,
+        store_history)
     return h, c_last
+
+
+def elementwise_recurrence_triton(*args, amp_recurrence_fp16: bool = False, **kwargs):
+    """``padded`` with the flat arguments of ``sru.ops.spec.split_flat`` ``(U, x, weight_c,
+    bias, c0, hidden_size, bidirectional=False, has_skip_term=True, scale_x=1.0,
+    activation='none', mask_c=None, mask_pad=None)``. Returns ``(h, c_last)`` exactly as
+    ``elementwise_recurrence_reference`` does. A CPU U without TRITON_INTERPRET=1 is refused
+    before anything else is checked."""
+    U = args[0] if args else kwargs.get("U")
+    if isinstance(U, Tensor) and U.dim() == 3:
+        check_device(U)
+    return padded(*split_flat(*args, **kwargs), amp_recurrence_fp16=amp_recurrence_fp16)

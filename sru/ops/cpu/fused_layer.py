@@ -17,26 +17,25 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from .autograd import SKIP_SCALED_X, _library
-from .cpu import kernel
-from .shapes import num_directions
+from ..spec import SKIP_SCALED_X, Masks, RecurrenceSpec
+from .kernel import KernelOptions, backward as kernel_backward, forward as kernel_forward
+from .autograd import _library
 
 
 class _LinearRecurrence(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
                 c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
-                hidden_size: int, dirs: int, scale_x: float, use_tanh: bool,
+                options: KernelOptions,
                 packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[Tensor, Tensor]:
         U = _matmul(x, weight)
-        h, c_last, c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c,
-                                          mask_pad, hidden_size, dirs, SKIP_SCALED_X, use_tanh,
-                                          scale_x, True, packing)
+        h, c_last, c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+                                          options, True, packing)
         ctx.save_for_backward(x, weight, weight_c, bias, c0, mask_c, mask_pad)
         # Plain attributes, not saved tensors: backward overwrites them (see there), which
         # autograd's version check on saved tensors would reject on a second backward.
         ctx.U, ctx.c_all = U, c_all
-        ctx.options = (hidden_size, dirs, scale_x, use_tanh)
+        ctx.kernel_options = options
         ctx.packing = packing
         ctx.states_overwritten = False  # set once a backward has reused U and c_all's memory
         ctx.set_materialize_grads(False)  # an unused output's grad stays None, not zeros
@@ -46,24 +45,21 @@ class _LinearRecurrence(torch.autograd.Function):
     def backward(ctx, grad_h: Optional[Tensor], grad_c_last: Optional[Tensor]):
         x, weight, weight_c, bias, c0, mask_c, mask_pad = ctx.saved_tensors
         U, c_all = ctx.U, ctx.c_all
-        hidden_size, dirs, scale_x, use_tanh = ctx.options
-        packing = ctx.packing
+        options, packing = ctx.kernel_options, ctx.packing
         if grad_h is None:  # only c_last was used
-            grad_h = x.new_zeros(*x.shape[:-1], dirs * hidden_size)
+            grad_h = x.new_zeros(*x.shape[:-1], options.dirs * options.hidden_size)
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         if ctx.states_overwritten:  # a second backward (retain_graph=True): recompute them
             U = _matmul(x, weight)
-            c_all = kernel.forward(_library(), U, x, weight_c, bias, c0, mask_c, mask_pad,
-                                   hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x, True,
-                                   packing)[2]
+            c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+                                   options, True, packing)[2]
         # U and c_all are ours alone (never returned) and this is their last use: the kernel
         # writes grad_U over U and the skip gradient over c_all (see kernel.backward).
         ctx.states_overwritten, ctx.U, ctx.c_all = True, None, None
-        grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel.backward(
-            _library(), grad_h.contiguous(),
-            None if grad_c_last is None else grad_c_last.contiguous(), U, x, weight_c, bias,
-            c0, mask_c, mask_pad, c_all, hidden_size, dirs, SKIP_SCALED_X, use_tanh, scale_x,
-            need_grad_mask_c, grad_U=U, grad_x=c_all, packing=packing)
+        grads = (grad_h.contiguous(), None if grad_c_last is None else grad_c_last.contiguous())
+        grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel_backward(
+            _library(), grads, (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
+            need_grad_mask_c, reuse=(U, c_all), packing=packing)
         rows = x.numel() // x.shape[-1]
         grad_U2 = grad_U.view(rows, -1)
         grad_weight = x.view(rows, -1).t().mm(grad_U2) if ctx.needs_input_grad[1] else None
@@ -72,7 +68,7 @@ class _LinearRecurrence(torch.autograd.Function):
         else:
             grad_x = None
         return (grad_x, grad_weight, grad_wc, grad_bias, None if c0 is None else grad_c0,
-                grad_mask_c if need_grad_mask_c else None, None, None, None, None, None, None)
+                grad_mask_c if need_grad_mask_c else None, None, None, None)
 
 
 def _matmul(x: Tensor, weight: Tensor) -> Tensor:
@@ -81,19 +77,17 @@ def _matmul(x: Tensor, weight: Tensor) -> Tensor:
 
 
 def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
-                          c0: Optional[Tensor], hidden_size: int, bidirectional: bool,
-                          scale_x: float, activation: str, mask_c: Optional[Tensor],
-                          mask_pad: Optional[Tensor],
+                          c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
                           packing: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
     """``elementwise_recurrence(x @ weight, x, ...)`` with has_skip_term=True and k = 3,
     fused as described above. Expects what ``sru.modules`` checks before calling it: CPU
     tensors of one dtype (float32 or float64), x (L, B, d_in) with d_in == dirs*hidden_size,
     weight (d_in, 3*dirs*hidden_size), weight_c and bias (2*dirs*hidden_size,).
     ``packing``: ``(batch_sizes, step_offsets)`` when x is a packed (N, d_in) batch
-    (``sru.ops.packing.PackedLayout.kernel_args``; then mask_pad is None)."""
+    (``sru.ops.packing.PackedLayout.kernel_args``; then masks.mask_pad is None)."""
+    mask_pad = masks.mask_pad
     pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
     contiguous = (lambda t: None if t is None else t.contiguous())
     return _LinearRecurrence.apply(x.contiguous(), weight.contiguous(), weight_c.contiguous(),
-                                   bias.contiguous(), contiguous(c0), contiguous(mask_c), pad,
-                                   hidden_size, num_directions(bidirectional), float(scale_x),
-                                   activation == "tanh", packing)
+                                   bias.contiguous(), contiguous(c0), contiguous(masks.mask_c),
+                                   pad, KernelOptions.of(spec, SKIP_SCALED_X), packing)

@@ -1,0 +1,126 @@
+"""What ``SRUCell``/``SRUppCell`` and ``SRU``/``SRUpp`` have in common.
+
+``RecurrentCellBase``: backend selection (validated when assigned), the skip scale alpha kept as a
+Python float beside the ``scale_x`` buffer (so forward never syncs on it, and a checkpoint's
+value wins when loaded), old pickles, per-sequence dropout masks, the recurrence call with its
+half-precision rule, and ``extra_repr``. ``StackBase``: the stack's ``backend`` and the
+``nn_rnn_compatible_return`` layout of c.
+"""
+import contextlib
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from sru.checks import state_dtype
+from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.spec import RecurrenceSpec
+
+
+class RecurrentCellBase(nn.Module):
+    """A layer whose U the subclass computes and whose recurrence is ``sru.ops``.
+
+    Subclasses set ``hidden_size``, ``bidirectional``, ``has_skip_term``, ``rescale``,
+    ``activation``, ``amp_recurrence_fp16``, ``dropout``, ``rnn_dropout``, ``output_size``,
+    ``input_size`` and the ``scale_x`` buffer, and list in ``_REPR_DEFAULTS`` the options
+    ``extra_repr`` shows when they differ from their default."""
+
+    scale_x: Tensor
+    _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
+    _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
+
+    @property
+    def backend(self) -> str:
+        # Stored under its own name in __dict__, where the pickles of every version have it.
+        return self.__dict__["backend"]
+
+    @backend.setter
+    def backend(self, value: str) -> None:  # checked here, not at the first forward
+        if value not in BACKENDS:
+            raise ValueError(f"{type(self).__name__} expected backend in {BACKENDS}, got {value!r}")
+        self.__dict__["backend"] = value
+
+    @property
+    def _skip_scale(self) -> float:
+        """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
+        return self._scale_x_value if self.rescale else 1.0
+
+    def recurrence_spec(self) -> RecurrenceSpec:
+        return RecurrenceSpec(self.hidden_size, self.bidirectional, self.has_skip_term,
+                              self._skip_scale, self.activation)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        # A checkpoint's scale_x wins over the one computed at construction.
+        self._scale_x_value = float(self.scale_x[0])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # Whole modules pickled by the official package (same class path) lack the attributes
+        # added here or in later versions.
+        self.__dict__.setdefault("backend", "auto")
+        for name, default in self._PICKLE_DEFAULTS:
+            self.__dict__.setdefault(name, default)
+        self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
+
+    @staticmethod
+    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
+        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
+
+    def _dropout(self, input: Tensor, batch: int) -> Tuple[Tensor, Optional[Tensor]]:
+        """In training: rnn_dropout on the input and the dropout mask on the gated term, one
+        mask per sequence shared over time (rows of ``input`` are per token, masks per
+        sequence: ``batch`` of them). Returns (input, mask_c or None)."""
+        if not self.training:
+            return input, None
+        if self.rnn_dropout > 0:
+            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
+        mask_c = None
+        if self.dropout > 0:
+            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+        return input, mask_c
+
+    def _recurrence(self, U: Tensor, x: Optional[Tensor], weight_c: Tensor, c0: Optional[Tensor],
+                    mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """``sru.ops.elementwise_recurrence`` with this layer's spec and backend. Under autocast
+        U arrives in half precision; the recurrence accumulates c over time, so it runs in
+        float32 unless amp_recurrence_fp16 asks for float16 (the official rule)."""
+        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
+        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
+        autocast_off = torch.autocast(U.device.type, enabled=False) \
+            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
+        with autocast_off:
+            return elementwise_recurrence(
+                cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
+                bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
+                scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
+                mask_pad=mask_pad, backend=self.backend)
+
+    def extra_repr(self) -> str:
+        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend"
+                 else f"{name}={value}"
+                 for name, default in self._REPR_DEFAULTS
+                 for value in (getattr(self, name),) if value != default]
+        return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
+
+
+class StackBase(nn.Module):
+    """A stack of cells in ``rnn_lst`` with one backend."""
+
+    @property
+    def backend(self) -> str:
+        return self.rnn_lst[0].backend
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.backend = value
+
+    def _stack_c(self, c_last, batch: int) -> Tensor:
+        """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with
+        ``nn_rnn_compatible_return`` (nn.LSTM's layout)."""
+        c_stack = torch.stack(c_last) if isinstance(c_last, (list, tuple)) else c_last
+        if not self.nn_rnn_compatible_return:
+            return c_stack
+        return (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
+                .transpose(1, 2).reshape(-1, batch, self.hidden_size))

@@ -1,0 +1,126 @@
+"""Which CPU execution path ``sru.modules`` takes, beside the general one. Four paths exist
+(see docs/ops.md):
+
+- the *stack path* (``sru.ops.cpu.stack``): the inference path of a plain stack (no layer norm,
+  projection or input_to_hidden) as one C call, tried first by ``SRU.forward``;
+- the *inference path* (``sru.ops.cpu.inference``): no autograd, CPU, float32/float64, no
+  dropout masks: each layer's matmul plus one direct kernel call, for the whole stack;
+- the *fused training path* (``sru.ops.cpu.fused_layer``): eager CPU training of a plain k = 3
+  layer;
+- the general path: U from the weight (or ``custom_m``), then ``sru.ops.elementwise_recurrence``
+  (any backend, autograd, torch.compile, autocast, half precision).
+"""
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from ..backends import cpu_kernel_available
+from .build import load_library
+from .inference import forward_stack, kernel_cell, skip_mode
+from .stack import StackPlan
+
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+
+
+def _eager_cpu(input: Tensor) -> bool:
+    """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch."""
+    return (type(input) is Tensor and input.is_cpu
+            and not torch.is_autocast_enabled("cpu")
+            and not torch.compiler.is_compiling()
+            and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap
+
+
+def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
+    """The per-layer arguments of ``sru.ops.cpu.inference.forward_stack`` when ``cells`` can
+    run on ``input`` that way, else None: no autograd (no_grad / inference_mode), eager CPU,
+    the cells' own float32/float64 dtype, plain weights (a projection is fine, ``custom_m``
+    is not), the CPU backend, no dropout masks to draw.
+
+    Called on every inference forward, so it reads parameters from ``_parameters`` directly
+    (``nn.Module.__getattr__`` costs about a microsecond per access: a decoding step has a
+    budget of a few) and checks and gathers in one pass.
+    """
+    dtype = input.dtype
+    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not _eager_cpu(input):
+        return None
+    plan = []
+    for cell in cells:
+        params, norm = cell._parameters, cell._modules.get("layer_norm")
+        proj = params.get("weight_proj")
+        if (not kernel_cell(cell, dtype)
+                or (proj is not None and proj.dtype != dtype)
+                or (norm is not None and norm.weight is not None and norm.weight.dtype != dtype)):
+            return None
+        plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
+                     cell.normalize_after, cell.hidden_size, cell.num_directions,
+                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale))
+    return plan if cpu_kernel_available() else None
+
+
+def run_inference_path(plan: List[tuple], input: Tensor, c0: Optional[Tensor],
+                       mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """``forward_stack`` after making its inputs contiguous, in one dtype (shapes checked by
+    the caller). c0 (layers, B, dirs*d) or None."""
+    if c0 is not None and not (c0.dtype == input.dtype and c0.is_contiguous()):
+        c0 = c0.to(input.dtype).contiguous()
+    pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
+    return forward_stack(load_library(), input.contiguous(), plan, c0, pad)
+
+
+def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
+    """Whether the matmul and the recurrence can run as one CPU autograd function
+    (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
+
+    Only when training in eager mode (under torch.compile the custom ops make one graph),
+    with the plain weight (no projection, no custom_m), k = 3 and the skip input being
+    the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
+    """
+    return (input is residual and _eager_cpu(input)
+            and cell.num_matrices == 3 and cell.has_skip_term
+            and cell.custom_m is None and cell.weight_proj is None
+            and cell.backend in ("auto", "cpu")
+            and torch.is_grad_enabled() and input.dtype in _KERNEL_DTYPES
+            and input.dtype == cell.weight.dtype == cell.weight_c.dtype == cell.bias.dtype
+            and (c0 is None or c0.dtype == input.dtype)
+            and cpu_kernel_available())
+
+
+def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]:
+    """``SRU.forward``'s result through the stack path (``sru.ops.cpu.stack``), or None when that
+    path does not apply (then the general code runs and raises any argument error itself).
+
+    Every check here is a cheap flag or shape test: at one decoding step this function and the
+    C call are all the Python there is. The plan is cached in the module's ``__dict__`` (left
+    out of pickles by ``SRU.__getstate__``) and rebuilt when ``StackPlan.current`` says so: it
+    compares a key read from the cells (``sru.ops.cpu.stack.plan_key``), so no global state.
+    """
+    if (torch.is_grad_enabled() or type(input) is not Tensor or input.dim() != 3
+            or input.dtype not in _KERNEL_DTYPES or input.shape[2] != sru.input_size
+            or sru.nn_rnn_compatible_return or sru._modules.get("input_to_hidden") is not None
+            or not _eager_cpu(input)):
+        return None
+    x = input.transpose(0, 1) if sru.batch_first else input
+    length, batch = x.shape[0], x.shape[1]
+    if length == 0 or batch == 0:
+        return None
+    if c0 is not None and (type(c0) is not Tensor or c0.dtype != x.dtype or not c0.is_contiguous()
+                           or c0.shape != (sru.num_layers, batch, sru.output_size)):
+        return None
+    if mask_pad is not None:
+        if type(mask_pad) is not Tensor or mask_pad.shape != input.shape[:2]:
+            return None
+        mask_pad = mask_pad.transpose(0, 1) if sru.batch_first else mask_pad
+        mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
+    plan, cells = sru.__dict__.get("_stack_plan"), list(sru.rnn_lst._modules.values())
+    if plan is None or not plan.current(cells, x.dtype):
+        lib = load_library()
+        if lib is None:
+            return None
+        plan = sru.__dict__["_stack_plan"] = StackPlan(lib, cells, x.dtype)
+    if not plan.usable:
+        return None
+    out = plan.run(x.contiguous(), c0, mask_pad)
+    if out is None or not sru.batch_first:
+        return out
+    return out[0].transpose(0, 1), out[1]

@@ -1,0 +1,81 @@
+"""What ``python train.py`` does before Hydra writes anything into the run directory.
+
+Hydra creates the run dir, writes ``.hydra/{config,hydra,overrides}.yaml`` and opens ``train.log`` before it
+calls the task function. A start refused only then (the run dir is in use) had already rewritten those
+files of the run that owns the directory, and a ``resume=`` of a finished run re-ran its test and rewrote
+its ``results.json`` with an empty record. So ``RunStart``, a Hydra callback (conf/config.yaml,
+``hydra.callbacks.run_start``) that ``Hydra.run`` calls before ``run_job``, first
+- takes the run lock (tasks/engine/run_lock.py; the runner's own ``RunLock`` then finds it held): a
+  refused start changes nothing in the other run's directory;
+- on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it), and
+  for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0.
+Sweeps (``-m``) write each job into a new directory and do not come here.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from tasks.engine import distributed
+from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.errors import RunError
+from tasks.engine.run_lock import RunLock, release_all
+
+
+def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
+    """Why resuming this checkpoint with ``trainer`` would train no step (None: it would train on)."""
+    progress, step = checkpoint.get("progress") or {}, int(checkpoint["step"])
+    epoch = int(progress.get("epoch", 0))
+    max_steps, max_epochs = trainer.get("max_steps"), trainer.get("max_epochs")
+    if max_steps is not None and step >= max_steps:
+        return f"it has trained trainer.max_steps={max_steps} steps"
+    if max_epochs is not None and epoch >= max_epochs:
+        return f"it has trained trainer.max_epochs={max_epochs} epochs"
+    patience, bad = trainer.get("early_stopping_patience"), int(progress.get("bad_evals", 0))
+    if patience is not None and bad > patience and epoch >= (trainer.get("min_epochs") or 0):
+        return f"it stopped early ({bad} evaluations without improvement, trainer.early_stopping_patience={patience})"
+    return None
+
+
+def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str]:
+    """The one line for a resume of a finished run, else None (raises the runner's ResumeErrors early)."""
+    from tasks.engine.runner import config_for_resume  # the runner imports the trainer: only when resuming
+
+    last = run_dir / "checkpoints" / "last.pt"
+    if not last.is_file():
+        return None  # resolve_run_dir has refused it already, or resume=true found the run still training
+    checkpoint = load_checkpoint(last)
+    saved = config_for_resume(cfg, run_dir, overrides, checkpoint, note=lambda _: None)
+    reason = why_finished(saved.trainer, checkpoint)
+    if reason is None or not (run_dir / "results.json").is_file():
+        return None  # steps left, or killed while testing: the resume trains / tests and writes results.json
+    return (f"[train] resume: {run_dir} is finished at step {checkpoint['step']} ({reason}); nothing to train, "
+            f"nothing changed. Raise trainer.max_steps / trainer.max_epochs to train on; evaluate.py tests it again")
+
+
+class RunStart(Callback):
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if distributed.env_rank() != 0:  # ranks > 0 write nothing (distributed.hydra_overrides_for_rank)
+            return
+        run_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
+        note = None
+        try:
+            RunLock(run_dir).hold_until_exit()
+            if str(config.get("resume")).lower() not in ("none", "false", ""):
+                overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
+                note = finished_run_note(config, run_dir, overrides)
+        except RunError as err:
+            release_all()
+            print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None  # a BaseException: Hydra lets it through without a traceback
+        if note is not None:
+            release_all()
+            print(note, flush=True)
+            raise SystemExit(0)
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        release_all()
