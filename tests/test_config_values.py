@@ -46,6 +46,9 @@ NOT_A_SECOND_DEFAULT = {
     ("tasks/classification/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
     ("tasks/speech/task.py", "seed"): "seed null (unseeded run): the sampled test sentences use 0",
     ("tasks/squad/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
+    ("tasks/squad/task.py", "train"): "the encoded splits, not the config",
+    ("tasks/engine/inference.py", "flush_denormal"): "a config saved before the key existed trained without it",
+    ("tasks/engine/inference.py", "device"): "a loaded model's device when the saved config names none",
 }
 
 

@@ -59,15 +59,16 @@ class SRUppConfig:
 
 
 def check_srupp_keys(cfg) -> None:
-    """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded."""
-    proj = cfg.get("proj_size") or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
-    heads, layers = cfg.get("num_heads", 1), cfg.get("num_layers", 2)
-    given = f"model.proj_size={proj}" if cfg.get("proj_size") else f"model.proj_size=0 (hidden_size / 4 = {proj})"
+    """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded. Called
+    after the schema check: every key is there."""
+    proj = cfg["proj_size"] or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
+    heads, layers = cfg["num_heads"], cfg["num_layers"]
+    given = f"model.proj_size={proj}" if cfg["proj_size"] else f"model.proj_size=0 (hidden_size / 4 = {proj})"
     if proj % heads:
         fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]
         raise ConfigError(f"{given} must be divisible by model.num_heads={heads} (each head takes an equal share); "
                           f"use model.num_heads in {fits} or another proj_size")
-    every, last = cfg.get("attention_every_n_layers", 1), cfg.get("attention_last_n_layers", -1)
+    every, last = cfg["attention_every_n_layers"], cfg["attention_last_n_layers"]
     if last > layers:
         raise ConfigError(f"model.attention_last_n_layers={last} exceeds model.num_layers={layers}; use 1..{layers}, "
                           f"or -1 for attention in every layer")

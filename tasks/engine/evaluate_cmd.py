@@ -66,7 +66,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
         task.setup()
     folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
     t0 = time.perf_counter()
-    metrics = evaluate(task, trained.model, split, trained.device, str(cfg.trainer.get("precision", "fp32")),
+    metrics = evaluate(task, trained.model, split, trained.device, str(cfg.trainer["precision"]),
                        run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
