@@ -1,4 +1,4 @@
-"""The Fish Fillets NG voice-pack corpus (tasks/speech/fillets.py, lua_dialogs.py) on fixtures in the
+"""The Fish Fillets NG voice-pack corpus (tasks/speech/fillets.py, tasks/corpora/fillets_dialogs.py) on fixtures in the
 packages' real formats: dialogue scripts written as the game writes them (dialogId / dialogStr calls, --
 comments, a call over two lines, Lua escapes) and Ogg/Vorbis clips encoded here with soundfile at the
 packs' 22.05 kHz."""
@@ -13,7 +13,7 @@ import soundfile
 
 from tasks.speech.fillets import (FilletsSpec, check_installed, describe, prepare_fillets_corpus,
                                   remove_shared_texts, split_levels, transcript_problem)
-from tasks.speech.lua_dialogs import ScriptError, parse_dialogs
+from tasks.corpora.fillets_dialogs import ScriptError, parse_dialogs
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
 REAL_ROOT = Path("/usr/share/games/fillets-ng")

@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tasks.speech.lua_dialogs import parse_dialogs
+from tasks.corpora.fillets_dialogs import parse_dialogs
 from tasks.speech.text import letters, normalize_transcript
 
 APT_COMMAND = "sudo apt-get install -y fillets-ng-data fillets-ng-data-cs fillets-ng-data-nl"
