@@ -64,6 +64,15 @@ def _subnormals_restored():
     torch.set_flush_denormal(False)
 
 
+def fit_in_run(cfg, task, run_dir, **kwargs):
+    """``fit`` inside the one run context, opened as the runner opens it (tasks/engine/run_context.py)."""
+    from tasks.engine.run_context import open_run
+    from tasks.engine.trainer import fit
+
+    with open_run(cfg, run_dir) as ctx:
+        return fit(cfg, task, ctx, **kwargs)
+
+
 @pytest.fixture
 def run_train():
     """run_train(overrides, run_dir) -> summary dict, exactly as train.py's main would run it."""

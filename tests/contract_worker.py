@@ -11,6 +11,7 @@ from toy_task import ToyTask
 
 from tasks.engine import distributed
 from tasks.engine.runner import compose
+from tasks.engine.run_context import open_run
 from tasks.engine.trainer import evaluate_best, fit
 
 OVERRIDES = ["model=sru", "model.hidden_size=8", "model.num_layers=2", "model.dropout=0", "model.rnn_dropout=0",
@@ -23,8 +24,9 @@ OVERRIDES = ["model=sru", "model.hidden_size=8", "model.num_layers=2", "model.dr
 def train_toy(out_dir: Path, accumulate: int, batch_size: int) -> dict:
     cfg = compose(OVERRIDES + [f"trainer.accumulate={accumulate}"])
     task = ToyTask(cfg, batch_size=batch_size)
-    result = fit(cfg, task, out_dir)
-    test = evaluate_best(cfg, task, result, "test")
+    with open_run(cfg, out_dir) as ctx:  # the one run context, as the runner opens it
+        result = fit(cfg, task, ctx)
+        test = evaluate_best(cfg, task, result, ctx, "test")
     model = torch.load(result.last_checkpoint, weights_only=True)["model"] if distributed.is_main() else None
     return {"valid": result.final_valid, "test": test,
             "weights": None if model is None else {k: v.flatten().tolist() for k, v in model.items()}}
@@ -32,7 +34,6 @@ def train_toy(out_dir: Path, accumulate: int, batch_size: int) -> dict:
 
 if __name__ == "__main__":
     out = Path(sys.argv[1])
-    distributed.setup("cpu")
     summary = train_toy(out, int(sys.argv[2]), int(sys.argv[3]))
     if distributed.is_main():
         (out / "summary.json").write_text(json.dumps(summary))

@@ -8,7 +8,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from test_trainer import RegressionTask, _cfg  # noqa: E402
 
 from tasks.engine.loggers import build_loggers  # noqa: E402
-from tasks.engine.trainer import fit  # noqa: E402
+from conftest import fit_in_run  # noqa: E402
 
 pytest.importorskip("tensorboard")
 
@@ -45,7 +45,7 @@ def test_a_training_run_logs_every_metric_it_records(tmp_path):
     from omegaconf import OmegaConf
     cfg = _cfg(max_steps=6, max_epochs=None, eval_every_steps=3)
     cfg.logger = compose(["logger=tensorboard"]).logger
-    fit(cfg, RegressionTask(None), tmp_path, config_to_save=OmegaConf.to_container(cfg))
+    fit_in_run(cfg, RegressionTask(None), tmp_path, config_to_save=OmegaConf.to_container(cfg))
     acc = _events(tmp_path / "tensorboard")
     tags = set(acc.Tags()["scalars"])
     assert {"train/loss", "valid/mse"} <= tags, tags

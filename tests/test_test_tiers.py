@@ -34,7 +34,7 @@ def _direct_cost(func: ast.FunctionDef) -> Set[str]:
     for node in ast.walk(func):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "subprocess":
             found.add("subprocess")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "fit":
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("fit", "fit_in_run"):
             found.add("fit")
     return found
 

@@ -13,7 +13,7 @@ from torch import nn
 from tasks.engine.base import Task
 from tasks.engine.optim import get_lr
 from tasks.engine.results import read_metrics
-from tasks.engine.trainer import fit
+from conftest import fit_in_run
 
 
 class RegressionTask(Task):
@@ -89,7 +89,7 @@ def test_epoch_hooks_wrap_each_training_epoch_and_num_batches_gets_the_seed(tmp_
     cfg = _cfg(max_epochs=2, max_steps=None, eval_every_steps=None)
     cfg.seed = 7
     task = EpochHooksTask(None)
-    fit(cfg, task, tmp_path)
+    fit_in_run(cfg, task, tmp_path)
     hooks = [c for c in task.calls if c[0] != "num_batches"]
     assert hooks == [("begin", 0), ("end", 0), ("begin", 1), ("end", 1)]
     assert {c[2] for c in task.calls if c[0] == "num_batches"} == {7}
@@ -97,7 +97,7 @@ def test_epoch_hooks_wrap_each_training_epoch_and_num_batches_gets_the_seed(tmp_
 
 @pytest.mark.slow
 def test_loss_falls_and_eval_every_epoch(tmp_path):
-    result = fit(_cfg(max_epochs=4, max_steps=None, eval_every_steps=None), RegressionTask(None), tmp_path)
+    result = fit_in_run(_cfg(max_epochs=4, max_steps=None, eval_every_steps=None), RegressionTask(None), tmp_path)
     valid = read_metrics(tmp_path, "valid")
     assert [r["step"] for r in valid] == [8, 16, 24, 32]
     assert valid[-1]["mse"] < 0.1 * valid[0]["mse"]
@@ -108,9 +108,9 @@ def test_loss_falls_and_eval_every_epoch(tmp_path):
 def test_accumulation_equals_one_big_batch(tmp_path):
     # 2 micro-batches of 4 (mean losses / 2) give the same gradient as one batch of 8 with the same rows.
     cfg = _cfg(max_steps=6, max_epochs=None, grad_clip=None)
-    small = fit(OmegaConf.merge(cfg, {"trainer": {"accumulate": 2}}), RegressionTask(None, batch_size=4),
+    small = fit_in_run(OmegaConf.merge(cfg, {"trainer": {"accumulate": 2}}), RegressionTask(None, batch_size=4),
                 tmp_path / "a")
-    big = fit(cfg, RegressionTask(None, batch_size=8), tmp_path / "b")
+    big = fit_in_run(cfg, RegressionTask(None, batch_size=8), tmp_path / "b")
     wa = torch.load(small.last_checkpoint, weights_only=True)["model"]
     wb = torch.load(big.last_checkpoint, weights_only=True)["model"]
     for name in wa:
@@ -122,7 +122,7 @@ def test_early_stopping_stops(tmp_path):
     # lr 0 never improves after the first evaluation: stop after `patience` more evaluations.
     cfg = _cfg(max_steps=100, max_epochs=None, eval_every_steps=2, early_stopping_patience=2)
     OmegaConf.update(cfg, "trainer.optimizer.lr", 0.0)
-    result = fit(cfg, RegressionTask(None), tmp_path)
+    result = fit_in_run(cfg, RegressionTask(None), tmp_path)
     assert result.steps == 8  # evals at 2 (best), 4, 6, 8 -> 3 without improvement > patience 2
 
 
@@ -131,13 +131,13 @@ def test_min_epochs_holds_early_stopping_back(tmp_path):
     # as above, but early stopping may only end the run once 3 epochs (8 batches each) are done
     cfg = _cfg(max_steps=100, max_epochs=None, eval_every_steps=2, early_stopping_patience=2, min_epochs=3)
     OmegaConf.update(cfg, "trainer.optimizer.lr", 0.0)
-    result = fit(cfg, RegressionTask(None), tmp_path)
+    result = fit_in_run(cfg, RegressionTask(None), tmp_path)
     assert result.steps == 24
 
 
 @pytest.mark.slow
 def test_bf16_autocast_on_cpu_trains(tmp_path):
-    result = fit(_cfg(max_epochs=2, max_steps=None, precision="bf16"), RegressionTask(None), tmp_path)
+    result = fit_in_run(_cfg(max_epochs=2, max_steps=None, precision="bf16"), RegressionTask(None), tmp_path)
     assert math.isfinite(result.best_metric)
 
 
@@ -146,7 +146,7 @@ def test_non_finite_loss_is_reported(tmp_path):
     cfg = _cfg(max_steps=50, max_epochs=None, grad_clip=None)
     OmegaConf.update(cfg, "trainer.optimizer.lr", 1e4)
     with pytest.raises(FloatingPointError, match="lower trainer.optimizer.lr"):
-        fit(cfg, RegressionTask(None), tmp_path)
+        fit_in_run(cfg, RegressionTask(None), tmp_path)
 
 
 @pytest.mark.slow
@@ -156,7 +156,7 @@ def test_wandb_offline_logger_writes_and_finishes(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     cfg = _cfg(max_steps=4, max_epochs=None)
     cfg.logger = compose(["logger=wandb"]).logger
-    fit(cfg, RegressionTask(None), tmp_path)
+    fit_in_run(cfg, RegressionTask(None), tmp_path)
     assert wandb.run is None  # finish() was called
     assert list((tmp_path / "wandb").glob("offline-run-*"))
 

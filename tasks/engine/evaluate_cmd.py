@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from tasks.engine.cli_args import one_line_errors, split_arguments
+from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.evaluation import evaluate
 from tasks.engine.inference import InferenceInputError, load_trained
 from tasks.engine.results import json_safe
+from tasks.engine.run_context import open_run
 
 OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
 SPLITS = ("train", "valid", "test")
@@ -62,12 +64,13 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     folder = output_folder(options["out_dir"], Path(str(options["run"])).expanduser(), task.name, split)
     print(f"[evaluate] {trained.source} (task={task.name}, step {trained.step}) on {split}; outputs in {folder}",
           flush=True)
-    if not trained.data_loaded:
-        task.setup()
-    folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
-    t0 = time.perf_counter()
-    metrics = evaluate(task, trained.model, split, trained.device, str(cfg.trainer["precision"]),
-                       run_dir=folder)
+    with open_run(cfg, folder, lock=False) as ctx:  # signals, process group, seed, threads, device: as in training
+        if not trained.data_loaded:
+            task.setup()
+        folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
+        t0 = time.perf_counter()
+        metrics = evaluate(task, trained.model.to(ctx.device), split, ctx.device, str(cfg.trainer.precision),
+                           run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)
@@ -79,8 +82,12 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    with one_line_errors("evaluate"):
-        evaluate_run(list(sys.argv[1:] if argv is None else argv))
+    try:
+        with one_line_errors("evaluate"):
+            evaluate_run(list(sys.argv[1:] if argv is None else argv))
+    except TrainingInterrupted as stop:  # SIGTERM / SIGINT: nothing to save, nothing half-written
+        print(f"[evaluate] stopped by {stop.signal_name}; no metrics written", file=sys.stderr, flush=True)
+        raise SystemExit(128 + stop.signum) from None
 
 
 if __name__ == "__main__":

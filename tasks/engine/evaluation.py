@@ -11,7 +11,7 @@ the same decisions (best checkpoint, early stopping).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 import torch
 from torch import nn
@@ -19,7 +19,10 @@ from torch import nn
 from tasks.engine import distributed
 from tasks.engine.base import Task, sum_logging_outputs
 from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.devices import autocast, pick_device
+from tasks.engine.devices import autocast
+
+if TYPE_CHECKING:
+    from tasks.engine.run_context import RunContext
 
 
 def gather_records(records: List[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:
@@ -52,14 +55,11 @@ def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, pre
     return distributed.broadcast_object(metrics)
 
 
-def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, split: str = "test",
-                        run_dir: Optional[Path] = None,
-                        dist_info: Optional[distributed.DistInfo] = None) -> Dict[str, float]:
-    """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test), on the
-    devices of ``dist_info`` (the training run's; set up here when None)."""
-    dist_info = dist_info or distributed.setup(cfg["trainer"]["device"])
-    device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
+def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, ctx: "RunContext",
+                        split: str = "test") -> Dict[str, float]:
+    """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test) in the run
+    context of the training (its devices; predictions files into its run dir)."""
     distributed.barrier()  # rank 0 has finished writing the checkpoint
-    model = task.build_model().to(device)
-    model.load_state_dict(load_checkpoint(checkpoint, map_location=device)["model"])
-    return evaluate(task, model, split, device, cfg["trainer"]["precision"], run_dir=run_dir)
+    model = task.build_model().to(ctx.device)
+    model.load_state_dict(load_checkpoint(checkpoint, map_location=ctx.device)["model"])
+    return evaluate(task, model, split, ctx.device, cfg["trainer"]["precision"], run_dir=ctx.run_dir)

@@ -30,6 +30,8 @@ from tasks.engine.checkpoint import check_same_shapes, save_atomic
 from tasks.engine.devices import pick_device
 from tasks.engine.errors import ConfigError, RunError
 from tasks.engine.registry import build_task
+from tasks.engine.run_context import apply_process_settings
+from tasks.engine.saved_config import fill_added_keys, group_choices
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -118,6 +120,20 @@ def apply_overrides(cfg: DictConfig, overrides: Sequence[str]) -> None:
         OmegaConf.update(cfg, key, yaml.safe_load(value) if value else None, merge=True)
 
 
+def complete_saved_config(cfg: DictConfig) -> None:
+    """A config saved before conf/ gained a key gets that key (tasks/engine/saved_config.py), so code that
+    reads every key directly runs on old runs too; a missing config tree leaves it as saved."""
+    try:
+        from tasks.engine.config_tree import compose  # Hydra, and the conf/ tree: only here
+        current = compose(group_choices(cfg))
+    except Exception:  # noqa: BLE001 - no conf/ tree (an unusual install) or a group renamed since
+        return
+    added = fill_added_keys(cfg, current)
+    if added:
+        print(f"[load] the saved config predates {len(added)} key(s) of conf/, taken from there: "
+              f"{', '.join(added[:5])}{' ...' if len(added) > 5 else ''}", file=sys.stderr, flush=True)
+
+
 def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
                  splits: Optional[Sequence[str]] = None, device: Optional[str] = None,
                  expect_tasks: Optional[Sequence[str]] = None) -> Trained:
@@ -132,15 +148,14 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     if expect_tasks and name not in expect_tasks:
         raise InferenceInputError(f"{weights_path} is a task={name} model; this command needs a "
                                   f"task={' or '.join(expect_tasks)} run")
+    complete_saved_config(cfg)
     apply_overrides(cfg, overrides)
     task = build_task(cfg)
     try:
         task.check_config()
     except ValueError as err:  # ConfigError included: a bad override gets the training's own message
         raise ConfigError(str(err)) from None
-    if cfg.trainer.get("num_threads"):
-        torch.set_num_threads(int(cfg.trainer.num_threads))
-    torch.set_flush_denormal(bool(cfg.trainer.get("flush_denormal", False)))  # as in training: same numbers
+    apply_process_settings(cfg)  # seed, threads, subnormal flushing as in training: the same numbers
     data_loaded = False
     try:
         task.restore_inference_state(saved["inference"])
@@ -155,7 +170,7 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     model = task.build_model()
     check_same_shapes(saved["model"], model, weights_path)
     model.load_state_dict(saved["model"])
-    target = torch.device(device) if device else pick_device(str(cfg.trainer.get("device", "cpu")))
+    target = torch.device(device) if device else pick_device(str(cfg.trainer.device))
     return Trained(task=task, model=model.to(target).eval(), cfg=cfg, source=weights_path, device=target,
                    step=saved["step"], data_loaded=data_loaded)
 

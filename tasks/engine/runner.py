@@ -14,7 +14,6 @@ import contextlib
 import functools
 import json
 import os
-import random
 import secrets
 import signal
 import sys
@@ -22,22 +21,22 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from tasks.engine import distributed
 from tasks.engine.checkpoint import load_checkpoint
 from tasks.engine.config_checks import check_run_config
+from tasks.engine.config_tree import CONF_DIR, compose, find_conf_dir  # noqa: F401 (the runner's API)
 from tasks.engine.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
 from tasks.engine.inference import export_run_model
-from tasks.engine.interrupts import StopSignals, in_submitit_job
+from tasks.engine.interrupts import in_submitit_job
 from tasks.engine.registry import build_task, task_class
 from tasks.engine.results import json_safe, shown
 from tasks.engine.run_dirs import RunDirError, check_writable, never_started, remove_if_unused
-from tasks.engine.run_lock import LOCK_NAME, RunLock, read_lock
+from tasks.engine.run_context import RunContext, open_run
+from tasks.engine.run_lock import LOCK_NAME, read_lock
 from tasks.engine.sweep_failures import report_failures
 from tasks.engine.sweeps import TrialPruned, validation_callbacks_for_job
 from tasks.engine.trainer import evaluate_best, fit
@@ -45,19 +44,6 @@ from tasks.engine.trainer import evaluate_best, fit
 # One id per process: run folders started in the same second by different processes never collide.
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
 RUN_STAMP = time.strftime("%Y-%m-%d/%H-%M-%S")
-
-
-def find_conf_dir() -> Path:
-    candidates = [os.environ.get("SRU_CONF_DIR"), Path(__file__).resolve().parents[2] / "conf",
-                  Path(sys.prefix) / "share" / "sru-experiments" / "conf"]
-    for c in candidates:
-        if c and (Path(c) / "config.yaml").is_file():
-            return Path(c)
-    raise FileNotFoundError("no config tree found (conf/config.yaml): set SRU_CONF_DIR=/path/to/conf "
-                            "or run from a checkout of the repository")
-
-
-CONF_DIR = find_conf_dir()
 
 
 def _is_resume(resume: Any) -> bool:
@@ -150,21 +136,6 @@ OmegaConf.register_new_resolver(
     "hydra_subdir", lambda resume: f".hydra/resume-{RUN_ID}" if _is_resume(resume) else ".hydra", replace=True)
 
 
-def compose(overrides: Sequence[str] = (), config_dir: Optional[Path] = None) -> DictConfig:
-    """The config ``python train.py <overrides>`` would run with (without the hydra node)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(config_dir or CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides))
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
-
-
 def _differences(a: Any, b: Any, prefix: str) -> list:
     """Keys whose values differ between two plain config trees, as 'key (checkpoint X, run Y)'."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -252,7 +223,7 @@ def check_before_work(cfg: DictConfig):
 
 
 def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
-        stop_signals: Optional[StopSignals] = None, validation_callbacks: Sequence = ()) -> Dict[str, Any]:
+        validation_callbacks: Sequence = ()) -> Dict[str, Any]:
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
@@ -260,42 +231,31 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
     trial's reporter, tasks/engine/sweeps.py); one may raise to stop the run.
     The walk is straight down: the config this run uses (a resume: the saved one plus trainer.* /
     logger.* overrides), checked once and the task built once, before any process group, lock or data;
-    then the process group (once), the run lock, the task's data, training, test.
+    then the run context (signals, process group, run dir and its lock, seed, threads, device: once,
+    tasks/engine/run_context.py), the task's data, training, test.
     """
     resume = _is_resume(cfg.resume)
     if resume:  # found from the file system, so every rank finds it (ranks > 0 have no Hydra run dir)
         cfg = config_for_resume(cfg, Path(resolve_run_dir(cfg.resume, cfg.paths.runs_dir, cfg)), overrides)
     task = check_before_work(cfg)
-    with contextlib.ExitStack() as stack:
-        if stop_signals is None:
-            stop_signals = stack.enter_context(StopSignals())
-        dist_info = distributed.setup(cfg.trainer.device)  # under torchrun: join the process group (else a no-op)
-        run_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
-        with RunLock(run_dir, enabled=distributed.is_main()):  # one process owns a run dir at a time
-            try:
-                return _run_locked(cfg, task, run_dir, resume, dist_info, stop_signals, validation_callbacks)
-            except TrainingInterrupted as stop:
-                stop.previous_handler = stop_signals.previous.get(stop.signum)  # submitit's requeue handler
-                if stop.checkpoint is not None:
-                    _export_model(run_dir, task)  # a stopped run is usable too (its best weights so far)
-                raise
+    with open_run(cfg, run_dir) as ctx:
+        try:
+            return _run_in_context(cfg, task, ctx, resume, validation_callbacks)
+        except TrainingInterrupted as stop:
+            stop.previous_handler = ctx.stop_signals.previous.get(stop.signum)  # submitit's requeue handler
+            if stop.checkpoint is not None:
+                _export_model(ctx.run_dir, task)  # a stopped run is usable too (its best weights so far)
+            raise
 
 
-def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: distributed.DistInfo,
-                stop_signals: StopSignals, validation_callbacks: Sequence = ()):
-    if cfg.seed is not None:  # 0 is a seed too
-        seed_everything(int(cfg.seed))
-    if cfg.trainer.num_threads:
-        torch.set_num_threads(int(cfg.trainer.num_threads))
-    # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
-    torch.set_flush_denormal(bool(cfg.trainer.flush_denormal))
+def _run_in_context(cfg: DictConfig, task, ctx: RunContext, resume: bool, validation_callbacks: Sequence = ()):
+    run_dir = ctx.run_dir
     config = OmegaConf.to_container(cfg, resolve=True)
     print(f"[train] run dir: {run_dir}", flush=True)
 
     with data_errors_as_one_line():
         task.setup()
-    result = fit(cfg, task, run_dir, resume=resume, config_to_save=config, stop_signals=stop_signals,
-                 dist_info=dist_info, validation_callbacks=validation_callbacks)
+    result = fit(cfg, task, ctx, resume=resume, config_to_save=config, validation_callbacks=validation_callbacks)
 
     _export_model(run_dir, task)
     summary: Dict[str, Any] = {"monitor": result.monitor, "best_valid": result.best_metric, "steps": result.steps,
@@ -303,7 +263,7 @@ def _run_locked(cfg: DictConfig, task, run_dir: Path, resume: bool, dist_info: d
                                "train_items_per_cpu_s": result.items_per_cpu_second}
     print(f"[train] best valid {result.monitor}: {shown(result.best_metric)}", flush=True)
     if cfg.test_after_training:
-        test = evaluate_best(cfg, task, result, "test")
+        test = evaluate_best(cfg, task, result, ctx, "test")
         summary["test"] = test
         print(f"[train] test {result.monitor} (best checkpoint): {test[result.monitor]:.4f}", flush=True)
     if distributed.is_main():
@@ -354,14 +314,14 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
 
 def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Optional[float]:
     try:
-        with StopSignals() as stop_signals, report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
+        with report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
             try:
                 resume_requeued_job(cfg, run_dir)
                 with contextlib.ExitStack() as stack:
                     if distributed.env_rank() != 0:  # ranks > 0 print nothing (their errors still reach stderr)
                         stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
                     callbacks = validation_callbacks_for_job(cfg, run_dir)  # an Optuna sweep's trial reporter
-                    summary = run(cfg, run_dir, overrides, stop_signals, callbacks)
+                    summary = run(cfg, run_dir, overrides, callbacks)
             finally:
                 distributed.cleanup()
     except RunError as err:  # (in a sweep, report_failures has recorded it instead)

@@ -1,6 +1,6 @@
 """One generic training loop for every task, readable top to bottom (nanoGPT style).
 
-    fit(cfg, task, run_dir) -> FitResult
+    fit(cfg, task, ctx) -> FitResult             # ctx: tasks/engine/run_context.py (the runner opens it)
 
 The task supplies data, model, loss and metrics (``tasks/engine/base.py``); this file supplies the rest:
 optimizer + LR schedule, AMP, gradient clipping and accumulation, loss normalisation by sample size,
@@ -17,7 +17,6 @@ that never stopped. Failures (docs/failures.md): SIGTERM/SIGINT save last.pt aft
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import time
@@ -37,7 +36,7 @@ from tasks.engine.devices import autocast, pick_device
 from tasks.engine.divergence import DivergenceGuard
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.evaluation import evaluate, evaluate_checkpoint
-from tasks.engine.interrupts import StopSignals
+from tasks.engine.run_context import RunContext
 from tasks.engine.loggers import build_loggers, drop_records_after
 from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
 from tasks.engine.plots import plot_curves
@@ -70,7 +69,6 @@ class FitResult:
     items_per_second: Optional[float]      # training throughput (tokens/s or examples/s), warm-up steps excluded
     items_per_cpu_second: Optional[float]  # the same per CPU-second of this process (None: too few steps)
     final_valid: Dict[str, float] = field(default_factory=dict)
-    dist_info: Optional[distributed.DistInfo] = None  # where it trained (evaluate_best runs there too)
 
 
 def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
@@ -79,20 +77,15 @@ def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
 
 
 class Trainer:
-    def __init__(self, cfg: Mapping[str, Any], task: Task, run_dir: Path, config_to_save: Optional[Dict] = None,
-                 stop_signals: Optional[StopSignals] = None, dist_info: Optional[distributed.DistInfo] = None,
+    def __init__(self, cfg: Mapping[str, Any], task: Task, ctx: RunContext, config_to_save: Optional[Dict] = None,
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
-        self.run_dir = Path(run_dir)
+        self.run_dir = ctx.run_dir
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
         self.best_path = self.run_dir / "checkpoints" / "best.pt"
         self.config_to_save = config_to_save or {}
-        if dist_info is None:  # fit() called directly: the runner has already checked and set up both
-            check_trainer_config(self.tcfg)
-            dist_info = distributed.setup(self.tcfg["device"])  # one process per device under torchrun
-        self.dist_info = dist_info
-        self.device = self.dist_info.device if self.dist_info.enabled else pick_device(self.tcfg["device"])
+        self.dist_info, self.device = ctx.dist, ctx.device  # set up once, by whoever opened the run
         self.is_main = distributed.is_main()  # only rank 0 writes checkpoints, logs and the progress bar
         if self.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +100,7 @@ class Trainer:
         self.unit = {"ntokens": "tokens", "nframes": "frames"}.get(task.throughput_key, "examples")
         self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
         self.last_metrics: Dict[str, float] = {}
-        self.stop_signals = stop_signals or StopSignals()  # SIGTERM/SIGINT: save last.pt at a step boundary
+        self.stop_signals = ctx.stop_signals  # SIGTERM/SIGINT: save last.pt at a step boundary
         self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.tcfg["explosion"])
         self.restored_window: LoggingOutput = {}
 
@@ -123,25 +116,22 @@ class Trainer:
         self.bar = self.progress_bar()
         if self.bar is not None:  # records printed between bar redraws, not through them
             self.loggers.echo = lambda line: self.bar.write(line, file=sys.stdout)
-        with contextlib.ExitStack() as stack:
-            if not self.stop_signals.installed:  # fit() called directly (the runner installs them earlier)
-                stack.enter_context(self.stop_signals)
-            try:
-                with self.stop_signals.deferred():
-                    self.model.train()
-                    stop = self.progress.step >= self.total_steps
-                    while not stop and self.progress.epoch < self.max_epochs:
-                        stop = self.train_epoch()
-                        self.honour_stop_request()
-                    # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
-                    if distributed.broadcast_object(self.progress.last_eval_step != self.progress.step
-                                                    or not self.last_path.exists()):
-                        self.validate()  # the run's end always has a validation result and a `last` checkpoint
+        try:
+            with self.stop_signals.deferred():
+                self.model.train()
+                stop = self.progress.step >= self.total_steps
+                while not stop and self.progress.epoch < self.max_epochs:
+                    stop = self.train_epoch()
                     self.honour_stop_request()
-            finally:
-                if self.bar is not None:
-                    self.bar.close()
-                self.loggers.finish()
+                # (rank 0 decides: another rank may look at the file system before rank 0's save finished)
+                if distributed.broadcast_object(self.progress.last_eval_step != self.progress.step
+                                                or not self.last_path.exists()):
+                    self.validate()  # the run's end always has a validation result and a `last` checkpoint
+                self.honour_stop_request()
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            self.loggers.finish()
         return self.finish()
 
     def build_model_and_optimizer(self) -> None:
@@ -381,20 +371,18 @@ class Trainer:
               f"({shown(cpu_rate, ',.0f')} {self.unit} per CPU-second)", flush=True)
         return FitResult(best_metric=p.best_metric, monitor=self.task.monitor, steps=p.step, run_dir=self.run_dir,
                          best_checkpoint=self.best_path, last_checkpoint=self.last_path, items_per_second=rate,
-                         items_per_cpu_second=cpu_rate, final_valid=self.last_metrics, dist_info=self.dist_info)
+                         items_per_cpu_second=cpu_rate, final_valid=self.last_metrics)
 
 
-def fit(cfg: Mapping[str, Any], task: Task, run_dir: Path, resume: bool = False,
-        config_to_save: Optional[Dict[str, Any]] = None, stop_signals: Optional[StopSignals] = None,
-        dist_info: Optional[distributed.DistInfo] = None, validation_callbacks: Sequence = ()) -> FitResult:
-    """Train ``task`` as ``cfg.trainer`` says, in ``run_dir`` (continuing its last checkpoint when ``resume``).
-
-    ``dist_info``: the runner's one ``distributed.setup`` (it has checked the config too); None when
-    called directly, and then both happen here."""
-    return Trainer(cfg, task, run_dir, config_to_save, stop_signals, dist_info, validation_callbacks).train(resume)
+def fit(cfg: Mapping[str, Any], task: Task, ctx: RunContext, resume: bool = False,
+        config_to_save: Optional[Dict[str, Any]] = None, validation_callbacks: Sequence = ()) -> FitResult:
+    """Train ``task`` as ``cfg.trainer`` says, in ``ctx.run_dir`` (continuing its last checkpoint when
+    ``resume``). ``ctx``: the run context its caller opened (tasks/engine/run_context.py); the config has been
+    checked (tasks/engine/config_checks.py)."""
+    return Trainer(cfg, task, ctx, config_to_save, validation_callbacks).train(resume)
 
 
-def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, split: str = "test") -> Dict[str, float]:
+def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, ctx: RunContext,
+                  split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of the best checkpoint (predictions files go to the run dir)."""
-    return evaluate_checkpoint(cfg, task, result.best_checkpoint, split, run_dir=result.run_dir,
-                               dist_info=result.dist_info)
+    return evaluate_checkpoint(cfg, task, result.best_checkpoint, ctx, split)

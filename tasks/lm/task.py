@@ -20,7 +20,7 @@ from tasks.common.text import Vocabulary
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Task
 from tasks.lm.generate import generate, log_probability, perplexity
-from tasks.lm.data import EOS, SPLITS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
+from tasks.lm.data import EOS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
 from tasks.lm.schema import LMConfig
 

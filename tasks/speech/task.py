@@ -22,7 +22,7 @@ from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
-from tasks.speech.data import SPLITS, Utterance, load_audio, load_split_utterances
+from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file
 from tasks.common.text import Vocabulary
