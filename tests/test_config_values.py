@@ -89,7 +89,7 @@ def test_every_task_and_model_config_sets_every_schema_key(task, model):
 def test_a_missing_key_is_refused_naming_the_file_that_sets_it():
     model = OmegaConf.to_container(compose(["model=sru"]).model)
     del model["highway_bias"]
-    with pytest.raises(ConfigError, match=r"model.highway_bias: missing; .*conf/model/sru.yaml.*runner.compose"):
+    with pytest.raises(ConfigError, match=r"model.highway_bias: missing; .*conf/model/sru.yaml.*config_tree.compose"):
         check_encoder_config(model)
 
 
