@@ -78,7 +78,7 @@ def test_translation_compares_transformer_sru_with_transformer(tmp_path):
 @pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
                     reason="espeak-ng and sox synthesise the test clips (apt-get install -y espeak-ng sox)")
 def test_speech_sru_vs_lstm_report(tmp_path):
-    from tasks.speech.synth import synthesise_voice
+    from tasks.corpora.speech_synthesis import synthesise_voice
 
     texts = ["one two", "three four five", "six", "seven eight"]
     clips = [{"id": f"c{i}", "text": t, "engine": "espeak", "voice": "en-us", "tempo": 1.0, "pitch_cents": 0,

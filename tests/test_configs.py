@@ -105,6 +105,7 @@ def _depth(experiment):
     return encoder.get("num_layers") or cfg.model.get("num_layers")
 
 
+@pytest.mark.slow  # composes every paper and CPU cell's experiment: ~10 s
 def test_every_cpu_cell_keeps_its_paper_cells_depth_ratio():
     """SRU depth : baseline depth is the same at CPU scale as in the paper's cell (SQuAD 2:1, speech 12:5)."""
     sys.path.insert(0, str(CONF.parent / "scripts"))

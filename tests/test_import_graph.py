@@ -4,7 +4,8 @@
     sru/            imports nothing of tasks/
     tasks/engine/   the machinery: imports sru at most, never tasks.common or a task folder
     tasks/common/   what tasks share: imports tasks.engine and sru
-    tasks/<task>/   imports tasks.engine, tasks.common, sru and its own folder only
+    tasks/corpora/  offline corpus builders: imports tasks.engine, tasks.common and sru, never a task folder
+    tasks/<task>/   imports tasks.engine, tasks.common, tasks.corpora, sru and its own folder only
 
 (The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/registry.py``:
 a plugin lookup, not an import.)
@@ -62,13 +63,14 @@ def floor_of(module: str) -> str:
         return "sru"
     if len(parts) == 1:
         return "tasks"
-    return {"engine": "engine", "common": "common"}.get(parts[1], f"task:{parts[1]}")
+    return {"engine": "engine", "common": "common", "corpora": "corpora"}.get(parts[1], f"task:{parts[1]}")
 
 
 ALLOWED = {
     "sru": {"sru"},
     "engine": {"engine", "sru"},
     "common": {"common", "engine", "sru"},
+    "corpora": {"corpora", "common", "engine", "sru"},
 }
 
 
@@ -98,7 +100,7 @@ def test_no_arrow_runs_back_up():
     bad = []
     for source, targets in graph().items():
         floor = floor_of(source)
-        allowed = ALLOWED.get(floor, {"engine", "common", "sru", floor})
+        allowed = ALLOWED.get(floor, {"engine", "common", "corpora", "sru", floor})
         bad += [f"{source} -> {t}" for t in targets if floor_of(t) not in allowed and floor != "tasks"]
     assert not bad, "imports against the floors:\n" + "\n".join(sorted(bad))
 
@@ -106,19 +108,35 @@ def test_no_arrow_runs_back_up():
 def test_tasks_top_level_holds_only_engine_common_and_task_folders():
     top = sorted(p.name for p in (ROOT / "tasks").iterdir() if p.name != "__pycache__")
     loose = [name for name in top if name != "__init__.py" and not (ROOT / "tasks" / name / "__init__.py").is_file()]
-    assert not loose, f"tasks/ should hold only packages (engine, common, task folders): {loose}"
-    assert {"engine", "common"} <= set(top)
+    assert not loose, f"tasks/ should hold only packages (engine, common, corpora, task folders): {loose}"
+    assert {"engine", "common", "corpora"} <= set(top)
+
+
+def _tree(root: Path, files: Dict[str, str]) -> Dict[str, Set[str]]:
+    """The import graph of a made-up tree: ``files`` maps paths under ``root`` to their source."""
+    for rel, text in files.items():
+        path = root / rel
+        for package in [path.parent, *path.parent.parents]:
+            if package == root:
+                break
+            package.mkdir(parents=True, exist_ok=True)
+            (package / "__init__.py").touch()
+        path.write_text(text)
+    return graph(root)
 
 
 def test_the_check_sees_imports_inside_functions(tmp_path):
     """The graph reads function-level and relative imports too: a lazy import cannot hide an arrow."""
-    for folder in ("tasks", "tasks/engine", "tasks/common"):
-        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
-        (tmp_path / folder / "__init__.py").write_text("")
-    (tmp_path / "tasks/common/encoders.py").write_text("from . import batching\n")
-    (tmp_path / "tasks/common/batching.py").write_text("")
-    (tmp_path / "tasks/engine/trainer.py").write_text("def f():\n    from tasks.common import encoders\n")
-    edges = graph(tmp_path)
+    edges = _tree(tmp_path, {"tasks/common/encoders.py": "from . import batching\n", "tasks/common/batching.py": "",
+                             "tasks/engine/trainer.py": "def f():\n    from tasks.common import encoders\n"})
     assert edges["tasks.engine.trainer"] == {"tasks.common", "tasks.common.encoders"}
     assert edges["tasks.common.encoders"] == {"tasks.common", "tasks.common.batching"}
     assert floor_of("tasks.common.encoders") not in ALLOWED["engine"]  # the arrow test would name it
+
+
+def test_a_corpus_builder_importing_a_task_is_an_arrow_back_up(tmp_path):
+    """The corpora floor is checked: a builder reaching into a task folder is reported."""
+    edges = _tree(tmp_path, {"tasks/speech/text.py": "",
+                             "tasks/corpora/voices.py": "from tasks.speech.text import normalize\n"})
+    assert "tasks.speech.text" in edges["tasks.corpora.voices"]
+    assert floor_of("tasks.corpora.voices") == "corpora" and floor_of("tasks.speech.text") not in ALLOWED["corpora"]

@@ -45,6 +45,7 @@ def test_flat_split_gives_what_the_entries_take():
         check_padded(U, x, wc, bias, None, Masks(None, torch.zeros(2, 3)), args[6])
 
 
+@pytest.mark.slow  # a fresh interpreter per case (the warning fires on first import only)
 @pytest.mark.parametrize("old, new, name", [
     ("sru.dispatch", "sru.ops.cpu.paths", "inference_plan"),
     ("sru.dispatch", "sru.checks", "check_cell_input"),

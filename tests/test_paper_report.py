@@ -172,6 +172,7 @@ def test_a_cell_another_live_process_trains_is_skipped_untouched(tmp_path):
     assert (tmp_path / "scratch.stale1" / "cell.json").is_file() and (run_dir / "failure.json").is_file()
 
 
+@pytest.mark.slow  # trains: real forward + backward steps, timed
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
     """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,

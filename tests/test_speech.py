@@ -23,6 +23,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "speech"
 
 
 # ---- features -------------------------------------------------------------------------------------
+@pytest.mark.slow  # importing librosa JIT-compiles its numba kernels: 10-30 s before the first comparison
 @pytest.mark.parametrize("htk,norm", [(False, "slaney"), (True, "slaney"), (False, None), (True, None)])
 @pytest.mark.parametrize("n_fft,n_mels,fmin,fmax", [(512, 80, 0.0, None), (400, 40, 20.0, 7600.0)])
 def test_mel_filterbank_matches_librosa(htk, norm, n_fft, n_mels, fmin, fmax):
@@ -186,7 +187,7 @@ def test_wer_cer_match_jiwer_and_sum_exactly_over_shards():
 
 # ---- offline corpus and config --------------------------------------------------------------------
 def test_offline_plan_splits_by_speaker():
-    from tasks.speech.synth import OfflineSpec, plan_clips
+    from tasks.corpora.speech_synthesis import OfflineSpec, plan_clips
     clips = plan_clips(OfflineSpec(clips_per_voice=4, sentence_fraction=0.25))
     splits = {s: {c["speaker"] for c in clips if c["split"] == s} for s in ("train", "valid", "test")}
     assert all(splits.values())
@@ -199,7 +200,7 @@ def test_offline_plan_splits_by_speaker():
 
 
 def test_missing_tools_say_which_apt_command(monkeypatch, tmp_path):
-    from tasks.speech.synth import VOICES, check_tools
+    from tasks.corpora.speech_synthesis import VOICES, check_tools
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no engine is found
     with pytest.raises(OSError, match=r"(?s)espeak-ng.*apt-get install -y espeak-ng flite sox festival"):
         check_tools(VOICES)
@@ -217,7 +218,7 @@ def test_bad_task_keys_fail_before_data(tmp_path):
 
 
 def test_librispeech_layout_becomes_a_manifest(tmp_path):
-    from tasks.speech.librispeech import write_librispeech_manifest
+    from tasks.corpora.librispeech import write_librispeech_manifest
     chapter = tmp_path / "dev-clean" / "84" / "121123"
     chapter.mkdir(parents=True)
     for utt in ("84-121123-0000", "84-121123-0001"):

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from tasks.speech.synth import synthesise_voice
+from tasks.corpora.speech_synthesis import synthesise_voice
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
                                 reason="espeak-ng and sox are needed to synthesise the test clips "

@@ -1,4 +1,4 @@
-"""The Fish Fillets NG voice-pack corpus (tasks/speech/fillets.py, lua_dialogs.py) on fixtures in the
+"""The Fish Fillets NG voice-pack corpus (tasks/corpora/fillets_speech.py, tasks/corpora/fillets_dialogs.py) on fixtures in the
 packages' real formats: dialogue scripts written as the game writes them (dialogId / dialogStr calls, --
 comments, a call over two lines, Lua escapes) and Ogg/Vorbis clips encoded here with soundfile at the
 packs' 22.05 kHz."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from tasks.speech.fillets import (FilletsSpec, check_installed, describe, prepare_fillets_corpus,
+from tasks.corpora.fillets_speech import (FilletsSpec, check_installed, describe, prepare_fillets_corpus,
                                   remove_shared_texts, split_levels, transcript_problem)
-from tasks.speech.lua_dialogs import ScriptError, parse_dialogs
+from tasks.corpora.fillets_dialogs import ScriptError, parse_dialogs
 from tasks.speech.text import char_vocabulary, normalize_transcript
 
 REAL_ROOT = Path("/usr/share/games/fillets-ng")
@@ -183,7 +183,7 @@ def test_missing_voice_pack_names_the_apt_command(pack, tmp_path):
 @pytest.mark.skipif(not (REAL_ROOT / "script").is_dir(), reason="the Fish Fillets NG packages are not installed")
 def test_every_installed_dialogue_script_parses():
     """The parser reads all of the real packages' scripts (what the prepare step reads)."""
-    from tasks.speech.fillets import collect_clips
+    from tasks.corpora.fillets_speech import collect_clips
     rows, dropped, _ = collect_clips(REAL_ROOT)
     per_lang = {lang: sum(r["language"] == lang for r in rows) for lang in ("cs", "nl")}
     assert per_lang["cs"] > 1600 and per_lang["nl"] > 1400, per_lang

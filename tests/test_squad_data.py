@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT
 from tasks.squad.data import SquadFormatError, char_to_token_span, load_squad_file, parse_squad, tokenize
 from tasks.squad.features import encode_split
-from tasks.squad.generate import find_spans, generate, make_question, prepare_offline
-from tasks.squad.wiki import split_sentences, strip_markup, wiki_articles
+from tasks.corpora.squad_questions import find_spans, generate, make_question, prepare_offline
+from tasks.corpora.wiki_prose import split_sentences, strip_markup, wiki_articles
 
 FIX = ROOT / "tests" / "fixtures" / "squad"
 TINY = FIX / "tiny-v1.1.json"

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conftest import ROOT
-from tasks.translation.corpus import (Document, align_help_pages, align_mallard_pages, dedupe, dialog_pairs,
+from tasks.corpora.parallel_text import (Document, align_help_pages, align_mallard_pages, dedupe, dialog_pairs,
                                       keep_pair, normalise, read_fillets, read_gnome, read_libreoffice,
                                       split_by_document)
 from tasks.translation.data import load_pairs
-from tasks.translation.prepare_real import REAL_HINT, build_corpus, near_duplicates, prepare_real
+from tasks.corpora.parallel_corpus import REAL_HINT, build_corpus, near_duplicates, prepare_real
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
 REAL = FIX / "real"
@@ -70,8 +70,7 @@ def test_mallard_pages_align_block_by_block_and_differing_structures_are_skipped
 
 
 def test_lua_dialogue_pairs_with_escapes_and_line_breaks():
-    text = (REAL / "fillets" / "fish_house" / "dialogs_de.lua").read_text(encoding="utf-8")
-    assert dialog_pairs(text)[:2] == [
+    assert dialog_pairs(REAL / "fillets" / "fish_house" / "dialogs_de.lua")[:2] == [
         ("You need to realize that the steel cylinder surrounding us",
          "Du musst verstehen, dass der Stahlzylinder um uns herum"),
         ('We call it "shell-less".', 'Wir sagen dazu "Schalenloser".')]

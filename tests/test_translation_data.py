@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from tasks.translation.data import DICTIONARY_HINT, load_files, load_pairs, prepare_dictionary, read_parallel_text, read_tsv
-from tasks.translation.ding import clean_part, pairs_from_ding_line
+from tasks.corpora.ding import clean_part, pairs_from_ding_line
 from tasks.translation.subwords import Subwords, train_subwords
 
 FIX = ROOT / "tests" / "fixtures" / "translation"

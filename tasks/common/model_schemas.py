@@ -59,10 +59,11 @@ class SRUppConfig:
 
 
 def check_srupp_keys(cfg) -> None:
-    """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded."""
-    proj = cfg.get("proj_size") or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
+    """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded. Called
+    after the schema check: every key is there."""
+    proj = cfg["proj_size"] or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
     heads, layers = cfg["num_heads"], cfg["num_layers"]
-    given = f"model.proj_size={proj}" if cfg.get("proj_size") else f"model.proj_size=0 (hidden_size / 4 = {proj})"
+    given = f"model.proj_size={proj}" if cfg["proj_size"] else f"model.proj_size=0 (hidden_size / 4 = {proj})"
     if proj % heads:
         fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]
         raise ConfigError(f"{given} must be divisible by model.num_heads={heads} (each head takes an equal share); "

@@ -36,7 +36,8 @@ def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> O
     if max_epochs is not None and epoch >= max_epochs:
         return f"it has trained trainer.max_epochs={max_epochs} epochs"
     patience, bad = trainer.get("early_stopping_patience"), int(progress.get("bad_evals", 0))
-    if patience is not None and bad > patience and epoch >= (trainer["min_epochs"] or 0):  # null: no minimum
+    floor = trainer.get("min_epochs")  # null: no floor
+    if patience is not None and bad > patience and (floor is None or epoch >= floor):
         return f"it stopped early ({bad} evaluations without improvement, trainer.early_stopping_patience={patience})"
     return None
 

@@ -8,9 +8,9 @@ Manifest formats (one utterance per line; relative audio paths are relative to t
     train.tsv     header line "audio<TAB>duration<TAB>text" (optional columns id, speaker), then one row each
 
 Sources (task.data.source):
-    fillets       recorded Czech/Dutch voice acting of the Fish Fillets NG voice packs (tasks/speech/fillets.py),
+    fillets       recorded Czech/Dutch voice acting of the Fish Fillets NG voice packs (tasks/corpora/fillets_speech.py),
                   prepared on first use, split by level; task.data.languages picks cs, nl or both — the default
-    offline       the synthesised corpus (tasks/speech/synth.py), prepared on first use
+    offline       the synthesised corpus (tasks/corpora/speech_synthesis.py), prepared on first use
     manifest      task.data.manifests.{train,valid,test}: your manifests
     librispeech   task.data.librispeech.root: a LibriSpeech folder (*.trans.txt + .flac); manifests written
                   once into the cache (scripts/prepare_librispeech.py does the same from the shell)
@@ -28,10 +28,10 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 
 from tasks.engine.errors import not_a_file
-from tasks.speech.fillets import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
-from tasks.speech.librispeech import write_librispeech_manifest
+from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
+from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.speech.paths import default_cache_dir
-from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
+from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("fillets", "offline", "manifest", "librispeech", "hub")

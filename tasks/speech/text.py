@@ -1,5 +1,6 @@
 """Transcripts as characters: lowercase letters of the corpus's alphabet, space and apostrophe; CTC's
-blank is id 0.
+blank is id 0. The normal form (``normalize_transcript``, ``letters``) lives in tasks/corpora/transcripts.py,
+which the corpus builders write their manifests in.
 
     normalize_transcript("Don't STOP, 42!")                -> "don't stop"
     normalize_transcript("Příčina, ŽE?", alphabet="cs+nl") -> "příčina že"
@@ -11,43 +12,10 @@ the corpus or language selection: the voice-pack corpus uses "cs+nl" whether one
 """
 from __future__ import annotations
 
-import re
-import string
-import unicodedata
-
 from tasks.common.text import UNK, Vocabulary
+from tasks.corpora.transcripts import letters, normalize_transcript  # noqa: F401  (the normal form: the corpora's)
 
 BLANK = "<blank>"
-# Letters beyond a-z of each language (lowercase, NFC). Czech: the 15 of its alphabet; Dutch: the accents
-# its spelling uses (diaeresis for vowel breaks as in "ruïne", acute for stress, loanword accents).
-EXTRA_LETTERS = {"en": "", "cs": "áčďéěíňóřšťúůýž", "nl": "àáâäçèéêëíîïóôöúûü"}
-ALPHABETS = {"en": ("en",), "cs+nl": ("cs", "nl")}
-
-
-def letters(alphabet: str = "en") -> str:
-    """a-z then the languages' extra letters in first-seen order."""
-    if alphabet not in ALPHABETS:
-        raise ValueError(f"speech alphabet: expected one of {list(ALPHABETS)}, received {alphabet!r}")
-    extra = "".join(EXTRA_LETTERS[lang] for lang in ALPHABETS[alphabet])
-    return string.ascii_lowercase + "".join(dict.fromkeys(c for c in extra if c not in string.ascii_lowercase))
-
-
-def _outside(alphabet: str) -> "re.Pattern[str]":
-    return re.compile(f"[^{re.escape(letters(alphabet))}' ]+")
-
-
-_PATTERNS = {name: _outside(name) for name in ALPHABETS}
-
-
-def normalize_transcript(text: str, alphabet: str = "en") -> str:
-    """NFC, lowercase, typographic apostrophes to ', drop every character outside the alphabet (digits,
-    punctuation become a word break), strip quote marks around words, and squeeze spaces, so references
-    and hypotheses are compared in one form."""
-    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'").replace("\u2018", "'")
-    words = _PATTERNS[alphabet].sub(" ", text).split()
-    # 'quoted' words lose their quotes; Dutch 's / 't / zo'n keep their apostrophe
-    words = [w.strip("'") if w.startswith("'") and w.endswith("'") else w for w in words]
-    return " ".join(w for w in words if w.strip("'"))
 
 
 def char_vocabulary(alphabet: str = "en") -> Vocabulary:

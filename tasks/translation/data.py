@@ -1,5 +1,5 @@
 """Where sentence pairs come from: the offline corpus of real translations (``real``, the default; built
-by prepare_real.py), the De-En dictionary alone, local parallel files, the hub.
+by tasks/corpora/parallel_corpus.py), the De-En dictionary alone, local parallel files, the hub.
 
 Every source returns ``{"train"|"valid"|"test": [{"de": ..., "en": ...}, ...]}``: language code -> raw
 (detokenised) sentence, so either direction is one config key (task.src_lang / task.tgt_lang). Pairs of
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 from tasks.engine.errors import not_a_file, override
-from tasks.translation.ding import cache_key, pairs_from_ding_line
-from tasks.translation.prepare_real import load_real
+from tasks.corpora.ding import cache_key, pairs_from_ding_line
+from tasks.corpora.parallel_corpus import load_real
 
 SPLITS = ("train", "valid", "test")
 Pair = Dict[str, str]

@@ -13,7 +13,7 @@ Rate = dict(low=0, high=1, high_open=True)
 
 @dataclass(kw_only=True)
 class RealCorpusConfig:
-    """task.data.real: the corpus of the Debian packages' translations (tasks/translation/prepare_real.py)."""
+    """task.data.real: the corpus of the Debian packages' translations (tasks/corpora/parallel_corpus.py)."""
     sources: List[str] = key()
     libreoffice_help: str = key()
     gnome_help: str = key()

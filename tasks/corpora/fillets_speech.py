@@ -2,7 +2,8 @@
 with the exact lines in the game's dialogue scripts, prepared into 16 kHz manifests split BY LEVEL.
 
     manifests, stats = prepare_fillets_corpus(cache_root, FilletsSpec())   # {split: train.jsonl ...}
-    python -m tasks.speech.fillets [cache_root]                           # the same from the shell
+    python -m tasks.corpora.fillets_speech <cache_root>      # the same from the shell (train.py's root:
+                                                             # ~/.cache/sru-experiments/speech or $SRU_DATA_DIR/speech)
 
 Layout of the installed packages (fillets-ng-data, fillets-ng-data-cs, fillets-ng-data-nl):
 
@@ -41,8 +42,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tasks.speech.lua_dialogs import parse_dialogs
-from tasks.speech.text import letters, normalize_transcript
+from tasks.corpora.fillets_dialogs import parse_dialogs
+from tasks.corpora.transcripts import letters, normalize_transcript
 
 APT_COMMAND = "sudo apt-get install -y fillets-ng-data fillets-ng-data-cs fillets-ng-data-nl"
 DEFAULT_ROOT = "/usr/share/games/fillets-ng"
@@ -242,10 +243,11 @@ def describe(manifests: Dict[str, Path], stats: Dict, languages: Sequence[str]) 
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m tasks.speech.fillets [cache_root]: only prepare, print the manifests
+if __name__ == "__main__":  # python -m tasks.corpora.fillets_speech <cache_root>: only prepare, print the manifests
     import sys
 
-    from tasks.speech.paths import default_cache_dir
-
-    found, corpus = prepare_fillets_corpus(Path(sys.argv[1]) if len(sys.argv) > 1 else default_cache_dir())
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m tasks.corpora.fillets_speech <cache root> "
+                         "(task=speech uses ~/.cache/sru-experiments/speech, or $SRU_DATA_DIR/speech)")
+    found, corpus = prepare_fillets_corpus(Path(sys.argv[1]))
     print(describe(found, corpus, LANGUAGES))

@@ -1,14 +1,14 @@
 """The offline English-German corpus of real human translations (``task.data.source=real``, the default).
 
-Built from whichever of these Debian packages are installed (``corpus.py`` reads their formats):
+Built from whichever of these Debian packages are installed (``parallel_text.py`` reads their formats):
 
     libreoffice   LibreOffice help pages, aligned by par_id / hd_id   libreoffice-help-en-us libreoffice-help-de
     gnome         GNOME help (Mallard pages), block by block            gnome-user-docs
     fillets       Fish Fillets game dialogue, line by line              fillets-ng-data
     dictionary    example sentences of the Ding De-En dictionary        trans-de-en
 
-Steps: read documents -> clean and filter every pair (``corpus.keep_pair``) -> deduplicate on normalised
-text across the whole corpus (``corpus.dedupe``) -> split by document per source (``corpus.split_by_document``)
+Steps: read documents -> clean and filter every pair (``parallel_text.keep_pair``) -> deduplicate on normalised
+text across the whole corpus (``parallel_text.dedupe``) -> split by document per source (``parallel_text.split_by_document``)
 -> measure the overlap that remains between test/valid and train (verbatim and near-duplicates).
 Cached under ``cache_dir/real-<key>/`` as plain text, one sentence a line: ``<split>.en``, ``<split>.de``,
 ``<split>.source`` (which package) and ``<split>.doc`` (which document), plus ``stats.json``.
@@ -24,9 +24,9 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from tasks.translation.corpus import (Document, dedupe, keep_pair, normalise, read_fillets, read_gnome,
+from tasks.corpora.parallel_text import (Document, dedupe, keep_pair, normalise, read_fillets, read_gnome,
                                       read_libreoffice, split_by_document)
-from tasks.translation.ding import cache_key, pairs_from_ding_line
+from tasks.corpora.ding import cache_key, pairs_from_ding_line
 
 SPLITS = ("train", "valid", "test")
 PACKAGES = {"libreoffice": "libreoffice-help-en-us libreoffice-help-de", "gnome": "gnome-user-docs",

@@ -1,7 +1,7 @@
 """The Ding dictionary's line format (Debian ``trans-de-en``, /usr/share/trans/de-en): one entry a line,
 ``German :: English``; both sides are lists of parts separated by `` | `` that correspond one to one, and
 each part lists alternatives separated by ``; ``. Shared by the ``dictionary`` source (data.py) and the
-real corpus's dictionary documents (prepare_real.py)."""
+real corpus's dictionary documents (parallel_corpus.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -9,7 +9,8 @@ Readers (each yields ``Document``s: an id and its aligned ``(en, de)`` segment p
   keeps the English block structure, so the sequence of text blocks (title, desc, p, ...) aligns one to one;
   a page whose block sequences differ (tag by tag) is skipped rather than guessed.
 - The Fish Fillets game (``fillets-ng-data``): ``<level>/dialogs_de.lua`` holds
-  ``dialogId("<id>", "<font>", "<English>")`` followed by ``dialogStr("<German>")``.
+  ``dialogId("<id>", "<font>", "<English>")`` followed by ``dialogStr("<German>")``, read by
+  ``fillets_dialogs.parse_dialogs`` (the speech corpus reads the Czech and Dutch files with it).
 (The Ding dictionary reader is ``ding.pairs_from_ding_line``; its documents are blocks of lines.)
 
 Corpus-wide steps: ``clean_segment`` (markup is gone already; placeholders, whitespace), ``keep_pair``
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from tasks.corpora.fillets_dialogs import parse_dialogs
 
 Segment = Tuple[str, str]   # (English, German)
 
@@ -256,23 +259,14 @@ def read_gnome(help_root: Path, skipped: Optional[List[str]] = None) -> Iterator
 
 
 # ---- Fish Fillets dialogue (Lua) ---------------------------------------------------------------------
-_LUA_STRING = r'"((?:[^"\\]|\\.)*)"'
-_DIALOG = re.compile(r"dialogId\(\s*" + _LUA_STRING + r"\s*,\s*" + _LUA_STRING + r"\s*,\s*" + _LUA_STRING
-                     + r"\s*\)\s*dialogStr\(\s*" + _LUA_STRING + r"\s*\)", re.S)
-_LUA_ESCAPE = re.compile(r"\\(.)", re.S)
-
-
-def lua_unescape(text: str) -> str:
-    return _LUA_ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
-
-
-def dialog_pairs(lua_text: str) -> List[Segment]:
-    """(English, German) of every ``dialogId(id, font, en)`` directly followed by ``dialogStr(de)``."""
-    return [(clean_segment(lua_unescape(m.group(3))), clean_segment(lua_unescape(m.group(4))))
-            for m in _DIALOG.finditer(lua_text)]
+def dialog_pairs(path: Path) -> List[Segment]:
+    """(English, German) of every ``dialogId(id, font, en)`` with its ``dialogStr(de)`` in a ``dialogs_de.lua``
+    (the one parser of the format: tasks/corpora/fillets_dialogs.py, which the speech corpus reads too);
+    a line without a translation is no pair."""
+    return [(clean_segment(line.english), clean_segment(line.text)) for line in parse_dialogs(path) if line.text]
 
 
 def read_fillets(script_root: Path) -> Iterator[Document]:
     """One document per game level (``<root>/<level>/dialogs_de.lua``)."""
     for path in sorted(Path(script_root).glob("*/dialogs_de.lua")):
-        yield Document("fillets", path.parent.name, dialog_pairs(path.read_text(encoding="utf-8", errors="replace")))
+        yield Document("fillets", path.parent.name, dialog_pairs(path))
