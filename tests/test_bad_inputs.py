@@ -321,3 +321,9 @@ def test_bad_input_gives_its_one_line(case, tmp_path, monkeypatch):
     message = str(err.value)
     assert "\n" not in message
     assert message == case.message.format(tmp=tmp_path)
+
+
+def test_docs_failures_lists_every_row():
+    docs = (ROOT / "docs" / "failures.md").read_text()
+    missing = [c.id for c in CASES if c.message.format(tmp="<dir>") not in docs]
+    assert not missing, f"add these rows to docs/failures.md's table: {missing}"
