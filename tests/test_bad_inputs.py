@@ -214,6 +214,13 @@ def lock_held_by(tmp: Path, owner: dict):
     RunLock(tmp / "run").acquire()
 
 
+def truncated_checkpoint(tmp: Path):
+    torch.save({"model": {"w": torch.zeros(1000)}, "step": 3}, tmp / "last.pt")
+    whole = (tmp / "last.pt").read_bytes()
+    (tmp / "last.pt").write_bytes(whole[:len(whole) // 2])  # a copy or a disk that stopped half-way
+    load_checkpoint(tmp / "last.pt")
+
+
 def limits(tmp: Path):
     check_limits_not_below(compose(["trainer.max_steps=5"]).trainer, {"step": 8, "progress": {"epoch": 0}},
                            tmp / "run")
@@ -227,6 +234,11 @@ RUNS = [
          or load_checkpoint(tmp / "x.pt"),
          "checkpoint {tmp}/x.pt is not a trainer checkpoint (expected keys model, step, ...); received dict with "
          "keys ['weights']"),
+    Case("checkpoint-truncated", truncated_checkpoint,
+         "checkpoint {tmp}/last.pt is corrupted or truncated (RuntimeError: PytorchStreamReader failed reading zip "
+         "archive: failed finding central directory. This is an internal miniz error. If you are seeing this "
+         "error, there is a high). Resume from another checkpoint (e.g. copy checkpoints/best.pt over last.pt) or "
+         "start a new run with resume=null."),
     Case("resume-no-checkpoint", lambda tmp: resolve_run_dir(str(tmp), str(tmp)),
          "resume={tmp}: expected a run directory containing checkpoints/last.pt, found none at {tmp}"),
     Case("resume-true-nothing", lambda tmp: find_latest_run(str(tmp / "runs"), "lm-sru"),
