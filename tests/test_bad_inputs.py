@@ -101,7 +101,8 @@ CONFIG = [
     Case("eval_batch_size-0", config("task.eval_batch_size=0"),
          "task.eval_batch_size: expected an integer >= 1, received 0"),
     Case("bptt-0", config("task.bptt=0"), "task.bptt: expected an integer >= 1, received 0"),
-    Case("emb_dropout-1", config("task.emb_dropout=1.0"), "task.emb_dropout: expected a number in [0, 1), received 1.0"),
+    Case("emb_dropout-1", config("task.emb_dropout=1.0"),
+         "task.emb_dropout: expected a number in [0, 1), received 1.0"),
     Case("hidden_size-negative", config("model.hidden_size=-5"),
          "model.hidden_size: expected an integer >= 1, received -5"),
     Case("dropout-1.5", config("model.dropout=1.5"), "model.dropout: expected a number in [0, 1), received 1.5"),
@@ -175,7 +176,8 @@ DATA = [
          "translation data file {tmp}/d.jsonl is a directory, not a file. Check task.data.files"),
     Case("translation-empty", lambda tmp: written(tmp, "e.jsonl") and translation_files(tmp, "e.jsonl"),
          "task.data.files.train={tmp}/e.jsonl: empty, it holds no sentence pairs"),
-    Case("translation-bad-json", lambda tmp: written(tmp, "b.jsonl", '{"de": "a"\n') and translation_files(tmp, "b.jsonl"),
+    Case("translation-bad-json", lambda tmp: written(tmp, "b.jsonl", '{"de": "a"\n')
+         and translation_files(tmp, "b.jsonl"),
          "{tmp}/b.jsonl line 1: not valid JSON (Expecting ',' delimiter: line 2 column 1 (char 11))"),
     Case("translation-missing-language", lambda tmp: written(tmp, "m.jsonl", '{"de": "a"}\n')
          and translation_files(tmp, "m.jsonl"),
