@@ -8,7 +8,9 @@ its ``results.json`` with an empty record. So ``RunStart``, a Hydra callback (co
 - takes the run lock (tasks/engine/run_lock.py; the runner's own ``RunLock`` then finds it held): a
   refused start changes nothing in the other run's directory;
 - on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it), and
-  for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0.
+  for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0;
+- without ``resume=``: refuses a ``hydra.run.dir`` that already holds a run (a checkpoint, metrics), whose
+  ``.hydra/`` record and metrics the new start would overwrite.
 Sweeps (``-m``) write each job into a new directory and do not come here.
 """
 from __future__ import annotations
@@ -22,8 +24,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from tasks.engine import distributed
 from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.errors import RunError
+from tasks.engine.errors import ResumeError, RunError, override
+from tasks.engine.interrupts import in_submitit_job
+from tasks.engine.run_dirs import never_started
 from tasks.engine.run_lock import RunLock, release_all
+from tasks.engine.runner import config_for_resume
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
@@ -43,8 +48,6 @@ def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> O
 
 def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str]:
     """The one line for a resume of a finished run, else None (raises the runner's ResumeErrors early)."""
-    from tasks.engine.runner import config_for_resume  # the runner imports the trainer: only when resuming
-
     last = run_dir / "checkpoints" / "last.pt"
     if not last.is_file():
         return None  # resolve_run_dir has refused it already, or resume=true found the run still training
@@ -68,6 +71,10 @@ class RunStart(Callback):
             if str(config.get("resume")).lower() not in ("none", "false", ""):
                 overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
                 note = finished_run_note(config, run_dir, overrides)
+            elif run_dir.is_dir() and not never_started(run_dir) and not in_submitit_job():  # (a requeue resumes)
+                raise ResumeError(f"run directory {run_dir} already holds a run (checkpoints or metrics); a new "
+                                  f"start there would overwrite its .hydra/ record and metrics. Continue it with "
+                                  f"{override('resume', run_dir)}, or pick another hydra.run.dir")
         except RunError as err:
             release_all()
             print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)
