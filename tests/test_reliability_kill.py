@@ -63,7 +63,7 @@ def test_kill_9_of_one_ddp_worker_ends_the_job_and_resume_reaches_the_uninterrup
     _, err = proc.communicate(timeout=TIMEOUT_S)  # torchrun ends the whole job, rank 0 included
     assert proc.returncode != 0 and "SIGKILL" in err, err[-4000:]
     killed_at = load_checkpoint(run_dir / "checkpoints" / "last.pt")["step"]  # loads: not half-written
-    assert 8 <= killed_at < 40
+    assert 4 <= killed_at < 40  # the step-8 evaluation may be logged but not yet saved
 
     out = _finished(_torchrun(outputs, "resume=true"))
     assert f"continuing {run_dir}" in out
@@ -73,6 +73,9 @@ def test_kill_9_of_one_ddp_worker_ends_the_job_and_resume_reaches_the_uninterrup
     for name, tensor in reference["model"].items():
         assert torch.equal(final["model"][name], tensor), name
     assert not list((run_dir / "checkpoints").glob("*.tmp")) and not (run_dir / "run.lock").exists()
+    # resumed again, finished: every rank ends at once (none waits for rank 0 in the process group)
+    again = _torchrun(outputs, "resume=true")
+    assert f"[train] resume: {run_dir} is finished at step 40" in _finished(again)
 
 
 def _trials_so_far(load, tmp_path: Path) -> list:

@@ -15,6 +15,8 @@ Sweeps (``-m``) write each job into a new directory and do not come here.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -28,7 +30,7 @@ from tasks.engine.errors import ResumeError, RunError, override
 from tasks.engine.interrupts import in_submitit_job
 from tasks.engine.run_dirs import never_started
 from tasks.engine.run_lock import RunLock, release_all
-from tasks.engine.runner import config_for_resume
+from tasks.engine.runner import _is_resume, config_for_resume, resolve_run_dir
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
@@ -60,15 +62,31 @@ def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str
             f"nothing changed. Raise trainer.max_steps / trainer.max_epochs to train on; evaluate.py tests it again")
 
 
+def _resume_of_finished_run(config: DictConfig) -> bool:
+    """Rank > 0's view (its hydra.run.dir is '.'): is this a resume that rank 0 ends as finished? Errors are
+    rank 0's to report; torchrun then stops this rank."""
+    if not _is_resume(config.get("resume")):
+        return False
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # rank 0 prints which run resume=true picked
+            run_dir = Path(resolve_run_dir(config.resume, config.paths.runs_dir, config))
+            overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
+            return finished_run_note(config, run_dir, overrides) is not None
+    except RunError:
+        return False
+
+
 class RunStart(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if distributed.env_rank() != 0:  # ranks > 0 write nothing (distributed.hydra_overrides_for_rank)
+            if _resume_of_finished_run(config):
+                raise SystemExit(0)  # as rank 0 does: else this rank would wait for it in the process group
             return
         run_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
         note = None
         try:
             RunLock(run_dir).hold_until_exit()
-            if str(config.get("resume")).lower() not in ("none", "false", ""):
+            if _is_resume(config.get("resume")):
                 overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
                 note = finished_run_note(config, run_dir, overrides)
             elif run_dir.is_dir() and not never_started(run_dir) and not in_submitit_job():  # (a requeue resumes)
