@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from tasks.engine import runner
 from tasks.engine.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
-from tasks.engine.errors import (CheckpointWriteError, ConfigError, DataError, NonFiniteError, ResumeError,
+from tasks.engine.errors import (CheckpointWriteError, DataError, NonFiniteError, ResumeError,
                                  RunLockedError)
 from tasks.engine.results import read_metrics
 from tasks.engine.run_lock import RunLock
@@ -85,33 +85,7 @@ def test_perplexity_is_not_capped():
     assert metrics["loss"] == 800.0 and metrics["ppl"] == float("inf")  # not exp(50)
 
 
-# ---- item 6: config checked before any work ----------------------------------------------------------
-@pytest.mark.parametrize("override,message", [
-    ("trainer.max_steps=abc", "trainer.max_steps: expected an integer >= 1 or null, received 'abc'"),
-    ("trainer.optimizer.lr=abc", "trainer.optimizer.lr: expected a number >= 0, received 'abc'"),
-    ("task.batch_size=0", "task.batch_size: expected an integer >= 1, received 0"),
-    ("task.batch_size=-3", "task.batch_size: expected an integer >= 1, received -3"),
-    ("task.eval_batch_size=0", "task.eval_batch_size: expected an integer >= 1, received 0"),
-    ("model.hidden_size=-5", "model.hidden_size: expected an integer >= 1, received -5"),
-    ("model.dropout=1.5", "model.dropout: expected a number in [0, 1), received 1.5"),
-    ("task.emb_dropout=1.0", "task.emb_dropout: expected a number in [0, 1), received 1.0"),
-    ("trainer.max_steps=-1", "trainer.max_steps: expected an integer >= 1 or null, received -1"),
-    ("trainer.max_epochs=0", "trainer.max_epochs: expected an integer >= 1 or null, received 0"),
-    ("trainer.device=gpu", "trainer.device: expected auto, cpu, cuda or cuda:N, received 'gpu'"),
-    ("task.bptt=0", "task.bptt: expected an integer >= 1, received 0"),
-    ("trainer.accumulate=0", "trainer.accumulate: expected an integer >= 1, received 0"),
-])
-def test_bad_values_fail_before_data_loading(override, message, run_train, tmp_path, monkeypatch):
-    from tasks.lm.task import LanguageModelingTask
-
-    def no_data(self):
-        raise AssertionError("data was loaded before the config was checked")
-
-    monkeypatch.setattr(LanguageModelingTask, "setup", no_data)
-    overrides = tiny_lm_overrides("sru", steps=4) + ["model.num_layers=1", override]
-    with pytest.raises(ConfigError) as err:
-        run_train(overrides, tmp_path)
-    assert str(err.value) == message
+# ---- item 6: config checked before any work: the rows are in tests/test_bad_inputs.py ------------------
 
 
 def test_empty_validation_file_names_file_split_and_key(run_train, tmp_path):

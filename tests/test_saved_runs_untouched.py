@@ -42,6 +42,12 @@ def test_resume_of_a_finished_run_says_so_exits_0_and_changes_no_file(tmp_path):
         assert line.startswith(f"[train] resume: {run} is finished at step 4 (it has trained trainer.max_steps=4 "
                                f"steps); nothing to train, nothing changed."), line
         assert _hashes(run) == before and _run_dirs(tmp_path / "outputs") == [run]
+    # a new start into its directory would overwrite its .hydra/ record: refused before Hydra writes it
+    proc = _train(tmp_path, _lm(4) + [f"hydra.run.dir={run}"])
+    assert proc.returncode == 1 and _only_line(proc.stderr) == (
+        f"[train] error: run directory {run} already holds a run (checkpoints or metrics); a new start there would "
+        f"overwrite its .hydra/ record and metrics. Continue it with resume={run}, or pick another hydra.run.dir")
+    assert _hashes(run) == before
     # below the checkpoint: still refused in one line, still before anything is written
     proc = _train(tmp_path, [f"resume={run}", "trainer.max_steps=2"])
     assert proc.returncode == 1 and _only_line(proc.stderr).startswith("[train] error: resume: trainer.max_steps=2")

@@ -8,11 +8,15 @@ its ``results.json`` with an empty record. So ``RunStart``, a Hydra callback (co
 - takes the run lock (tasks/engine/run_lock.py; the runner's own ``RunLock`` then finds it held): a
   refused start changes nothing in the other run's directory;
 - on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it), and
-  for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0.
+  for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0;
+- without ``resume=``: refuses a ``hydra.run.dir`` that already holds a run (a checkpoint, metrics), whose
+  ``.hydra/`` record and metrics the new start would overwrite.
 Sweeps (``-m``) write each job into a new directory and do not come here.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -22,8 +26,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from tasks.engine import distributed
 from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.errors import RunError
+from tasks.engine.errors import ResumeError, RunError, override
+from tasks.engine.interrupts import in_submitit_job
+from tasks.engine.run_dirs import never_started
 from tasks.engine.run_lock import RunLock, release_all
+from tasks.engine.runner import _is_resume, config_for_resume, resolve_run_dir
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
@@ -44,8 +51,6 @@ def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> O
 
 def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str]:
     """The one line for a resume of a finished run, else None (raises the runner's ResumeErrors early)."""
-    from tasks.engine.runner import config_for_resume  # the runner imports the trainer: only when resuming
-
     last = run_dir / "checkpoints" / "last.pt"
     if not last.is_file():
         return None  # resolve_run_dir has refused it already, or resume=true found the run still training
@@ -55,20 +60,40 @@ def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str
     if reason is None or not (run_dir / "results.json").is_file():
         return None  # steps left, or killed while testing: the resume trains / tests and writes results.json
     return (f"[train] resume: {run_dir} is finished at step {checkpoint['step']} ({reason}); nothing to train, "
-            f"nothing changed. Raise trainer.max_steps / trainer.max_epochs to train on; evaluate.py tests it again")
+            f"nothing changed. Raise trainer.max_steps / trainer.max_epochs to train on, or test it again with python evaluate.py run={run_dir}")
+
+
+def _resume_of_finished_run(config: DictConfig) -> bool:
+    """Rank > 0's view (its hydra.run.dir is '.'): is this a resume that rank 0 ends as finished? Errors are
+    rank 0's to report; torchrun then stops this rank."""
+    if not _is_resume(config.get("resume")):
+        return False
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # rank 0 prints which run resume=true picked
+            run_dir = Path(resolve_run_dir(config.resume, config.paths.runs_dir, config))
+            overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
+            return finished_run_note(config, run_dir, overrides) is not None
+    except RunError:
+        return False
 
 
 class RunStart(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         if distributed.env_rank() != 0:  # ranks > 0 write nothing (distributed.hydra_overrides_for_rank)
+            if _resume_of_finished_run(config):
+                raise SystemExit(0)  # as rank 0 does: else this rank would wait for it in the process group
             return
         run_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
         note = None
         try:
             RunLock(run_dir).hold_until_exit()
-            if str(config.get("resume")).lower() not in ("none", "false", ""):
+            if _is_resume(config.get("resume")):
                 overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
                 note = finished_run_note(config, run_dir, overrides)
+            elif run_dir.is_dir() and not never_started(run_dir) and not in_submitit_job():  # (a requeue resumes)
+                raise ResumeError(f"run directory {run_dir} already holds a run (checkpoints or metrics); a new "
+                                  f"start there would overwrite its .hydra/ record and metrics. Continue it with "
+                                  f"{override('resume', run_dir)}, or pick another hydra.run.dir")
         except RunError as err:
             release_all()
             print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)
