@@ -37,6 +37,7 @@ from tasks.engine.results import json_safe, shown
 from tasks.engine.run_dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run_context import RunContext, open_run
 from tasks.engine.run_lock import LOCK_NAME, read_lock
+from tasks.engine.saved_config import fill_added_keys, group_choices
 from tasks.engine.sweep_failures import report_failures
 from tasks.engine.sweeps import TrialPruned, validation_callbacks_for_job
 from tasks.engine.trainer import evaluate_best, fit
@@ -171,6 +172,10 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
+    added = fill_added_keys(saved, compose(group_choices(saved)))  # a run saved before conf/ gained a key
+    if added:
+        note(f"[train] resume: the saved config predates {len(added)} key(s) of conf/, taken from there: "
+             f"{', '.join(added[:6])}{' ...' if len(added) > 6 else ''}")
     for override in overrides:
         key = override.split("=", 1)[0].lstrip("+~")
         if key.split(".")[0] in ("trainer", "logger"):
