@@ -218,7 +218,7 @@ def documented_keys():
                     groups = [f"task={own_task}"] + groups
                 for token in tokens:
                     key = token.split("=", 1)[0]  # (a `+key=` append is Hydra's, e.g. the README's refused typo)
-                    if not _KEY.match(key) or key.rsplit(".", 1)[-1] in ("py", "md", "yaml", "json"):
+                    if not _KEY.match(key) or key.rsplit(".", 1)[-1] in ("py", "md", "yaml", "json", "pt"):
                         continue
                     if key.startswith("task.") and not any(g.startswith(("task=", "experiment=")) for g in groups):
                         continue  # a task key outside any task's context

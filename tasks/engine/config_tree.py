@@ -34,6 +34,10 @@ def compose(overrides: Sequence[str] = (), config_dir: Optional[Path] = None) ->
     """The config ``python train.py <overrides>`` would run with (without the hydra node)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
+    if config_dir is None and GlobalHydra.instance().is_initialized():
+        # inside train.py's Hydra app (a resume completing an old config): its own search path, no second init
+        return hydra_compose(config_name="config", overrides=list(overrides))
     with initialize_config_dir(config_dir=str(config_dir or CONF_DIR), version_base="1.3"):
         return hydra_compose(config_name="config", overrides=list(overrides))

@@ -172,7 +172,10 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
-    added = fill_added_keys(saved, compose(group_choices(saved)))  # a run saved before conf/ gained a key
+    try:  # a run saved before conf/ gained a key gets that key (tasks/engine/saved_config.py)
+        added = fill_added_keys(saved, compose(group_choices(saved)))
+    except Exception:  # noqa: BLE001 - a config tree without these groups: the schema check names what is missing
+        added = []
     if added:
         note(f"[train] resume: the saved config predates {len(added)} key(s) of conf/, taken from there: "
              f"{', '.join(added[:6])}{' ...' if len(added) > 6 else ''}")
