@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from bench.harness import interleaved, make_timer, markdown_table
+from bench.harness import interleaved, make_timer, markdown_table, paired_ratio
 from sru.ops.cpu.autograd import SKIP_SCALED_X, recurrence_bwd, recurrence_fwd
 from sru.ops.cpu.build import compile_flags, load_error, load_library
 from sru.ops.cpu.kernel import SruArgs, configure_library
@@ -128,7 +128,6 @@ def ab_builds(old: Path, new: Path, rounds: int, threads: int, after_matmul: boo
                 else:
                     number = max(3, int(2e7 / (L * B * D)))
                     samples = interleaved(calls, make_timer("cpu", "cpu"), rounds, dict.fromkeys(calls, number))
-                speedup = statistics.median(o / n for o, n in zip(samples["old"], samples["new"]))
-                print(f"| L={L} B={B} d={d}{' x2 directions' if dirs == 2 else ''} | {mode} | "
-                      f"{1e6 * statistics.median(samples['old']):.1f} | {1e6 * statistics.median(samples['new']):.1f} | "
-                      f"{speedup:.2f}x |", flush=True)
+                old_us, new_us = (1e6 * statistics.median(samples[name]) for name in ("old", "new"))
+                print(f"| L={L} B={B} d={d}{' x2 directions' if dirs == 2 else ''} | {mode} | {old_us:.1f} | "
+                      f"{new_us:.1f} | {paired_ratio(samples['old'], samples['new']):.2f}x |", flush=True)

@@ -1,5 +1,5 @@
-"""One-step decoding latency (``scripts/bench_speed.py --decode``, ``bench.speed``): a stack at L = 1 with its
-state carried from step to step, as a translation decoder or a streaming model runs it.
+"""One-step decoding latency (``scripts/bench_speed.py --decode``, ``bench.speed``): a stack at
+L = 1 with its state carried from step to step, as a translation decoder or a streaming model runs it.
 
 Candidates, per batch size, all in eval mode without autograd:
 

@@ -11,7 +11,8 @@ Needs the export extra (``pip install -e ".[export]"``). Exports with ``torch.on
 PyTorch runs eagerly under ``torch.inference_mode`` (its own fused CPU kernels, the path a
 deployment without ONNX would use); ONNX Runtime runs the exported graph with the CPU provider
 and the same number of intra-op threads. Each sample is the mean of enough calls to last
-``--min-ms`` (calibrated once, after a warm-up); the two runtimes alternate within each repeat, and the ratio reported is the
+``--min-ms`` (calibrated once, after a warm-up); the two runtimes alternate within each repeat,
+and the ratio reported is the
 median of the per-repeat ratios. The script also prints the largest output difference.
 """
 import argparse

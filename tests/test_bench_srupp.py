@@ -15,7 +15,8 @@ def test_tiny_run_writes_json_and_markdown(tmp_path):
     assert {(r["mode"], r["candidate"]) for r in rows} == {
         (m, c) for m in ("train_step", "forward") for c in ("srupp", "sru", "transformer")}
     for r in rows:
-        assert len(r["samples_ms"]) == 2 and r["median_ms"] == pytest.approx(statistics.median(r["samples_ms"]), abs=1e-3)
+        assert len(r["samples_ms"]) == 2
+        assert r["median_ms"] == pytest.approx(statistics.median(r["samples_ms"]), abs=1e-3)
         if r["candidate"] == "srupp":
             assert r["vs_srupp"] == 1.0
     assert "| train_step | srupp |" in (tmp_path / "srupp.md").read_text()
