@@ -114,7 +114,8 @@ def ab_builds(old: Path, new: Path, rounds: int, threads: int, after_matmul: boo
                 entry = {name: lib.sru_forward_f32 for name, lib in libs.items()}
                 if mode == "backward":
                     libs["old"].sru_forward_f32(ctypes.byref(args))  # the states the backward reads
-                    for name, tensor in backward_buffers(L, B, D, c_all).items():
+                    buffers = backward_buffers(L, B, D, c_all)  # kept alive: args holds raw pointers into them
+                    for name, tensor in buffers.items():
                         setattr(args, name, tensor.data_ptr())
                     entry = {name: lib.sru_backward_f32 for name, lib in libs.items()}
                 calls = {name: (lambda f=f: f(ctypes.byref(args))) for name, f in entry.items()}
