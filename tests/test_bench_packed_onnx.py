@@ -1,15 +1,10 @@
-"""scripts/bench_packed.py and scripts/bench_onnx.py run end to end at tiny sizes and print
-their tables (the numbers themselves are recorded in docs/benchmarks.md, never asserted)."""
-import sys
-from pathlib import Path
-
+"""bench.packed and bench.onnx_speed (scripts/bench_packed.py, scripts/bench_onnx.py) run end to end at
+tiny sizes and print their tables (the numbers themselves are recorded in docs/benchmarks.md, never
+asserted)."""
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-
-import bench_onnx  # noqa: E402
-import bench_packed  # noqa: E402
+from bench import onnx_speed as bench_onnx
+from bench import packed as bench_packed
 
 
 def test_bench_packed_prints_every_candidate(capsys):

@@ -1,4 +1,4 @@
-"""scripts/bench_tasks.py on tiny fixtures of every task: both models of the task's pair train on the same
+"""bench.task_throughput (scripts/bench_tasks.py) on tiny fixtures of every task: both models of the task's pair train on the same
 batches, the report has items/s, the SRU/baseline ratio and a step-time breakdown that adds up, with the
 encoder parts on the modules the two models differ in. No timing assertions."""
 from __future__ import annotations
@@ -8,9 +8,8 @@ import shutil
 
 import pytest
 
-from conftest import LM_FIXTURE, ROOT, compose, load_script
-
-bench_tasks = load_script("bench_tasks")
+from bench import task_throughput as bench_tasks
+from conftest import LM_FIXTURE, ROOT, compose
 
 TINY = ["task.data.source=files", f"task.data.train_file={LM_FIXTURE / 'train.txt'}",
         f"task.data.valid_file={LM_FIXTURE / 'valid.txt'}", f"task.data.test_file={LM_FIXTURE / 'test.txt'}",

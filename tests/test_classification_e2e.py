@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 
 import pytest
 import torch
-from conftest import ROOT, compose, load_script
+from conftest import ROOT, compose
 
 from tasks.classification.metrics import count_logging_output, reduce_classification
 from tasks.classification.model import pool
@@ -161,23 +160,3 @@ def test_train_batches_are_a_pure_function_of_seed_and_epoch():
     assert tail == full[2:] and len(full) == task.num_batches("train") == 6
     other = [b["labels"].tolist() + b["tokens"][0].tolist() for b in task.batches("train", epoch=2, seed=3)]
     assert other != full
-
-
-@pytest.mark.slow
-def test_interleaved_timing_prints_a_row_per_model(capsys):
-    timing = load_script("time_classification")
-    timing.main(["--models", "sru,cnn", "--steps", "2", "--threads", "1", "task=classification", "model={model}",
-                 "task.data.name=null", "task.data.source=files", f"task.data.files.train={FIX / 'reviews.csv'}",
-                 "task.data.cv_folds=3", "task.batch_size=4", "task.embedding.dim=16", "task.embedding.path=null",
-                 "task.embedding.normalize=false"])
-    out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("| sru") or line.startswith("| cnn")]
-    assert [row.split("|")[1].strip() for row in rows] == ["sru", "cnn"], out
-    n_batches = int(re.search(r"s/epoch \((\d+) steps\)", out).group(1))
-    (ms_sru, epoch_sru, _), (ms_cnn, epoch_cnn, ratio_cnn) = (
-        [float(cell.strip().rstrip("x")) for cell in row.split("|")[2:5]] for row in rows)
-    assert n_batches > 0 and ms_sru > 0 and ms_cnn > 0, out
-    # the columns agree: s/epoch = ms/step x batches per epoch, ratio = ms/step over the first's
-    assert epoch_sru == pytest.approx(ms_sru * n_batches / 1e3, abs=0.06), out
-    assert epoch_cnn == pytest.approx(ms_cnn * n_batches / 1e3, abs=0.06), out
-    assert ratio_cnn == pytest.approx(ms_cnn / ms_sru, rel=0.05, abs=0.01), out

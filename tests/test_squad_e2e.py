@@ -125,11 +125,3 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     loss.backward()
     grad = model.embedding.weight.grad
     assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
-
-
-@pytest.mark.slow
-def test_encoder_timing_script_times_both_units():
-    timing = load_script("time_squad_encoders")
-    for unit in ("sru", "lstm"):
-        wall, cpu = timing.step_seconds(unit, layers=2, hidden=8, emb=8, batch=4, doc_len=12, q_len=5, repeats=1)
-        assert wall > 0 and cpu > 0

@@ -1,5 +1,5 @@
-"""One-step decoding latency (``scripts/bench_speed.py --decode``): a stack at L = 1 with its
-state carried from step to step, as a translation decoder or a streaming model runs it.
+"""One-step decoding latency (``scripts/bench_speed.py --decode``, ``bench.speed``): a stack at
+L = 1 with its state carried from step to step, as a translation decoder or a streaming model runs it.
 
 Candidates, per batch size, all in eval mode without autograd:
 
@@ -25,6 +25,8 @@ from typing import Callable, Dict, List
 
 import torch
 from torch import nn
+
+from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
 
 DECODE_BATCHES = (1, 32)
 DECODE_WIDTH, DECODE_LAYERS = 512, 2
@@ -101,27 +103,19 @@ def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[]
     return builders
 
 
-def run(args, timer, summarize, paired_ratio) -> List[Dict]:
+def run(args, timer) -> List[Dict]:
     """Time every candidate round-robin per batch size; ratios paired per round."""
     official = None if not args.official else load_official(args.official)
     rows = []
     for batch in DECODE_BATCHES:
         steps = {name: build() for name, build in
                  build_candidates(batch, args.device, official).items()}
-        numbers = {}
-        for name, step in steps.items():
-            for _ in range(max(args.warmup, 20)):
-                step()
-            one = timer(step, 10)
-            numbers[name] = max(10, int(args.min_ms / 1e3 / max(one, 1e-9)))
-        samples = {name: [] for name in steps}
-        names = list(steps)
-        for rep in range(args.repeats):
-            shift = rep % len(names)
-            for name in names[shift:] + names[:shift]:
-                samples[name].append(timer(steps[name], numbers[name]))
-        stats = {name: summarize(samples[name]) for name in names}
-        for name in names:
+        # at least 10 calls per sample: one step is microseconds, below the timer's resolution
+        numbers = {name: calls_per_sample(step, timer, args.min_ms, max(args.warmup, 20), least=10)
+                   for name, step in steps.items()}
+        samples = interleaved(steps, timer, args.repeats, numbers)
+        stats = {name: summarize(samples[name]) for name in steps}
+        for name in steps:
             # Interference from other processes only ever adds time: the minimum over rounds is
             # the least disturbed sample, a second view beside the paired median on a busy machine.
             row = {"batch": batch, "candidate": name, **stats[name],
@@ -135,22 +129,19 @@ def run(args, timer, summarize, paired_ratio) -> List[Dict]:
 
 
 def markdown(rows: List[Dict]) -> str:
-    lines = [f"One decoding step, SRU {DECODE_LAYERS} x {DECODE_WIDTH} (L = 1, state carried), "
-             "µs per step: median [IQR]; ratios: median over rounds of the per-round ratio",
-             "(min: the fastest round of each, and their ratio)", "",
-             "| B | candidate | µs / step [IQR] | min µs | / matmuls | min / min matmuls | / official |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        official = r.get("vs_official")
-        lines.append(f"| {r['batch']} | {r['candidate']} | {r['median_ms'] * 1e3:.1f} "
-                     f"[{r['q25_ms'] * 1e3:.1f}–{r['q75_ms'] * 1e3:.1f}] | {r['min_ms'] * 1e3:.1f} "
-                     f"| {r['vs_matmuls']:.3f}x | {r['vs_matmuls_min']:.3f}x "
-                     f"| {'–' if official is None else format(official, '.3f') + 'x'} |")
-    return "\n".join(lines)
+    head = [f"One decoding step, SRU {DECODE_LAYERS} x {DECODE_WIDTH} (L = 1, state carried), "
+            "µs per step: median [IQR]; ratios: median over rounds of the per-round ratio",
+            "(min: the fastest round of each, and their ratio)", ""]
+    cells = [[r["batch"], r["candidate"],
+              f"{r['median_ms'] * 1e3:.1f} [{r['q25_ms'] * 1e3:.1f}–{r['q75_ms'] * 1e3:.1f}]",
+              f"{r['min_ms'] * 1e3:.1f}", f"{r['vs_matmuls']:.3f}x", f"{r['vs_matmuls_min']:.3f}x",
+              fmt(r.get("vs_official"), ".3f", "x")] for r in rows]
+    return "\n".join(head) + "\n" + markdown_table(
+        ["B", "candidate", "µs / step [IQR]", "min µs", "/ matmuls", "min / min matmuls", "/ official"], cells)
 
 
-def decode_main(args, timer, summarize, paired_ratio, out: Path, info: Dict) -> List[Dict]:
-    rows = run(args, timer, summarize, paired_ratio)
+def decode_main(args, timer, out: Path, info: Dict) -> List[Dict]:
+    rows = run(args, timer)
     table = markdown(rows)
     (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows}, indent=1))
     (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
@@ -158,4 +149,3 @@ def decode_main(args, timer, summarize, paired_ratio, out: Path, info: Dict) -> 
                                    f"torch {info['torch']}, {info['date']}\n\n{table}\n")
     print(table + f"\n\nwrote {out / 'decode.json'}, {out / 'decode.md'}", flush=True)
     return rows
-

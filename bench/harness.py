@@ -1,0 +1,175 @@
+"""What every benchmark here shares, so each measures, compares and reports the same way.
+
+- ``make_timer``: seconds per call of ``fn`` run ``number`` times (CUDA events on GPU, the wall clock or
+  this thread's CPU time on CPU);
+- ``calls_per_sample`` + ``interleaved``: warm up, calibrate, then time every candidate round-robin
+  inside one process, the order rotating every round, so load from other processes hits all alike;
+- ``summarize`` (median and quartiles) and ``paired_ratio`` (median over rounds of the per-round ratio:
+  load that drifts during a run cancels, where a ratio of two medians would not);
+- ``machine_info``: the one description of the machine a result was measured on;
+- ``markdown_table``: every table the benchmarks print or write;
+- ``rel_err``: the one relative error of a result against a reference.
+"""
+import datetime
+import gc
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout holding this package and scripts/
+
+Timer = Callable[[Callable[[], object], int], float]
+
+
+def make_timer(device: str = "cpu", clock: str = "wall") -> Timer:
+    """``timer(fn, number) -> seconds per call``: CUDA events on GPU (the host only queues kernels),
+    perf_counter on CPU (ops run synchronously), or with clock="cpu" the calling thread's CPU time (time
+    spent descheduled by other processes is not counted; only meaningful when one thread does the work)."""
+    if clock not in ("wall", "cpu"):
+        raise ValueError(f"clock: expected 'wall' or 'cpu', received {clock!r}")
+    if device == "cuda":
+        def cuda_timer(fn, number):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(number):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end) / 1e3 / number
+        return cuda_timer
+    now = time.thread_time if clock == "cpu" else time.perf_counter
+
+    def timer(fn, number):
+        start = now()
+        for _ in range(number):
+            fn()
+        return (now() - start) / number
+    return timer
+
+
+def calls_per_sample(fn: Callable[[], object], timer: Timer, min_ms: float, warmup: int = 0,
+                     least: int = 1) -> int:
+    """Run ``fn`` ``warmup`` times untimed, then return how many calls make a sample last ``min_ms``
+    (at least ``least``)."""
+    for _ in range(warmup):
+        fn()
+    one_call = timer(fn, 1)
+    return max(least, math.ceil(min_ms / 1e3 / max(one_call, 1e-9)))
+
+
+def interleaved(fns: Mapping[Hashable, Callable[[], object]], timer: Timer, repeats: int,
+                numbers: Optional[Mapping[Hashable, int]] = None) -> Dict[Hashable, List[float]]:
+    """Seconds per call of each candidate in each of ``repeats`` rounds. Within a round every candidate
+    takes one sample (``numbers[name]`` calls, default 1); the order rotates by one each round so that
+    no candidate always runs right after the same one (with two candidates: the order flips)."""
+    return interleaved_phases([fns], timer, repeats, numbers)
+
+
+def interleaved_phases(phases: Sequence[Mapping[Hashable, Callable[[], object]]], timer: Timer, repeats: int,
+                       numbers: Optional[Mapping[Hashable, int]] = None) -> Dict[Hashable, List[float]]:
+    """``interleaved`` where each round runs the phases one after another (e.g. every candidate's
+    inference, then every candidate's training step), each phase's candidates in rotating order; keys
+    are unique across phases. Garbage collection is off while timing, like timeit: a pause would land
+    on whichever candidate runs then."""
+    samples: Dict[Hashable, List[float]] = {name: [] for fns in phases for name in fns}
+    gc.collect()
+    gc.disable()
+    try:
+        for rep in range(repeats):
+            for fns in phases:
+                names = list(fns)
+                shift = rep % max(len(names), 1)
+                for name in names[shift:] + names[:shift]:
+                    samples[name].append(timer(fns[name], 1 if numbers is None else numbers[name]))
+    finally:
+        gc.enable()
+    return samples
+
+
+def summarize(samples_s: Sequence[float]) -> Dict[str, object]:
+    """Median and quartiles in ms; the samples stay in round order so that ratios can be paired."""
+    ms = [s * 1e3 for s in samples_s]
+    if len(ms) >= 2:
+        q25, _, q75 = statistics.quantiles(ms, n=4, method="inclusive")
+    else:
+        q25 = q75 = ms[0]
+    return {"median_ms": statistics.median(ms), "q25_ms": q25, "q75_ms": q75,
+            "samples_ms": [round(v, 4) for v in ms]}
+
+
+def paired_ratio(mine: Mapping, other: Mapping) -> float:
+    """Median over rounds of mine/other (``summarize`` results, or plain lists of samples), each
+    round's two samples taken moments apart: load that drifts during the run cancels out."""
+    a = mine["samples_ms"] if isinstance(mine, Mapping) else mine
+    b = other["samples_ms"] if isinstance(other, Mapping) else other
+    if len(a) != len(b) or not a:
+        raise ValueError(f"paired_ratio: expected two equally long, non-empty sample lists, "
+                         f"received {len(a)} and {len(b)} samples")
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what platform reports)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: str = "cpu", command: Optional[str] = None, **extra) -> Dict[str, object]:
+    """Where and how a result was measured: CPU, threads, torch, Python, device (GPU name and CUDA on
+    GPU), the command line and the date, plus ``extra`` (the run's settings)."""
+    info = {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(), "device": device,
+            "command": command or " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
+            "date": datetime.datetime.now().isoformat(timespec="seconds")}
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name()
+        info["cuda"] = torch.version.cuda
+    info.update(extra)
+    return info
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A Markdown table; ``align`` has one letter per column, "r" for right-aligned (default left)."""
+    header = list(header)
+    rules = ["---:" if (align[i:i + 1] == "r") else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rules) + "|"]
+    for row in rows:
+        row = [str(cell) for cell in row]
+        if len(row) != len(header):
+            raise ValueError(f"markdown_table: a row has {len(row)} cells, the header {len(header)}: {row}")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def fmt(value: Optional[float], spec: str, suffix: str = "") -> str:
+    """``value`` formatted, or an en dash when it was not measured."""
+    return "–" if value is None else format(value, spec) + suffix
+
+
+def script_command(name: str, *args: str) -> Tuple[List[str], Dict[str, str]]:
+    """The command line and environment that run ``scripts/<name>.py`` in a fresh process with this
+    Python, importing this checkout's ``bench`` package (the script's own sys.path[0] is scripts/)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], dict(os.environ, PYTHONPATH=path)
+
+
+def rel_err(got, want) -> float:
+    """max |got - want| / max |want| in float64 (a missing gradient equals an all-zero one): the test
+    suite's measure (``sru.ops.testing.rel_err``), imported when first used so that the timing
+    benchmarks still run while the layer package is broken."""
+    from sru.ops.testing import rel_err as measure
+
+    return measure(got, want)

@@ -1,0 +1,31 @@
+"""bench.cpu_kernel (scripts/bench_cpu_kernel.py) and bench.exp_poly (scripts/fit_exp_poly.py)."""
+import re
+
+import numpy as np
+import pytest
+
+from bench import exp_poly
+
+
+def test_exp_polynomial_fit_is_near_minimax_and_float32_exact_to_an_ulp(capsys):
+    coeffs = exp_poly.fit()
+    assert "max relative error of exp(r), float64 evaluation" in capsys.readouterr().out
+    # exp(r) = 1 + r + r^2 q(r): q's leading coefficients are the Taylor ones, 1/2 and 1/6
+    assert coeffs[:2] == pytest.approx([0.5, 1 / 6], rel=1e-4)
+    r = np.linspace(-exp_poly.HALF_LN2, exp_poly.HALF_LN2, 1001)
+    fitted = 1 + r + r ** 2 * np.polynomial.polynomial.polyval(r, coeffs)
+    assert np.abs(fitted / np.exp(r) - 1).max() < 1e-8
+    assert exp_poly.float32_error(coeffs) < 2.5e-7  # float rounding: ~2 ulp of 1.19e-7
+
+
+@pytest.mark.slow  # builds the fused CPU kernel on first use
+def test_kernel_vs_gemm_prints_times_and_fractions(capsys):
+    from bench.cpu_kernel import kernel_vs_gemm
+
+    kernel_vs_gemm(length=4, batch=2, width=8, threads=1, repeats=2)
+    out = capsys.readouterr().out
+    assert "L=4 B=2 d=8, 1 threads, 2 interleaved repeats" in out
+    for stat in ("median", "min"):
+        assert re.search(rf"{stat}: gemm fwd [\d.]+ ms, .*recurrence bwd [\d.]+ ms", out), out
+    assert len(re.findall(r"inference: recurrence / GEMM = [\d.]+; training: recurrence fwd\+bwd / 3 GEMMs = [\d.]+",
+                          out)) == 2
