@@ -47,7 +47,6 @@ NOT_A_SECOND_DEFAULT = {
     ("tasks/classification/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
     ("tasks/speech/task.py", "seed"): "seed null (unseeded run): the sampled test sentences use 0",
     ("tasks/squad/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
-    ("tasks/squad/task.py", "train"): "the encoded splits, not the config",
 }
 
 

@@ -14,7 +14,7 @@ from conftest import ROOT
 
 # Tests that call run_train only to see it refuse the config or the data before the first step.
 REFUSED_BEFORE_TRAINING = {
-    "test_bad_values_fail_before_data_loading", "test_empty_validation_file_names_file_split_and_key",
+    "test_empty_validation_file_names_file_split_and_key",
     "test_a_binary_lm_data_file_is_refused_naming_file_and_key",
 }
 
