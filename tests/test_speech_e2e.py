@@ -87,13 +87,14 @@ def test_resumed_speech_run_matches_uninterrupted(manifests, run_train, tmp_path
 
 def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path, capsys):
     """scripts/tune_speech_lm.py on a tiny run: greedy, the plain beam and one LM setting, scored on valid."""
-    from conftest import compose, load_script
+    from conftest import compose
+
+    from tasks.speech import lm_tuning as tune
     from omegaconf import OmegaConf
     overrides = _overrides(manifests, "sru", tmp_path / "cache")
     run_train(overrides, tmp_path / "run")
     (tmp_path / "run" / ".hydra").mkdir()  # train.py's Hydra writes it; the in-process runner does not
     OmegaConf.save(compose(overrides), tmp_path / "run" / ".hydra" / "config.yaml")
-    tune = load_script("tune_speech_lm")
     tune.main([str(tmp_path / "run"), "--orders", "2", "--weights", "0.5", "--bonuses", "1", "--beam", "3"])
     out = capsys.readouterr().out
     assert "valid: 2 utterances; greedy WER" in out and "beam 3, no LM: WER" in out

@@ -2,7 +2,7 @@
 and a tiny word LM that trains end to end."""
 import pytest
 import torch
-from conftest import check_attention_lm_run, check_step_decoding, load_script, model_config, tiny_lm_overrides
+from conftest import check_attention_lm_run, check_step_decoding, model_config, tiny_lm_overrides
 
 from tasks.common.encoders import build_encoder
 from tasks.common.rnn_encoders import detach_state
@@ -64,6 +64,6 @@ def test_return_all_layers_gives_every_layer_output():
 def test_tiny_srupp_lm_trains_end_to_end(run_train, tmp_path):
     overrides = tiny_lm_overrides("srupp", steps=24) + ["model.proj_size=8", "model.attn_dropout=0.0"]
     check_attention_lm_run(tmp_path, run_train(overrides, tmp_path))
-    sample_lm = load_script("sample_lm")
-    text = sample_lm.main([str(tmp_path), "--prompt", "the cat", "--tokens", "5", "--seed", "1"])
+    from tasks.lm.sample import main as sample_lm
+    text = sample_lm([str(tmp_path), "--prompt", "the cat", "--tokens", "5", "--seed", "1"])
     assert text.startswith("the cat ") and len(text.split()) == 7
