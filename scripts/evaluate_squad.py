@@ -1,38 +1,6 @@
-"""Score a predictions file ({question id: answer}) against a SQuAD v1.1 data file, as the official
-evaluate-v1.1.py does (EM/F1 in percent over every question of the data file; unanswered ones score 0).
-
-    python scripts/evaluate_squad.py ~/.cache/sru-experiments/squad/wiki-generated-*/dev-v1.1.json \
-        outputs/runs/<run>/predictions_valid.json
-"""
-from __future__ import annotations
-
-import argparse
-import json
-
-from tasks.squad.data import load_squad_file
-from tasks.squad.metrics import score
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data_file")
-    ap.add_argument("predictions_file")
-    args = ap.parse_args()
-    with open(args.predictions_file, encoding="utf-8") as f:
-        predictions = json.load(f)
-    examples = load_squad_file(args.data_file)
-    em = f1 = 0.0
-    missing = 0
-    for ex in examples:
-        if ex.qid not in predictions:
-            missing += 1
-            continue
-        e, f = score(predictions[ex.qid], ex.answers)
-        em, f1 = em + e, f1 + f
-    n = max(len(examples), 1)
-    print(json.dumps({"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n, "questions": len(examples),
-                      "unanswered": missing}))
-
+"""Score a {question id: answer} predictions file against a SQuAD v1.1 file as the official evaluate-v1.1.py:
+``python scripts/evaluate_squad.py <data.json> <predictions.json>`` (tasks/squad/score_predictions.py)."""
+from tasks.squad.score_predictions import main
 
 if __name__ == "__main__":
     main()

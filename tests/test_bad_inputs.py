@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List
@@ -273,10 +272,8 @@ def subwords_on_many_characters(tmp: Path):
 
 
 def collect_results(path: Path):
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    import collect_results as script  # scripts are not a package (tests/test_collect_results.py does the same)
-    script.main([str(path)])
+    from tasks.engine.collect_results import main
+    main([str(path)])
 
 
 OTHER = [

@@ -121,10 +121,7 @@ def test_metrics_are_exact_when_summed_over_batches():
 
 @pytest.mark.slow
 def test_cross_validation_driver_runs_folds_and_models(tmp_path):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("run_cv", ROOT / "scripts" / "run_cv.py")
-    run_cv = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_cv)
+    from tasks.classification import cross_validation as run_cv
     overrides = [o for o in tiny_classification_overrides("{model}", epochs=2) if "task.data.files" not in o]
     overrides += [f"task.data.files.train={FIX / 'reviews.csv'}", "task.data.cv_folds=3"]
     result = run_cv.main(["--fold-list", "0,2", "--models", "lstm,cnn", "--out", str(tmp_path)] + overrides)

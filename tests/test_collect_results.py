@@ -2,14 +2,12 @@
 import csv
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import collect_results  # noqa: E402
+from tasks.engine import collect_results
 
 
 def make_run(root: Path, name: str, overrides: list, valid: list, test=None, failed=False) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, compose, load_script
+from conftest import ROOT, compose
 from squad_oracle import evaluate_files
 
 from tasks.engine.results import read_metrics
@@ -49,10 +49,9 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
     rescored = evaluate_files(TINY, tmp_path / "predictions_test.json")
     assert rescored["exact_match"] == pytest.approx(test["em"]) and rescored["f1"] == pytest.approx(test["f1"])
     # the repository's rescoring script agrees too
-    script = load_script("evaluate_squad")
-    monkeypatch.setattr("sys.argv", ["evaluate_squad.py", str(TINY), str(tmp_path / "predictions_test.json")])
+    from tasks.squad.score_predictions import main as evaluate_squad
     capsys.readouterr()
-    script.main()
+    evaluate_squad([str(TINY), str(tmp_path / "predictions_test.json")])
     printed = json.loads(capsys.readouterr().out)
     assert printed["exact_match"] == pytest.approx(test["em"]) and printed["unanswered"] == 0
 
