@@ -332,6 +332,27 @@ def quality_statements(table: Table, cells: List[CellRecords], by_name: Dict[str
     return out
 
 
+# the seeds of a table's first round of records; a later seed is a check that the records reproduce
+FIRST_SEEDS = 3
+
+
+def seed_checks(table: Table, cells: List[CellRecords]) -> List[str]:
+    """One line per later seed (> FIRST_SEEDS): its value against the first seeds' mean ± 2 std."""
+    out = []
+    for c in cells:
+        first = [r.value for r in c.runs if r.seed <= FIRST_SEEDS]
+        if len(first) < 2:
+            continue
+        mean, std = mean_std(first)
+        d = table.digits
+        for r in (r for r in c.runs if r.seed > FIRST_SEEDS):
+            inside = mean - 2 * std <= r.value <= mean + 2 * std
+            out.append(f"Reproduction check, {c.cell.name}: seed {r.seed} gives {table.metric} {r.value:.{d}f}, "
+                       f"{'inside' if inside else '**outside**'} seeds 1-{FIRST_SEEDS}' mean ± 2 std "
+                       f"({mean:.{d}f} ± {2 * std:.{d}f}); the table's row includes it.")
+    return out
+
+
 def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[Path]:
     measured = [c for c in cells if c.runs]
     if not measured:
@@ -405,7 +426,7 @@ def main(argv=None) -> str:
             if departures:
                 text += ["", "Departures from the paper:"] + departures
             text += ["", f"Hardware: {machines(cells)}.", ""] + shape_statements(table, cells, by_name) \
-                + quality_statements(table, cells, by_name)
+                + quality_statements(table, cells, by_name) + seed_checks(table, cells)
             if table.finding:
                 text += ["", table.finding]
             figure = plot_table(table, cells, img / f"paper_{table.key}_{scale}.png")

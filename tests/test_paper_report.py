@@ -325,3 +325,13 @@ def test_the_stopped_column_summarises_a_cells_runs():
             == "early (1/2); budget (too few evaluations)")
     # a gain is judged as it is shown: 0.996% reads "1.00%", and is flagged
     assert paper_report.stopped_text([end("budget", 0.996)]) == "budget, last quarter 1.00% (**1 over the 1% rule**)"
+
+
+def test_a_later_seed_is_checked_against_the_first_three(tmp_path):
+    records = tmp_path / "runs"
+    for seed, test in ((1, 200.0), (2, 210.0), (3, 205.0), (4, 207.0), (5, 230.0)):
+        _record(records, "ptb_sru", seed, test, [400, test + 40])
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md"), "--bench", ""])
+    assert ("Reproduction check, SRU 6x910: seed 4 gives ppl 207.00, inside seeds 1-3' mean ± 2 std "
+            "(205.00 ± 10.00)") in text
+    assert "Reproduction check, SRU 6x910: seed 5 gives ppl 230.00, **outside** seeds 1-3'" in text
