@@ -114,7 +114,7 @@ def read_bench(bench: Optional[Path], table: Table, scale: str) -> Dict[str, flo
 def use_bench_clock(cells: List[CellRecords], ms_per_step: Dict[str, float]) -> None:
     """Put every curve on the equal-conditions clock (step x ms per step), but only if every measured
     cell of the table has a bench number: one table, one clock."""
-    measured = [c for c in cells if c.runs]
+    measured = [c for c in cells if c.runs and not c.cell.control]  # controls are judged on quality alone
     if not measured or any(c.cell.name not in ms_per_step for c in measured):
         return
     for c in measured:
@@ -246,8 +246,9 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
             ours_extra += f" | {greedy_text(table, c)}"
         share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
         cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
-        speed = "(baseline)" if base is c else "n/a (baseline not measured)"
-        if base is not None and base is not c and base.runs:
+        speed = ("n/a (control)" if c.cell.control else "(baseline)" if base is c
+                 else "n/a (baseline not measured)")
+        if base is not None and base is not c and base.runs and not c.cell.control:
             ratio, per = cheaper_than(c, base)
             speed = f"{ratio:.2f}x vs {base.cell.name} ({per})"
         epochs = format_mean_std([float(r.info.get("epochs") or 0) for r in c.runs], 1)
@@ -274,7 +275,7 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
     out = []
     for c in cells:
         base_cell = table.baseline_of(c.cell)
-        if base_cell is None or c.cell.model == "cnn":
+        if base_cell is None or c.cell.model == "cnn" or c.cell.control:
             continue
         base = by_name.get(base_cell.name)
         if not c.runs or base is None or not base.runs:
@@ -332,8 +333,31 @@ def quality_statements(table: Table, cells: List[CellRecords], by_name: Dict[str
     return out
 
 
+# the seeds of a table's first round of records; a later seed is a check that the records reproduce
+FIRST_SEEDS = 3
+
+
+def seed_checks(table: Table, cells: List[CellRecords]) -> List[str]:
+    """One line per later seed (> FIRST_SEEDS): its value against the first seeds' mean ± 2 std."""
+    out = []
+    for c in cells:
+        first = [r.value for r in c.runs if r.seed <= FIRST_SEEDS]
+        if len(first) < 2:
+            continue
+        mean, std = mean_std(first)
+        d = table.digits
+        for r in (r for r in c.runs if r.seed > FIRST_SEEDS):
+            inside = mean - 2 * std <= r.value <= mean + 2 * std
+            out.append(f"Reproduction check, {c.cell.name}: seed {r.seed} gives {table.metric} {r.value:.{d}f}, "
+                       f"{'inside' if inside else '**outside**'} seeds 1-{FIRST_SEEDS}' mean ± 2 std "
+                       f"({mean:.{d}f} ± {2 * std:.{d}f}); the table's row includes it.")
+    return out
+
+
 def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[Path]:
-    measured = [c for c in cells if c.runs]
+    # one clock per figure: controls, never benched, are left out where the table's cells run on the bench's
+    measured = [c for c in cells if c.runs and not (c.cell.control and c.ms_per_step is None
+                                                    and any(o.ms_per_step for o in cells))]
     if not measured:
         return None
     import matplotlib
@@ -405,7 +429,7 @@ def main(argv=None) -> str:
             if departures:
                 text += ["", "Departures from the paper:"] + departures
             text += ["", f"Hardware: {machines(cells)}.", ""] + shape_statements(table, cells, by_name) \
-                + quality_statements(table, cells, by_name)
+                + quality_statements(table, cells, by_name) + seed_checks(table, cells)
             if table.finding:
                 text += ["", table.finding]
             figure = plot_table(table, cells, img / f"paper_{table.key}_{scale}.png")

@@ -78,15 +78,44 @@ def _speech_record(root, cell, curve, epochs=5, max_epochs=5):
 
 
 def test_the_report_reads_the_curve_a_table_early_stops_on(tmp_path):
-    """Speech early-stops on validation CER while its main column is WER: a run that used its whole budget is
-    judged by its CER curve (0.5% over the last quarter here, not its WER curve's 10%), and the time to reach
-    the baseline's best is on CER too (its best CER 45: epoch 3, 30 s; its best WER 99 would give 20 s)."""
+    """Speech early-stops on validation CER, its main column, with WER beside it: a run that used its whole
+    budget is judged by its CER curve (0.5% over the last quarter here, not its WER curve's 10%), the time to
+    reach the baseline's best is on CER too (its best CER 45: epoch 3, 30 s; its best WER 99 would give 20 s),
+    and the greedy WER column, without a test greedy_wer in the record, is validation's at the best CER."""
     records = tmp_path / "runs"
     _speech_record(records, "speech_bisru", [(100, 60.0), (95, 50.0), (92, 45.0), (90, 40.2), (81, 40.0)])
     _speech_record(records, "speech_blstm", [(100, 90.0), (99, 70.0), (99.5, 45.0)], epochs=3)
     text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md"), "--bench", ""])
-    assert "| Bi-SRU_12L | n/a | n/a | 81.00 | 40.00 | 1 | 5.0 | budget, last quarter 0.50% in valid cer |" in text
+    assert ("| Bi-SRU_12L | n/a | n/a | 40.00 | 81.00 | 81.00 (valid) | 1 | 5.0 | budget, last quarter 0.50% in "
+            "valid cer |") in text
+    assert "| BLSTM_5L | n/a | n/a | 45.00 | 99.50 | 99.50 (valid) | 1 |" in text
     assert "| 90% | 30 s | 1.00x vs BLSTM_5L (per epoch) |" in text
+    assert "Bi-SRU_12L vs BLSTM_5L: the paper's shape holds in quality, not in cost at this scale (cer 40.00 vs 45.00" in text
+
+
+def test_the_greedy_column_takes_the_tests_greedy_rate_when_recorded(tmp_path):
+    records = tmp_path / "runs"
+    _speech_record(records, "speech_blstm", [(100, 90.0), (99, 70.0), (104.0, 45.0)], epochs=3)
+    results = records / "cpu" / "speech_blstm" / "seed1" / "results.json"
+    summary = json.loads(results.read_text())
+    summary["test"].update({"wer": 102.0, "greedy_wer": 106.5, "greedy_cer": 50.0})
+    results.write_text(json.dumps(summary))
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md"), "--bench", ""])
+    assert "| BLSTM_5L | n/a | n/a | 45.00 | 102.00 | 106.50 (test) | 1 |" in text
+
+
+def test_table_1_shows_kims_cnn_and_judges_the_sru_against_it(tmp_path):
+    records = tmp_path / "runs"
+    for cell, accuracy in (("classification_mr_sru", 74.0), ("classification_mr_lstm", 72.0),
+                           ("classification_mr_cnn", 76.0), ("classification_trec_sru", 90.0),
+                           ("classification_trec_cnn", 89.0)):
+        _record(records, cell, 1, accuracy, [70.0, accuracy], metrics=("accuracy",), patience=3)
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md"), "--bench", ""])
+    assert "| MR CNN | 81.0 static / 81.5 non-static | 76.00 | 1 |" in text
+    assert ("MR SRU 2 layers vs MR CNN: the paper has accuracy 83.1 vs 81.0 (ahead); the paper's shape does NOT "
+            "hold at this scale (accuracy 74.00 vs 76.00, worse by more than 2%).") in text
+    assert "TREC SRU 2 layers vs TREC CNN: the paper has accuracy 94.8 vs 92.8 (ahead); the paper's shape holds" in text
+    assert "TREC SRU 2 layers vs TREC LSTM: not both measured at this scale" in text
 
 
 def test_a_baseline_score_never_reached_says_never(tmp_path):
@@ -297,3 +326,13 @@ def test_the_stopped_column_summarises_a_cells_runs():
             == "early (1/2); budget (too few evaluations)")
     # a gain is judged as it is shown: 0.996% reads "1.00%", and is flagged
     assert paper_report.stopped_text([end("budget", 0.996)]) == "budget, last quarter 1.00% (**1 over the 1% rule**)"
+
+
+def test_a_later_seed_is_checked_against_the_first_three(tmp_path):
+    records = tmp_path / "runs"
+    for seed, test in ((1, 200.0), (2, 210.0), (3, 205.0), (4, 207.0), (5, 230.0)):
+        _record(records, "ptb_sru", seed, test, [400, test + 40])
+    text = paper_report.main(["--records", str(records), "--out", str(tmp_path / "paper.md"), "--bench", ""])
+    assert ("Reproduction check, SRU 6x910: seed 4 gives ppl 207.00, inside seeds 1-3' mean ± 2 std "
+            "(205.00 ± 10.00)") in text
+    assert "Reproduction check, SRU 6x910: seed 5 gives ppl 230.00, **outside** seeds 1-3'" in text
