@@ -86,16 +86,6 @@ def run_train():
     return _run
 
 
-def load_script(name: str):
-    """Import ``scripts/<name>.py`` as a module (scripts are not a package; only tests reach into them)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def check_attention_lm_run(run_dir: Path, summary) -> None:
     """A tiny attention LM run (SRU++, Transformer) learnt, and tasks/lm/generate.py's step decoding gives
     the logits of one causal forward over prompt + sample."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -108,8 +107,7 @@ def _depth(experiment):
 @pytest.mark.slow  # composes every paper and CPU cell's experiment: ~10 s
 def test_every_cpu_cell_keeps_its_paper_cells_depth_ratio():
     """SRU depth : baseline depth is the same at CPU scale as in the paper's cell (SQuAD 2:1, speech 12:5)."""
-    sys.path.insert(0, str(CONF.parent / "scripts"))
-    from paper_tables import TABLES
+    from tasks.paper.tables import TABLES
     checked = 0
     for table in TABLES.values():
         for cell in table.cells:

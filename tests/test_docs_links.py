@@ -2,7 +2,6 @@
 code or docs, names a heading that exists, so a renamed heading cannot leave a comment, a README
 pointer or another doc pointing at nothing."""
 import re
-import sys
 from pathlib import Path
 
 from conftest import ROOT
@@ -74,15 +73,14 @@ def test_section_links_exist():
 
 
 def test_paper_numbers_doc_lists_every_reported_number():
-    """docs/paper_numbers.md is where scripts/paper_tables.py's ``reported`` numbers are cited from."""
-    sys.path.insert(0, str(ROOT / "scripts"))  # scripts are not a package
-    from paper_tables import TABLES
+    """docs/paper_numbers.md is where tasks/paper/tables.py's ``reported`` numbers are cited from."""
+    from tasks.paper.tables import TABLES
 
     doc = (ROOT / "docs" / "paper_numbers.md").read_text()
     reported = {c.reported for t in TABLES.values() for c in t.cells if c.reported is not None}
     assert len(reported) >= 5, reported
     missing = sorted(r for r in reported if f"{r:g}" not in doc)
-    assert not missing, f"reported in scripts/paper_tables.py but not in docs/paper_numbers.md: {missing}"
+    assert not missing, f"reported in tasks/paper/tables.py but not in docs/paper_numbers.md: {missing}"
 
 
 def test_relative_file_links_exist():

@@ -1,19 +1,16 @@
-"""scripts/paper_report.py on hand-written run records (a missing cell, a baseline never reached, a rebuild
+"""tasks/paper/report.py (scripts/paper_report.py) on hand-written run records (a missing cell, a baseline never reached, a rebuild
 that changes nothing) and scripts/reproduce.py's plan and records."""
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))  # scripts are not a package
-
-import paper_report  # noqa: E402
-import reproduce  # noqa: E402
-from paper_tables import TABLES, cells_at  # noqa: E402
+from tasks.paper import report as paper_report
+from tasks.paper import reproduce
+from tasks.paper.tables import TABLES, cells_at
 
 
 def _record(root, cell, seed, test, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10, metrics=("ppl",),
@@ -209,7 +206,7 @@ def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
     arithmetic of a 32 x 2 one; the fixture LM's step is nearly all encoder, so its share is close to 1
     for both and cannot order them under load: the encoder's own time can, with a wide margin)."""
     from conftest import compose, tiny_lm_overrides
-    from recurrent_share import measure
+    from tasks.paper.recurrent_share import measure
 
     small = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1"]), batches=6)
     wide = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1", "model.hidden_size=256",
@@ -300,7 +297,7 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
 
 @pytest.mark.slow
 def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
-    import bench_cells
+    from tasks.paper import cell_bench as bench_cells
     ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2", "--write", str(tmp_path)])
     assert set(ratios) == {c.name for c in cells_at(TABLES["lm_char"], "cpu")}
     assert ratios["LSTM 2 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own

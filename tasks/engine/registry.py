@@ -14,7 +14,7 @@ from tasks.engine.base import Task
 from tasks.engine.errors import ConfigError
 
 TASKS_DIR = Path(__file__).resolve().parents[1]
-NOT_TASKS = ("engine", "common", "corpora")
+NOT_TASKS = ("engine", "common", "corpora", "paper")
 
 
 def available_tasks() -> List[str]:
