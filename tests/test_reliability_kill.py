@@ -113,4 +113,5 @@ def test_kill_9_of_one_of_two_sweep_workers_fails_its_trial_and_the_other_retrie
     assert len(retries) == 1 and retries[0].params == trials[victim].params
     for t in complete:
         assert json.loads((tmp_path / "sweep" / str(t.number) / "results.json").read_text())["steps"] == 60
-    assert not (tmp_path / "sweep" / str(victim) / "results.json").exists()
+    # (the killed worker may have written its run's results.json in the instant before the kill, on a quiet
+    # machine: the study still counts that trial FAIL, once, and its retry COMPLETE, once: checked above)

@@ -94,7 +94,7 @@ def load_run(run_dir: Path) -> Run:
     if summary.is_file():
         res = json.loads(summary.read_text())
         if res.get("best_valid") is not None:
-            run.final[f"valid/best_{res.get('monitor', 'metric')}"] = float(res["best_valid"])
+            run.final[f"valid/best_{res['monitor']}"] = float(res["best_valid"])  # train.py writes both
         for key, value in (res.get("test") or {}).items():
             run.final[f"test/{key}"] = float(value)
         if res.get("train_items_per_s") is not None:

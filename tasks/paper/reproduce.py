@@ -270,7 +270,7 @@ def machine(cfg=None) -> dict:
     except (OSError, StopIteration):
         pass
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    threads = int(cfg.trainer.get("num_threads") or 0) if cfg is not None else 0
+    threads = int(cfg.trainer.num_threads or 0) if cfg is not None else 0  # null: torch's own default
     return {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": threads or torch.get_num_threads(), "gpu": gpu,
             "torch": torch.__version__, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
 
