@@ -89,7 +89,7 @@ def test_kill_9_of_one_of_two_sweep_workers_fails_its_trial_and_the_other_retrie
     optuna = pytest.importorskip("optuna")
     from test_optuna_sweeps import finish, load, start, sweep_args
 
-    args = sweep_args(tmp_path, 4, steps=60)
+    args = sweep_args(tmp_path, 4, steps=300)  # long enough that the kill lands mid-training on a quiet machine too
     doomed, survivor = (start(args, tmp_path / f"{name}.log") for name in ("doomed", "survivor"))
     deadline, victim = time.time() + TIMEOUT_S, None
     while victim is None:  # a trial of the doomed worker that is training
@@ -112,6 +112,6 @@ def test_kill_9_of_one_of_two_sweep_workers_fails_its_trial_and_the_other_retrie
     retries = [t for t in complete if t.system_attrs.get("failed_trial") == victim]
     assert len(retries) == 1 and retries[0].params == trials[victim].params
     for t in complete:
-        assert json.loads((tmp_path / "sweep" / str(t.number) / "results.json").read_text())["steps"] == 60
+        assert json.loads((tmp_path / "sweep" / str(t.number) / "results.json").read_text())["steps"] == 300
     # (the killed worker may have written its run's results.json in the instant before the kill, on a quiet
     # machine: the study still counts that trial FAIL, once, and its retry COMPLETE, once: checked above)
