@@ -13,23 +13,13 @@ from torch import Tensor
 import sru.ops.cpu as cpu_backend
 import sru.ops.export as export_backend
 import sru.ops.reference as reference_backend
-from .cpu.build import load_library
+from .cpu.build import cpu_kernel_available  # noqa: F401  (re-exported: sru.ops uses it from here)
 from .export import exporting
 
 BACKENDS = ("auto", "reference", "cpu", "triton")
 MODULES = {"reference": "sru.ops.reference", "export": "sru.ops.export", "cpu": "sru.ops.cpu",
            "triton": "sru.ops.triton"}
 _LOADED = {"reference": reference_backend, "export": export_backend, "cpu": cpu_backend}
-
-
-def cpu_kernel_available() -> bool:
-    # Builds on first call; torch.compile evaluates it once at trace time, not in the graph.
-    return load_library() is not None
-
-
-# What torch.compiler.assume_constant_result does, without importing torch._dynamo at
-# `import sru` time (that import alone costs seconds).
-cpu_kernel_available._dynamo_marked_constant = True
 
 
 def triton_available() -> bool:

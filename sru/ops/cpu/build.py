@@ -170,3 +170,13 @@ def load_library() -> Optional[ctypes.CDLL]:
 def load_error() -> Optional[str]:
     """Why the kernel is unavailable (None if it loaded or was never tried)."""
     return _error
+
+
+def cpu_kernel_available() -> bool:
+    # Builds on first call; torch.compile evaluates it once at trace time, not in the graph.
+    return load_library() is not None
+
+
+# What torch.compiler.assume_constant_result does, without importing torch._dynamo at
+# `import sru` time (that import alone costs seconds).
+cpu_kernel_available._dynamo_marked_constant = True

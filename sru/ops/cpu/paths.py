@@ -15,8 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..backends import cpu_kernel_available
-from .build import load_library
+from .build import cpu_kernel_available, load_library
 from .inference import forward_stack, kernel_cell, skip_mode
 from .stack import StackPlan
 
