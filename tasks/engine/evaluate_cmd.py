@@ -20,6 +20,7 @@ from tasks.engine.cli_args import one_line_errors, split_arguments
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.evaluation import evaluate
 from tasks.engine.inference import InferenceInputError, load_trained
+from tasks.engine.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 from tasks.engine.run_context import open_run
 
@@ -40,9 +41,7 @@ def output_folder(out_dir: Optional[str], run: Path, task: str, split: str) -> P
 
 def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(json_safe(obj), indent=2, allow_nan=False))
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(json_safe(obj), indent=2, allow_nan=False))
 
 
 def evaluate_run(argv: List[str]) -> Dict[str, float]:

@@ -45,6 +45,16 @@ def writing(tmp: Path) -> Iterator[Path]:
             tmp.unlink()
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` all at once (metrics, predictions, sweep tables): a reader or a crash
+    sees the old file or the new one, never half of one. The temporary file is named per process (two
+    writers of one file never share it) and removed on any exit."""
+    path = Path(path)
+    with writing(path.with_name(f".{path.name}.{os.getpid()}.tmp")) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
 def remove_partial_files() -> None:
     for tmp in list(_WRITING):
         with contextlib.suppress(OSError):

@@ -6,12 +6,14 @@ and ``finish()``. Only rank 0 should construct loggers (``build_loggers(..., ena
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping
 
 from tasks.engine.errors import MissingPackageError
+from tasks.engine.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 
 LOGGERS = ("csv", "wandb", "tensorboard", "none")
@@ -30,7 +32,7 @@ def drop_records_after(run_dir: Path, step: int) -> int:
         lines = jsonl.read_text(encoding="utf-8").splitlines(keepends=True)
         kept = [line for line in lines if not line.strip() or _step_of_json(line) <= step]
         dropped += len(lines) - len(kept)
-        _rewrite(jsonl, "".join(kept))
+        write_text_atomic(jsonl, "".join(kept))
     for path in sorted(run_dir.glob("metrics_*.csv")):
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
@@ -39,9 +41,9 @@ def drop_records_after(run_dir: Path, step: int) -> int:
         col = rows[0].index("step")
         kept_rows = [rows[0]] + [r for r in rows[1:] if len(r) <= col or _as_step(r[col]) <= step]
         dropped += len(rows) - len(kept_rows)
-        with open(path.with_name(path.name + ".tmp"), "w", newline="", encoding="utf-8") as f:
-            csv.writer(f).writerows(kept_rows)
-        os.replace(path.with_name(path.name + ".tmp"), path)
+        text = io.StringIO(newline="")
+        csv.writer(text).writerows(kept_rows)
+        write_text_atomic(path, text.getvalue())
     return dropped
 
 
@@ -57,12 +59,6 @@ def _step_of_json(line: str) -> float:
         return _as_step(json.loads(line).get("step"))
     except ValueError:
         return float("inf")  # a line torn by a crash mid-write: drop it
-
-
-def _rewrite(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class JsonlLogger:

@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 
 from tasks.engine.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
 from tasks.engine.inference import InferenceInputError, Trained, load_trained, write_model_file
+from tasks.engine.interrupts import write_text_atomic
 
 OPTIONS = {"run": None, "checkpoint": "best", "input": "-", "output": "-", "batch_size": None, "device": None,
            "export": None}
@@ -125,10 +126,7 @@ def write_lines(target: str, lines: List[str]) -> None:
         sys.__stdout__.write(text)
         sys.__stdout__.flush()
         return
-    path = Path(target).expanduser()
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(Path(target).expanduser(), text)
 
 
 def export(trained: Trained, path: Path) -> int:

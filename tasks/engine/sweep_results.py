@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Sequence
 
 import yaml
 
+from tasks.engine.interrupts import write_text_atomic  # workers sharing a sweep dir each write at their end
 from tasks.engine.results import read_metrics
 from tasks.engine.sweeps import PRUNED_FILE, trial_overrides
 
@@ -42,12 +43,6 @@ def _last_train_step(run_dir: Path):
     except (OSError, ValueError):
         return None
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Workers sharing a sweep dir each write the results at their end: never leave a half-written file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def trial_rows(study) -> List[Dict[str, Any]]:
@@ -125,15 +120,15 @@ def plot_study(study, out: Path) -> Path:
 def write_results(study, sweep_dir: Path, fixed: Sequence[str] = ()) -> Dict[str, Any]:
     sweep_dir = Path(sweep_dir)
     info = summary(study, fixed)
-    _write_atomic(sweep_dir / "optimization_results.yaml", yaml.safe_dump(info, sort_keys=False))
+    write_text_atomic(sweep_dir / "optimization_results.yaml", yaml.safe_dump(info, sort_keys=False))
     rows = trial_rows(study)
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    _write_atomic(sweep_dir / "trials.csv", buffer.getvalue())
-    _write_atomic(sweep_dir / "trials.md", _markdown(rows))
+    write_text_atomic(sweep_dir / "trials.csv", buffer.getvalue())
+    write_text_atomic(sweep_dir / "trials.md", _markdown(rows))
     plot_study(study, sweep_dir / f".optimization.{os.getpid()}.png")
     os.replace(sweep_dir / f".optimization.{os.getpid()}.png", sweep_dir / "optimization.png")
     best = info.get("best_value")
