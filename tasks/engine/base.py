@@ -247,6 +247,12 @@ class Task:
         return None
 
 
+def run_seed(cfg: Mapping[str, Any]) -> int:
+    """The top-level ``seed`` as the batch order and the tasks' initialisations use it: null (an unseeded
+    run, the rule beside it in conf/config.yaml) is 0 there."""
+    return 0 if cfg["seed"] is None else int(cfg["seed"])
+
+
 def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput:
     """Add logging outputs key by key (the reduction DDP repeats across ranks with all_reduce)."""
     total: LoggingOutput = {}
