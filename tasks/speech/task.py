@@ -111,9 +111,8 @@ class SpeechRecognitionTask(Task):
         # (1.0 first: the unperturbed version is the one counted in the split's minutes of audio)
         self.speeds = sorted({float(s) for s in t.speed_perturb} | {1.0}, key=lambda s: (s != 1.0, s))
         mels = {}
-        data = as_plain(t.data)  # the utterance readers (tasks/speech/data.py) take the section as a mapping
         for split in self.splits:
-            utts = load_split_utterances(data, split)
+            utts = load_split_utterances(t.data, split)
             speeds = self.speeds if split == "train" else [1.0]
             mels[split] = (utts, [self._log_mels(split, utts, speed) for speed in speeds])
         if f.cmvn == "global" and not self.restored:
