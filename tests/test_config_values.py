@@ -44,9 +44,6 @@ NOT_A_SECOND_DEFAULT = {
     ("tasks/classification/data.py", "text_column"): "null in conf/task/classification.yaml, the rule beside it",
     ("tasks/classification/data.py", "label_column"): "null in conf/task/classification.yaml, the rule beside it",
     ("tasks/classification/data.py", "subset"): "null in conf/task/classification.yaml, the rule beside it",
-    ("tasks/classification/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
-    ("tasks/speech/task.py", "seed"): "seed null (unseeded run): the sampled test sentences use 0",
-    ("tasks/squad/task.py", "seed"): "seed null (unseeded run): the vectors' init uses 0",
 }
 
 

@@ -36,7 +36,7 @@ def test_speech_inputs_empty_missing_unreadable_and_resampled(tmp_path):
     import soundfile
 
     task = build_task(compose(["task=speech"]))
-    rate = int(task.task_cfg["data"]["sample_rate"])
+    rate = task.task_cfg.data.sample_rate
     with pytest.raises(ValueError, match="empty line"):
         task.parse_input("")
     with pytest.raises(ValueError, match="no such audio file"):

@@ -13,6 +13,8 @@ from torch import nn
 from tasks.engine.base import Task
 from tasks.engine.optim import get_lr
 from tasks.engine.results import read_metrics
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import SchedulerConfig
 from conftest import fit_in_run
 
 
@@ -174,4 +176,6 @@ def test_wandb_offline_logger_writes_and_finishes(tmp_path, monkeypatch):
 def test_lr_schedules(name, step, epoch, expected):
     cfg = {"name": name, "decay": 0.98, "decay_start_epoch": 175, "min_lr": 0.0, "total_steps": None,
            "warmup_steps": 10 if name == "noam" else 0, "d_model": None}
-    assert get_lr(step, epoch, 1.0, cfg, total_steps=100) == pytest.approx(expected)
+    assert get_lr(step, epoch, 1.0, cfg, total_steps=100) == pytest.approx(expected)  # a mapping: checked, typed
+    typed_cfg = typed(cfg, SchedulerConfig, "trainer.scheduler")  # what the trainer passes
+    assert get_lr(step, epoch, 1.0, typed_cfg, total_steps=100) == pytest.approx(expected)

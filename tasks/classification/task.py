@@ -19,9 +19,9 @@ from tasks.common.batching import global_batches, pad_collate, shard_batches, sp
 from tasks.common.encoders import build_encoder, check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
-from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import check_choice
+from tasks.engine.schema import as_plain, check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .sources import Row
@@ -41,7 +41,6 @@ class ClassificationTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = cfg["task"]
         self.data = None
         self.vocab: Vocabulary | None = None
         self.label_names: List[str] = []
@@ -53,38 +52,38 @@ class ClassificationTask(Task):
     def check_config(self) -> None:
         super().check_config()  # model name, task.* types and ranges
         check_encoder_config(self.cfg["model"], causal=self.causal)
-        check_choice("task.data.name", self.task_cfg["data"].get("name"), [*sorted(PRESETS), None])
-        data = self.task_cfg["data"]
-        if data.get("fold") is not None and data["fold"] >= data["cv_folds"]:
-            raise ConfigError(f"task.data.fold: expected 0 <= fold < task.data.cv_folds={data['cv_folds']}, "
-                              f"received {data['fold']}")
+        data = self.task_cfg.data
+        check_choice("task.data.name", data.name, [*sorted(PRESETS), None])
+        if data.fold >= data.cv_folds:
+            raise ConfigError(f"task.data.fold: expected 0 <= fold < task.data.cv_folds={data.cv_folds}, "
+                              f"received {data.fold}")
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
         t = self.task_cfg
-        self.data = load_classification_data(t["data"])
-        lowercase, max_len = t["data"]["lowercase"], t["data"]["max_length"]
+        self.data = load_classification_data(as_plain(t.data))  # presets fill a mapping (presets.py)
+        lowercase, max_len = t.data.lowercase, t.data.max_length
         tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
             self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.label_names) for s in SPLITS}
             return
         self.label_names = list(self.data.label_names)
-        emb = t["embedding"]
+        emb = t.embedding
         extra: List[str] = []
-        if emb.get("path"):
+        if emb.path:
             # keep vectors for every word of every split: test words with a pretrained vector get it
             # (a fixed lookup, not training on test), the rest of unseen words map to <unk>
             wanted = {w for s in SPLITS for sent in tokens[s] for w in sent}
-            self.vectors = load_vectors(emb["path"], wanted, emb["format"])
+            self.vectors = load_vectors(emb.path, wanted, emb.format)
             extra = sorted(w for w in self.vectors if w in wanted)
-        train_vocab = Vocabulary.build(tokens["train"], specials=(PAD, UNK), min_freq=t["data"]["min_freq"])
+        train_vocab = Vocabulary.build(tokens["train"], specials=(PAD, UNK), min_freq=t.data.min_freq)
         self.vocab = Vocabulary(train_vocab.itos[2:] + [w for w in extra if w not in train_vocab.stoi], (PAD, UNK))
         self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.data.label_names)
                         for s in SPLITS}
         sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in SPLITS)
         fold = f", test = fold {self.data.fold} of {self.data.n_folds}" if self.data.cross_validated else ""
-        name = t["data"].get("name") or t["data"].get("source")
+        name = t.data.name or t.data.source  # the preset's name, else the source (for this line only)
         print(f"[classification] {name}: {len(self.data.label_names)} classes, vocab {len(self.vocab):,}; "
               f"{sizes}{fold} ({time.time() - t0:.1f}s)")
 
@@ -93,9 +92,9 @@ class ClassificationTask(Task):
         order, each split over the ranks; evaluation: whole batches dealt round-robin to the ranks."""
         n = len(self.encoded[split])
         if split == "train":
-            plan = global_batches(n, int(self.task_cfg["batch_size"]), shuffle=True, seed=seed, epoch=epoch)
+            plan = global_batches(n, self.task_cfg.batch_size, shuffle=True, seed=seed, epoch=epoch)
             return [split_batch(b) for b in plan]
-        plan = global_batches(n, int(self.task_cfg["eval_batch_size"]), shuffle=False, world_size=1)
+        plan = global_batches(n, self.task_cfg.eval_batch_size, shuffle=False, world_size=1)
         return shard_batches(plan, train=False)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
@@ -122,22 +121,21 @@ class ClassificationTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def encoder_input_size(self) -> int:
-        return int(self.task_cfg["embedding"]["dim"])  # the word vectors
+        return self.task_cfg.embedding.dim  # the word vectors
 
     def build_model(self) -> nn.Module:
         t, model_cfg = self.task_cfg, self.cfg["model"]
-        emb = t["embedding"]
-        weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
-                                        normalize=emb["normalize"],
-                                        seed=int(self.cfg.get("seed") or 0))
-        fixed = emb.get("fixed")
-        fixed = bool(emb.get("path")) if fixed is None else bool(fixed)  # paper: fixed pretrained vectors
+        emb = t.embedding
+        weight, hits = embedding_matrix(self.vocab.itos, emb.dim, self.vectors, normalize=emb.normalize,
+                                        seed=run_seed(self.cfg))
+        # null: fixed when pretrained vectors are given (the paper), trained otherwise (conf/task/classification.yaml)
+        fixed = bool(emb.path) if emb.fixed is None else emb.fixed
         if self.vectors is not None:
             print(f"[classification] pretrained vectors for {hits:,}/{len(self.vocab):,} words "
                   f"({'fixed' if fixed else 'fine-tuned'})")
         encoder = build_encoder(model_cfg, self.encoder_input_size())
-        return SentenceClassifier(weight, encoder, len(self.label_names), dropout=float(t["dropout"]),
-                                  pooling=t["pooling"],
+        return SentenceClassifier(weight, encoder, len(self.label_names), dropout=float(t.dropout),
+                                  pooling=t.pooling,
                                   bidirectional=encoder.bidirectional,
                                   fix_embedding=fixed)
 
@@ -187,11 +185,10 @@ class ClassificationTask(Task):
 
     def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
         """Each sentence's label (the data set's names) and class probabilities, batched as evaluation."""
-        data = self.task_cfg["data"]
-        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data["lowercase"],
-                               data["max_length"])
+        data = self.task_cfg.data
+        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data.lowercase, data.max_length)
         ids = [self.vocab.encode(t) or [self.vocab.unk_id] for t in tokens]
-        size = int(options.get("batch_size") or self.task_cfg["eval_batch_size"])
+        size = int(options.get("batch_size") or self.task_cfg.eval_batch_size)  # predict.py option, else eval
         device = next(model.parameters()).device
         results: List[Any] = []
         for start in range(0, len(ids), size):

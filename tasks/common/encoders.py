@@ -35,7 +35,7 @@ from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import as_plain, check_schema
+from tasks.engine.schema import as_plain, typed
 
 # The one table of encoders: ``model=<name>`` -> class, and the schema of its config group. A new
 # encoder is one line in each.
@@ -55,20 +55,28 @@ MODEL_SCHEMAS: Dict[str, type] = {
 }
 
 
-def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> None:
+def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> Any:
     """Reject an encoder config before any data is loaded: unknown name or keys, bad types and ranges
-    (``MODEL_SCHEMAS``), and a bidirectional encoder for a causal task."""
+    (``MODEL_SCHEMAS``), and a bidirectional encoder for a causal task. Returns it typed (its schema's
+    instance)."""
     name = cfg.get("name")
     if name not in ENCODERS:
         raise ConfigError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
                           f"Pick one with model=<name>.")
-    check_schema(cfg, MODEL_SCHEMAS[name], "model", see=f"conf/model/{name}.yaml")
+    model = typed(cfg, MODEL_SCHEMAS[name], "model", see=f"conf/model/{name}.yaml")
     if name in CROSS_KEY_CHECKS:
-        CROSS_KEY_CHECKS[name](cfg)
-    if causal and cfg.get("bidirectional"):
+        CROSS_KEY_CHECKS[name](model)
+    if causal and getattr(model, "bidirectional", False):  # the CNN has no direction (nor state)
         raise ConfigError("model.bidirectional=true: this task is causal (each position predicts what comes next), "
                           "and a bidirectional encoder would see the very tokens it predicts. "
                           "Set model.bidirectional=false.")
+    return model
+
+
+def typed_encoder_config(cfg: Mapping[str, Any]) -> Any:
+    """``cfg`` (a shared encoder's ``model`` group) as its ``MODEL_SCHEMAS`` instance, for a task that reads
+    model keys (the LM's embedding width). The encoder itself is built from the mapping (``build_encoder``)."""
+    return check_encoder_config(cfg)
 
 
 def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:

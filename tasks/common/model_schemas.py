@@ -58,17 +58,17 @@ class SRUppConfig:
     mem_len: Optional[int] = key(low=0)
 
 
-def check_srupp_keys(cfg) -> None:
+def check_srupp_keys(cfg: SRUppConfig) -> None:
     """What no single model=srupp key says; sru.SRUpp would refuse it only after the data is loaded. Called
-    after the schema check: every key is there."""
-    proj = cfg["proj_size"] or max(cfg["hidden_size"] // 4, 1)  # 0: the encoder's hidden_size / 4
-    heads, layers = cfg["num_heads"], cfg["num_layers"]
-    given = f"model.proj_size={proj}" if cfg["proj_size"] else f"model.proj_size=0 (hidden_size / 4 = {proj})"
+    after the schema check, with the typed config."""
+    proj = cfg.proj_size or max(cfg.hidden_size // 4, 1)  # 0: the encoder's hidden_size / 4 (conf/model/srupp.yaml)
+    heads, layers = cfg.num_heads, cfg.num_layers
+    given = f"model.proj_size={proj}" if cfg.proj_size else f"model.proj_size=0 (hidden_size / 4 = {proj})"
     if proj % heads:
         fits = [h for h in range(1, min(proj, 64) + 1) if proj % h == 0]
         raise ConfigError(f"{given} must be divisible by model.num_heads={heads} (each head takes an equal share); "
                           f"use model.num_heads in {fits} or another proj_size")
-    every, last = cfg["attention_every_n_layers"], cfg["attention_last_n_layers"]
+    every, last = cfg.attention_every_n_layers, cfg.attention_last_n_layers
     if last > layers:
         raise ConfigError(f"model.attention_last_n_layers={last} exceeds model.num_layers={layers}; use 1..{layers}, "
                           f"or -1 for attention in every layer")
@@ -111,11 +111,11 @@ class CNNConfig:
     activation: Literal["relu", "tanh"] = key()
 
 
-def check_transformer_lm_keys(cfg) -> None:
-    """The encoder refuses it only when built, after the data is loaded."""
-    if cfg["hidden_size"] % cfg["num_heads"]:
-        raise ConfigError(f"model.hidden_size={cfg['hidden_size']} must be a multiple of "
-                          f"model.num_heads={cfg['num_heads']} (each head takes an equal share)")
+def check_transformer_lm_keys(cfg: TransformerLMConfig) -> None:
+    """The encoder refuses it only when built, after the data is loaded (``cfg``: typed)."""
+    if cfg.hidden_size % cfg.num_heads:
+        raise ConfigError(f"model.hidden_size={cfg.hidden_size} must be a multiple of "
+                          f"model.num_heads={cfg.num_heads} (each head takes an equal share)")
 
 
 CROSS_KEY_CHECKS = {"srupp": check_srupp_keys, "transformer_lm": check_transformer_lm_keys}  # after the schema

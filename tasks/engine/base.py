@@ -55,7 +55,7 @@ from torch import Tensor, nn
 
 from tasks.engine.devices import move_to_device
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import check_schema
+from tasks.engine.schema import typed
 
 LoggingOutput = Dict[str, float]
 Record = Dict[str, Any]
@@ -75,6 +75,10 @@ class Task:
                       a bidirectional encoder before loading data
       models          the ``model=<name>`` values this task accepts, listed in the error for any other
       schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/schema.py)
+
+    ``self.task_cfg`` is ``task.*`` as an instance of ``schema`` (``tasks.engine.schema.typed``): tasks read
+    ``self.task_cfg.data.level``, never string keys, and ``self.cfg`` stays the plain composed config (the one
+    saved with the run).
     """
 
     name: str = "base"
@@ -94,6 +98,21 @@ class Task:
         self.splits: Tuple[str, ...] = ("train", "valid", "test")
         # True once restore_inference_state() ran: setup() keeps the restored vocabulary instead of building one
         self.restored = False
+        self._task_cfg: Any = None  # the typed task.* (task_cfg), built on first use or by check_config
+
+    @property
+    def task_cfg(self) -> Any:
+        """``task.*`` checked against ``schema`` and built as its instance, once; every path that builds a
+        task (train.py's runner, evaluate.py / predict.py's loader, tests, tools) reads the same object.
+        A task without a schema gets the section as it is."""
+        if self._task_cfg is None:
+            self._task_cfg = self._typed_task_cfg()
+        return self._task_cfg
+
+    def _typed_task_cfg(self) -> Any:
+        if self.schema is None:
+            return self.cfg["task"]
+        return typed(self.cfg["task"], self.schema, "task", see=f"conf/task/{self.name}.yaml")
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
@@ -107,8 +126,8 @@ class Task:
         if model is not None and self.models and model.get("name") not in self.models:
             raise ConfigError(f"model={model.get('name')}: task={self.name} accepts model= one of "
                               f"{list(self.models)}")
-        if self.schema is not None:
-            check_schema(self.cfg["task"], self.schema, "task", see=f"conf/task/{self.name}.yaml")
+        if self.schema is not None:  # checked (again: the config may have changed since first use) and typed
+            self._task_cfg = self._typed_task_cfg()
 
     def encoder_input_size(self) -> Optional[int]:
         """Width of the vectors this task feeds its shared encoder (``tasks.common.encoders``), known
@@ -245,6 +264,12 @@ class Task:
     def predict_summary(self, results: List[Any], options: Mapping[str, Any]) -> Optional[str]:
         """A last output line after all results (e.g. the LM's total), or None."""
         return None
+
+
+def run_seed(cfg: Mapping[str, Any]) -> int:
+    """The top-level ``seed`` as the batch order and the tasks' initialisations use it: null (an unseeded
+    run, the rule beside it in conf/config.yaml) is 0 there."""
+    return 0 if cfg["seed"] is None else int(cfg["seed"])
 
 
 def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput:

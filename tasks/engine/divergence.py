@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Optional
 
 from tasks.engine.errors import NonFiniteError, resume_command, shell_path
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import ExplosionConfig
 
 EMA_DECAY = 0.9
 
@@ -32,12 +34,14 @@ class DivergenceError(NonFiniteError):
 
 
 class DivergenceGuard:
-    def __init__(self, run_dir: Path, last_path: Path, best_path: Path, explosion: Mapping[str, Any]):
-        """``explosion``: trainer.explosion (conf/trainer/*.yaml); its factor null turns the check off."""
+    def __init__(self, run_dir: Path, last_path: Path, best_path: Path, explosion: ExplosionConfig):
+        """``explosion``: trainer.explosion (conf/trainer/*.yaml; a mapping is checked and typed); its factor
+        null turns the check off."""
         self.run_dir, self.last_path, self.best_path = Path(run_dir), Path(last_path), Path(best_path)
-        self.factor = explosion["factor"]
-        self.patience = explosion["patience"]
-        self.warmup = explosion["warmup_steps"]
+        explosion = typed(explosion, ExplosionConfig, "trainer.explosion")
+        self.factor = explosion.factor
+        self.patience = explosion.patience
+        self.warmup = explosion.warmup_steps
         self.last_saved: Optional[int] = None       # step of the newest checkpoint written or restored
         self.best: Optional[str] = None             # "step 8, valid ppl 50.1"
 

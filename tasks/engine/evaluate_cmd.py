@@ -23,6 +23,8 @@ from tasks.engine.inference import InferenceInputError, load_trained
 from tasks.engine.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 from tasks.engine.run_context import open_run
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import TrainerConfig
 
 OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
 SPLITS = ("train", "valid", "test")
@@ -68,8 +70,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        metrics = evaluate(task, trained.model.to(ctx.device), split, ctx.device, str(cfg.trainer.precision),
-                           run_dir=folder)
+        precision = typed(cfg.trainer, TrainerConfig, "trainer", see="conf/trainer/default.yaml").precision
+        metrics = evaluate(task, trained.model.to(ctx.device), split, ctx.device, precision, run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)

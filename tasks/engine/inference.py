@@ -32,6 +32,8 @@ from tasks.engine.errors import ConfigError, RunError
 from tasks.engine.registry import build_task
 from tasks.engine.run_context import apply_process_settings
 from tasks.engine.saved_config import fill_added_keys, group_choices
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import TrainerConfig
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -150,8 +152,8 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
                                   f"task={' or '.join(expect_tasks)} run")
     complete_saved_config(cfg)
     apply_overrides(cfg, overrides)
-    task = build_task(cfg)
     try:
+        task = build_task(cfg)  # the task reads task.* typed (Task.task_cfg): a bad value can fail here already
         task.check_config()
     except ValueError as err:  # ConfigError included: a bad override gets the training's own message
         raise ConfigError(str(err)) from None
@@ -170,7 +172,8 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     model = task.build_model()
     check_same_shapes(saved["model"], model, weights_path)
     model.load_state_dict(saved["model"])
-    target = torch.device(device) if device else pick_device(str(cfg.trainer.device))
+    trainer = typed(cfg.trainer, TrainerConfig, "trainer", see="conf/trainer/default.yaml")
+    target = torch.device(device) if device else pick_device(trainer.device)
     return Trained(task=task, model=model.to(target).eval(), cfg=cfg, source=weights_path, device=target,
                    step=saved["step"], data_loaded=data_loaded)
 

@@ -10,16 +10,21 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import OptimizerConfig, SchedulerConfig
+
 OPTIMIZERS = ("sgd", "adam", "adamw", "adamax", "radam")
 SCHEDULES = ("constant", "step", "exponential", "noam", "cosine")
 
 
-def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: Mapping[str, Any]) -> torch.optim.Optimizer:
-    name, lr, wd = cfg["name"], cfg["lr"], cfg["weight_decay"]
+def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimizerConfig) -> torch.optim.Optimizer:
+    """The optimizer ``cfg`` (trainer.optimizer; a mapping is checked and typed first) names."""
+    cfg = typed(cfg, OptimizerConfig, "trainer.optimizer")
+    name, lr, wd = cfg.name, cfg.lr, cfg.weight_decay
     params = [p for p in params if p.requires_grad]
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=cfg["momentum"], weight_decay=wd)
-    betas, eps = tuple(cfg["betas"]), cfg["eps"]
+        return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum, weight_decay=wd)
+    betas, eps = tuple(cfg.betas), cfg.eps
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, weight_decay=wd)
     if name == "adamw":
@@ -50,11 +55,13 @@ def restore_optimizer_state(optimizer: torch.optim.Optimizer, state: Mapping[str
     return True
 
 
-def get_lr(step: int, epoch: int, base_lr: float, cfg: Mapping[str, Any], total_steps: int | None) -> float:
-    """Learning rate for optimizer step ``step`` (0-based) during ``epoch`` (0-based)."""
-    name, warmup = cfg["name"], cfg["warmup_steps"]
+def get_lr(step: int, epoch: int, base_lr: float, cfg: SchedulerConfig, total_steps: int | None) -> float:
+    """Learning rate for optimizer step ``step`` (0-based) during ``epoch`` (0-based); ``cfg``:
+    trainer.scheduler (a mapping is checked and typed first)."""
+    cfg = typed(cfg, SchedulerConfig, "trainer.scheduler")
+    name, warmup = cfg.name, cfg.warmup_steps
     if name == "noam":  # linear warm-up then inverse square root (Vaswani et al.)
-        scale = (cfg["d_model"] ** -0.5) if cfg["d_model"] else 1.0  # d_model null: lr is the peak
+        scale = (cfg.d_model ** -0.5) if cfg.d_model else 1.0  # d_model null: lr is the peak
         s = step + 1
         if warmup > 0:
             # Normalised so that the peak (at s == warmup) equals base_lr * scale.
@@ -65,16 +72,16 @@ def get_lr(step: int, epoch: int, base_lr: float, cfg: Mapping[str, Any], total_
     if name == "constant":
         return base_lr
     if name == "step":  # the official PTB script: lr *= decay every epoch once epoch >= decay_start_epoch
-        return base_lr * cfg["decay"] ** max(0, epoch - cfg["decay_start_epoch"] + 1)
+        return base_lr * cfg.decay ** max(0, epoch - cfg.decay_start_epoch + 1)
     if name == "exponential":
-        return base_lr * cfg["decay"] ** epoch
+        return base_lr * cfg.decay ** epoch
     if name == "cosine":
-        horizon = cfg["total_steps"] or total_steps  # null: the run's planned steps
+        horizon = cfg.total_steps if cfg.total_steps is not None else total_steps  # null: the run's planned steps
         if not horizon:
             raise ValueError("trainer.scheduler.name=cosine: expected trainer.max_steps or "
                              "trainer.scheduler.total_steps to set the horizon, received neither")
         progress = min(1.0, (step - warmup) / max(1, horizon - warmup))
-        min_lr = cfg["min_lr"]
+        min_lr = cfg.min_lr
         return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))
     raise ValueError(f"trainer.scheduler.name: expected one of {list(SCHEDULES)}, received {name!r}")
 

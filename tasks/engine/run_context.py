@@ -26,6 +26,8 @@ from tasks.engine import distributed
 from tasks.engine.devices import pick_device
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.run_lock import RunLock
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import TrainerConfig
 
 
 @dataclass
@@ -49,23 +51,24 @@ def seed_everything(seed: int) -> None:
 
 def apply_process_settings(cfg: Mapping[str, Any]) -> None:
     """Seed, threads and subnormal flushing: the same numbers from the same config, in training and after."""
-    if cfg.get("seed") is not None:  # 0 is a seed too
+    if cfg["seed"] is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(cfg["seed"]))
-    trainer = cfg["trainer"]
-    if trainer["num_threads"]:
-        torch.set_num_threads(int(trainer["num_threads"]))
+    trainer = typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml")
+    if trainer.num_threads:  # null: torch's own default
+        torch.set_num_threads(trainer.num_threads)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
-    torch.set_flush_denormal(bool(trainer["flush_denormal"]))
+    torch.set_flush_denormal(trainer.flush_denormal)
 
 
 @contextlib.contextmanager
 def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterator[RunContext]:
     with contextlib.ExitStack() as stack:
         stop_signals = stack.enter_context(StopSignals())
-        dist_info = distributed.setup(cfg["trainer"]["device"])  # under torchrun: join the process group
+        device_name = typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml").device
+        dist_info = distributed.setup(device_name)  # under torchrun: join the process group
         shared_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
         if lock:
             stack.enter_context(RunLock(shared_dir, enabled=distributed.is_main()))
         apply_process_settings(cfg)
-        device = dist_info.device if dist_info.enabled else pick_device(cfg["trainer"]["device"])
+        device = dist_info.device if dist_info.enabled else pick_device(device_name)
         yield RunContext(run_dir=shared_dir, dist=dist_info, device=device, stop_signals=stop_signals)

@@ -7,6 +7,8 @@
         momentum: float = key(low=0, high=1, high_open=True)
 
     check_schema(cfg.trainer.optimizer, OptimizerConfig, "trainer.optimizer")
+    opt = typed(cfg.trainer.optimizer, OptimizerConfig, "trainer.optimizer")   # checked, then built
+    opt.lr, opt.momentum                                                       # attributes, not string keys
 
 Division of labour: the YAML files under ``conf/`` hold the values, every one of them; a schema holds
 each key's type and its allowed range or choices, and never a value. A key missing from the config is
@@ -15,6 +17,11 @@ refused (every key is in its group's YAML: a config built in Python starts from
 (``+trainer.max_step=5`` is a typo, not a new setting). Every error is one line naming the key, the
 value received and what is allowed (``ConfigError``). tests/test_config_values.py checks that no
 schema holds a default and every task x model sets every key (test_configs.py: every experiment file).
+
+After the check, code reads one typed object, not string keys: ``typed`` runs ``check_schema`` and builds
+the schema's dataclass from the node (nested sections become instances of their schemas), so a misspelt key
+in code is an AttributeError at once instead of a KeyError (or a silent ``.get`` default) later. The config
+that is saved with a run (config.yaml, checkpoints, model.pt) stays the plain composed mapping.
 
 Types understood: ``int``, ``float``, ``bool``, ``str``, ``Literal[...]`` (choices), ``Optional[X]``
 (null allowed), ``List[X]`` / ``Tuple[X, ...]`` (``length=`` fixes the count), ``Dict[str, Any]``
@@ -35,8 +42,13 @@ from tasks.engine.errors import ConfigError
 
 
 def as_plain(cfg: Any) -> Any:
-    """A composed (OmegaConf) config node as plain dicts/lists, interpolations resolved; anything else as is."""
-    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
+    """A composed (OmegaConf) config node or a ``typed`` section as plain dicts/lists (interpolations
+    resolved); anything else as is."""
+    if OmegaConf.is_config(cfg):
+        return OmegaConf.to_container(cfg, resolve=True)
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return dataclasses.asdict(cfg)
+    return cfg
 
 
 def _number_kind(integer: bool) -> str:
@@ -126,6 +138,37 @@ def check_schema(node: Any, schema: type, prefix: str, see: Optional[str] = None
                               f"config with tasks.engine.config_tree.compose (as train.py does) or add "
                               f"+{prefix}.{name}=<value>")
         check_value(f"{prefix}.{name}", node[name], hints[name], f.metadata)
+
+
+def typed(node: Any, schema: type, prefix: str, see: Optional[str] = None) -> Any:
+    """``node`` checked against ``schema`` (``check_schema``) and returned as an instance of it.
+
+    Nested schema sections become instances of their schemas, lists stay lists (their sections built too),
+    ``Dict[str, Any]`` / ``Any`` values stay plain containers (``as_plain``). An instance of ``schema`` is
+    returned as it is: it was checked when it was built, so a helper may take either form."""
+    if isinstance(node, schema):
+        return node
+    check_schema(node, schema, prefix, see)
+    return _build(as_plain(node), schema)
+
+
+def _build(node: Mapping[str, Any], schema: type) -> Any:
+    hints = _hints(schema)
+    return schema(**{f.name: _built(node[f.name], hints[f.name]) for f in dataclasses.fields(schema)})
+
+
+def _built(value: Any, tp: Any) -> Any:
+    """One checked value in its typed form (see ``typed``)."""
+    tp, _ = _optional(tp)
+    if value is None or tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(value, tp)
+    if origin in (list, tuple, Sequence):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return [_built(item, args[0] if args else Any) for item in value]
+    return as_plain(value)
 
 
 def check_value(where: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> None:

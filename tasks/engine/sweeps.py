@@ -251,4 +251,4 @@ def validation_callbacks_for_job(cfg: Mapping[str, Any], run_dir: Path) -> list:
     if number is None:
         return []
     trial = job_trial(sweeper_cfg, int(number)) if distributed.env_rank() == 0 else None
-    return [TrialReporter(trial, int(number), Path(run_dir), cfg["trainer"].get("max_steps"))]
+    return [TrialReporter(trial, int(number), Path(run_dir), cfg["trainer"]["max_steps"])]

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from tasks.engine import distributed
-from tasks.engine.base import LoggingOutput, Task, sum_logging_outputs
+from tasks.engine.base import LoggingOutput, Task, run_seed, sum_logging_outputs
 from tasks.engine.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
                                      set_rng_state, task_state_for_this_rank)
 from tasks.engine.config_checks import check_trainer
@@ -41,6 +41,8 @@ from tasks.engine.loggers import build_loggers, drop_records_after
 from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
 from tasks.engine.plots import plot_curves
 from tasks.engine.results import shown
+from tasks.engine.schema import typed
+from tasks.engine.trainer_schema import TrainerConfig
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
@@ -79,7 +81,10 @@ def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
 class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, ctx: RunContext, config_to_save: Optional[Dict] = None,
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
-        self.cfg, self.task, self.tcfg = cfg, task, cfg["trainer"]
+        self.cfg, self.task = cfg, task
+        # trainer.* as one typed object (tasks/engine/trainer_schema.py); cfg itself is what the run saves
+        self.trainer_cfg: TrainerConfig = typed(cfg["trainer"], TrainerConfig, "trainer",
+                                                see="conf/trainer/default.yaml")
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = ctx.run_dir
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
@@ -91,17 +96,17 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             for stale in self.last_path.parent.glob("*.tmp"):  # a kill -9 mid-save; this process owns the dir
                 stale.unlink()
-        self.precision = self.tcfg["precision"]
+        self.precision = self.trainer_cfg.precision
         autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
-        self.accumulate = self.tcfg["accumulate"]
-        self.seed = cfg.get("seed") if cfg.get("seed") is not None else 0
+        self.accumulate = self.trainer_cfg.accumulate
+        self.seed = run_seed(cfg)
         self.progress = Progress()
         self.epoch_batches = math.inf  # batches in the current epoch (train_epoch sets it)
         self.unit = {"ntokens": "tokens", "nframes": "frames"}.get(task.throughput_key, "examples")
         self.train_items = self.train_seconds = self.train_cpu = 0.0  # throughput, warm-up steps excluded
         self.last_metrics: Dict[str, float] = {}
         self.stop_signals = ctx.stop_signals  # SIGTERM/SIGINT: save last.pt at a step boundary
-        self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.tcfg["explosion"])
+        self.guard = DivergenceGuard(self.run_dir, self.last_path, self.best_path, self.trainer_cfg.explosion)
         self.restored_window: LoggingOutput = {}
 
     # ---- the loop ---------------------------------------------------------------------------------
@@ -112,7 +117,7 @@ class Trainer:
         self.model = distributed.wrap_model(self.model, self.dist_info)  # DDP after loading weights
         self.plan()
         self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
-                                     str(self.cfg.get("run_name", self.task.name)), enabled=self.is_main)
+                                     str(self.cfg["run_name"]), enabled=self.is_main)
         self.bar = self.progress_bar()
         if self.bar is not None:  # records printed between bar redraws, not through them
             self.loggers.echo = lambda line: self.bar.write(line, file=sys.stdout)
@@ -136,7 +141,7 @@ class Trainer:
 
     def build_model_and_optimizer(self) -> None:
         self.model = self.task.build_model().to(self.device)
-        self.optimizer = build_optimizer(self.model.parameters(), self.tcfg["optimizer"])
+        self.optimizer = build_optimizer(self.model.parameters(), self.trainer_cfg.optimizer)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=(self.precision == "fp16"))
         n_params = sum(p.numel() for p in self.model.parameters())
         print(f"[trainer] {type(self.model).__name__}: {n_params / 1e6:.2f}M parameters on {self.device}", flush=True)
@@ -147,7 +152,7 @@ class Trainer:
         self.model.load_state_dict(ckpt["model"])
         saved_optimizer = ((ckpt.get("config") or {}).get("trainer") or {}).get("optimizer") or {}
         restore_optimizer_state(self.optimizer, ckpt["optimizer"], saved_optimizer.get("name"),
-                                self.tcfg["optimizer"]["name"])
+                                self.trainer_cfg.optimizer.name)
         self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = Progress(**ckpt["progress"])
         self.task.load_state_dict(task_state_for_this_rank(ckpt))
@@ -166,17 +171,18 @@ class Trainer:
     def plan(self) -> None:
         """Total steps for the schedule and the progress bar (epoch 0's batch count when batches vary)."""
         steps_per_epoch = math.ceil(self.task.num_batches("train", 0, self.seed) / self.accumulate)
-        max_epochs, max_steps = self.tcfg["max_epochs"], self.tcfg["max_steps"]
+        max_epochs, max_steps = self.trainer_cfg.max_epochs, self.trainer_cfg.max_steps
         planned = [n for n in (max_steps, max_epochs and max_epochs * steps_per_epoch) if n]
         self.total_steps = min(planned) if planned else 0
         self.max_epochs = max_epochs if max_epochs is not None else math.inf
-        self.max_seconds = self.tcfg["max_minutes"] * 60 if self.tcfg["max_minutes"] else math.inf
+        max_minutes = self.trainer_cfg.max_minutes
+        self.max_seconds = max_minutes * 60 if max_minutes else math.inf  # null: no time limit
         self.start_step, self.start_time = self.progress.step, time.time()
         self.window_sums: LoggingOutput = self.restored_window  # train logging outputs since the last record
         self.window_start = time.time()
 
     def progress_bar(self):
-        if not (self.is_main and self.tcfg["progress_bar"]):
+        if not (self.is_main and self.trainer_cfg.progress_bar):
             return None
         from tqdm import tqdm
         return tqdm(total=self.total_steps, initial=self.progress.step, desc="train", unit="step",
@@ -207,7 +213,8 @@ class Trainer:
                 self.train_seconds += now - step_start
                 self.train_cpu += now_cpu - step_cpu
             self.log_train(summed, lr, grad_norm)
-            if self.tcfg["eval_every_steps"] and p.step % self.tcfg["eval_every_steps"] == 0:
+            every = self.trainer_cfg.eval_every_steps
+            if every and p.step % every == 0:
                 self.validate()
                 self.window_start = time.time()  # do not count eval time as training
             if self.should_stop():
@@ -220,7 +227,7 @@ class Trainer:
         task.end_epoch(p.epoch)
         p.epoch += 1  # the epoch ran to its end
         p.batch_in_epoch = 0
-        if not self.tcfg["eval_every_steps"]:
+        if not self.trainer_cfg.eval_every_steps:
             self.validate()
             return self.early_stop()
         return False
@@ -244,13 +251,14 @@ class Trainer:
             # DDP averaged the summed gradients over ranks: x world / global sample size = sum / global size
             scale_gradients(self.model, self.dist_info.world_size / summed["sample_size"])
         p = self.progress
-        lr = get_lr(p.step, p.epoch, self.tcfg["optimizer"]["lr"], self.tcfg["scheduler"], self.total_steps)
+        t = self.trainer_cfg
+        lr = get_lr(p.step, p.epoch, t.optimizer.lr, t.scheduler, self.total_steps)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         grad_norm = None
-        if self.tcfg["grad_clip"]:  # null or 0: off
+        if t.grad_clip:  # null or 0: off
             self.scaler.unscale_(self.optimizer)
-            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg["grad_clip"]))
+            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
         elif self.precision != "fp16":  # the norm only: a non-finite gradient must not reach the weights
             grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), math.inf))
         if self.precision != "fp16":
@@ -269,7 +277,7 @@ class Trainer:
             self.bar.update(1)
             self.bar.set_postfix(loss=shown(loss, ".3f"), lr=f"{lr:.3g}", **{f"{self.unit}/s": shown(rate, ".0f")},
                                  refresh=False)
-        if p.step % self.tcfg["log_every_steps"] == 0:
+        if p.step % self.trainer_cfg.log_every_steps == 0:
             elapsed = max(time.time() - self.window_start, 1e-9)
             record = {"split": "train", "step": p.step, "epoch": p.epoch, "lr": lr,
                       **task.reduce_metrics(self.window_sums),
@@ -283,7 +291,7 @@ class Trainer:
         p, task = self.progress, self.task
         # the bare model: DDP's forward would sync buffers, a collective that eval shards of unequal length break
         metrics = evaluate(task, distributed.unwrap_model(self.model), "valid", self.device, self.precision,
-                           self.tcfg["eval_max_batches"], run_dir=self.run_dir)
+                           self.trainer_cfg.eval_max_batches, run_dir=self.run_dir)
         if task.monitor not in metrics:
             raise KeyError(f"task {task.name}: reduce_metrics returned {sorted(metrics)}, "
                            f"without its monitor {task.monitor!r}")
@@ -335,7 +343,7 @@ class Trainer:
         raise TrainingInterrupted(int(signum), p.step, self.last_path, self.run_dir)
 
     def early_stop(self) -> bool:
-        p, patience, floor = self.progress, self.tcfg["early_stopping_patience"], self.tcfg["min_epochs"]
+        p, patience, floor = self.progress, self.trainer_cfg.early_stopping_patience, self.trainer_cfg.min_epochs
         epochs_done = p.epoch + (p.batch_in_epoch >= self.epoch_batches)  # mid-epoch evaluation: the last batch counts
         if patience is not None and p.bad_evals > patience and (floor is None or epochs_done >= floor):
             print(f"[trainer] early stop: {patience} evaluations without improvement", flush=True)
@@ -345,7 +353,7 @@ class Trainer:
     def should_stop(self) -> bool:
         stop = self.progress.step >= self.total_steps or self.early_stop()
         if not stop and time.time() - self.start_time > self.max_seconds:
-            print(f"[trainer] stopping after trainer.max_minutes={self.tcfg['max_minutes']}", flush=True)
+            print(f"[trainer] stopping after trainer.max_minutes={self.trainer_cfg.max_minutes}", flush=True)
             stop = True
         if self.max_seconds < math.inf:  # clocks differ between ranks: all follow rank 0's decision
             stop = distributed.broadcast_object(stop)
@@ -360,7 +368,7 @@ class Trainer:
                 raise RuntimeError(f"DDP replicas diverged (max parameter difference {diff:.3g}); "
                                    f"a parameter was changed outside DistributedDataParallel")
             self.train_cpu = distributed.all_reduce_sum({"cpu": self.train_cpu})["cpu"]  # CPU of all ranks
-        if self.is_main and self.tcfg["plot"]:
+        if self.is_main and self.trainer_cfg.plot:
             plot_curves(self.run_dir, self.task.monitor)
         p = self.progress
         # too few steps after the warm-up ones (or a resume with nothing left to do): no throughput to show

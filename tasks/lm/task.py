@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.encoders import check_encoder_config
+from tasks.common.encoders import check_encoder_config, typed_encoder_config
 from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine import distributed
 from tasks.engine.base import LoggingOutput, Task
+from tasks.engine.schema import as_plain
 from tasks.lm.generate import generate, log_probability, perplexity
 from tasks.lm.data import EOS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
@@ -36,8 +37,7 @@ class LanguageModelingTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = cfg["task"]
-        self.level = self.task_cfg["data"]["level"]
+        self.level = self.task_cfg.data.level
         # Word LMs are compared by perplexity, character LMs by bits per character.
         self.monitor = "bpc" if self.level == "char" else "ppl"
         self.monitor_mode = "min"
@@ -51,17 +51,17 @@ class LanguageModelingTask(Task):
 
     def setup(self) -> None:
         t0 = time.time()
-        data = self.task_cfg["data"]
+        t = self.task_cfg
+        data = as_plain(t.data)  # the data readers (tasks/lm/data.py) take the section as a mapping
         texts = load_texts(data, self.splits)
         tokens = {s: tokenize(texts[s], self.level) for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps the vocabulary it was trained with
             specials = (UNK,) if self.level == "char" else (UNK, EOS)
-            self.vocab = Vocabulary.build([tokens["train"]], specials=specials, max_size=data.get("max_vocab"))
-        max_train = data.get("max_train_tokens")
+            self.vocab = Vocabulary.build([tokens["train"]], specials=specials, max_size=t.data.max_vocab)
+        max_train = t.data.max_train_tokens
         if max_train and "train" in tokens:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
-            tokens["train"] = tokens["train"][: int(max_train)]
-        sizes = {"train": self.task_cfg["batch_size"], "valid": self.task_cfg["eval_batch_size"],
-                 "test": self.task_cfg["eval_batch_size"]}
+            tokens["train"] = tokens["train"][:max_train]
+        sizes = {"train": t.batch_size, "valid": t.eval_batch_size, "test": t.eval_batch_size}
         for s in self.splits:
             size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
             stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(data, s), size_key)
@@ -69,31 +69,30 @@ class LanguageModelingTask(Task):
             # training needs equal slices, evaluation only sums.
             self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
         counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in self.splits)
-        print(f"[lm] {data['source']} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
+        print(f"[lm] {t.data.source} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
-        return num_windows(self.streams[split], self.task_cfg["bptt"])
+        return num_windows(self.streams[split], self.task_cfg.bptt)
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Tensor]]:
         # LM streams are read in order every epoch (as in the paper), so epoch/seed do not matter.
         if start == 0:
             self.states.pop(split, None)
-        stream, bptt = self.streams[split], self.task_cfg["bptt"]
+        stream, bptt = self.streams[split], self.task_cfg.bptt
         for i in range(start, num_windows(stream, bptt)):
             yield window(stream, i, bptt)
 
     def encoder_input_size(self) -> int:
-        """The embedding width: ``task.emb_size``, by default the encoder's hidden size (tied weights)."""
-        emb_size = self.task_cfg.get("emb_size") or self.cfg["model"].get("hidden_size")
-        if not emb_size:
-            raise ValueError("task.emb_size: expected a positive integer (or a model with hidden_size), received null")
-        return int(emb_size)
+        """The embedding width: ``task.emb_size``; null: the encoder's hidden size (tied weights), the rule
+        beside it in conf/task/lm.yaml. Every encoder of ``models`` has a hidden_size."""
+        emb_size = self.task_cfg.emb_size
+        return emb_size if emb_size is not None else typed_encoder_config(self.cfg["model"]).hidden_size
 
     def build_model(self) -> nn.Module:
         t = self.task_cfg
-        return LanguageModel(len(self.vocab), self.encoder_input_size(), self.cfg["model"], emb_dropout=t["emb_dropout"],
-                             out_dropout=t["out_dropout"], tie_weights=t["tie_weights"])
+        return LanguageModel(len(self.vocab), self.encoder_input_size(), self.cfg["model"], emb_dropout=t.emb_dropout,
+                             out_dropout=t.out_dropout, tie_weights=t.tie_weights)
 
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
         logits, state = model(batch["input"], self.states.get(split))

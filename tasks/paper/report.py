@@ -19,181 +19,23 @@ The records' CPU seconds were spent under whatever load the machine had (cells o
 where ``<bench>/<scale>/<table>.json`` exists (``python scripts/bench_cells.py --table T --write``: every
 cell's training step timed round-robin in one process), the speed column, the shape verdict, the CPU time
 to reach the baseline's score and the figure's x axis use its CPU ms per step instead (step x ms: training
-compute at equal conditions, evaluation excluded).
+compute at equal conditions, evaluation excluded). Reading the records and those measures:
+tasks/paper/records.py; this file turns them into the tables, verdicts and figures.
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple
-
-from tasks.paper.tables import TABLES, Cell, Table
+from typing import Dict, List, Optional, Tuple
 
 from tasks.engine.results import format_mean_std, mean_std
+from tasks.paper.records import (CellRecords, RunEnd, baseline_target, cheaper_than, collect, mean_or_nan,
+                                 reach_text, read_bench, use_bench_clock)
+from tasks.paper.tables import TABLES, Table
 
 DATE_PREFIX = "Written by"
-
-
-class RunEnd(NamedTuple):
-    kind: str                          # "early" | "budget" | "budget (too few evaluations)"
-    gain_pct: Optional[float] = None   # a budget run's last-quarter gain (relative, %)
-
-
-@dataclass
-class Run:
-    seed: int
-    value: float
-    extra: Optional[float]
-    info: Dict
-    curve: List[Dict[str, float]]          # validation rows: step, epoch, metric, cpu_s
-    test: Dict = field(default_factory=dict)  # results.json's test block
-
-    def greedy(self, table: Table) -> Tuple[Optional[float], str]:
-        """``table.greedy_metric`` decoded greedily (no LM): the test's ("test"), else validation's at the
-        best checkpoint on the curve the run early-stops on ("valid")."""
-        key = f"greedy_{table.greedy_metric}"
-        if key in self.test:
-            return float(self.test[key]), "test"
-        rows = [r for r in self.curve if table.validation_metric in r and table.greedy_metric in r]
-        if not rows:
-            return None, ""
-        best = (min if table.mode == "min" else max)(rows, key=lambda r: r[table.validation_metric])
-        return best[table.greedy_metric], "valid"
-
-    @property
-    def cpu_per_epoch(self) -> float:
-        return self.info["cpu_s"] / max(self.info.get("epochs") or 1, 1)
-
-    def best_valid(self, metric: str, mode: str) -> Optional[float]:
-        values = [r[metric] for r in self.curve if metric in r]
-        return (min if mode == "min" else max)(values) if values else None
-
-    def plateau(self, metric: str, mode: str) -> RunEnd:
-        """How the run ended: "early" (stopped by trainer.early_stopping_patience before its budget) or at its
-        budget, with the relative gain of the best validation ``metric`` (the one the run early-stops on) over
-        the last quarter of the evaluations."""
-        budget = self.info.get("budget") or {}
-        used = {"max_epochs": self.info.get("epochs") or 0, "max_steps": self.info.get("steps") or 0}
-        hit_budget = any(budget.get(k) and used[k] >= budget[k] for k in used)
-        if budget.get("early_stopping_patience") is not None and not hit_budget:
-            return RunEnd("early")
-        values = [r[metric] for r in self.curve if metric in r]
-        if len(values) < 4:
-            return RunEnd("budget (too few evaluations)")
-        pick = min if mode == "min" else max
-        before, after = pick(values[:len(values) - len(values) // 4]), pick(values)
-        return RunEnd("budget", 100 * abs(after - before) / max(abs(before), 1e-12))
-
-    def cpu_to_reach(self, target: float, metric: str, mode: str) -> Optional[float]:
-        for r in self.curve:
-            if metric in r and (r[metric] <= target if mode == "min" else r[metric] >= target):
-                return r["cpu_s"]
-        return None
-
-
-@dataclass
-class CellRecords:
-    cell: Cell
-    runs: List[Run] = field(default_factory=list)
-    ms_per_step: Optional[float] = None     # CPU ms per training step at equal conditions (bench_cells)
-
-
-def read_bench(bench: Optional[Path], table: Table, scale: str) -> Dict[str, float]:
-    """Cell name -> CPU ms per training step from bench_cells' saved measurement ({} when there is none)."""
-    path = bench / scale / f"{table.key}.json" if bench else None
-    if path is None or not path.is_file():
-        return {}
-    return {name: float(v["cpu_ms_per_step"]) for name, v in json.loads(path.read_text())["cells"].items()}
-
-
-def use_bench_clock(cells: List[CellRecords], ms_per_step: Dict[str, float]) -> None:
-    """Put every curve on the equal-conditions clock (step x ms per step), but only if every measured
-    cell of the table has a bench number: one table, one clock."""
-    measured = [c for c in cells if c.runs and not c.cell.control]  # controls are judged on quality alone
-    if not measured or any(c.cell.name not in ms_per_step for c in measured):
-        return
-    for c in measured:
-        c.ms_per_step = ms_per_step[c.cell.name]
-        for r in c.runs:
-            for row in r.curve:
-                row["cpu_s"] = row.get("step", 0.0) * c.ms_per_step / 1000
-
-
-def cheaper_than(c: CellRecords, base: CellRecords) -> Tuple[float, str]:
-    """How many times cheaper ``c`` is than ``base``, and per what: "per step" at equal conditions (both
-    benched), else "per epoch" from the records."""
-    if c.ms_per_step and base.ms_per_step:
-        return base.ms_per_step / c.ms_per_step, "per step"
-    return _mean([r.cpu_per_epoch for r in base.runs]) / _mean([r.cpu_per_epoch for r in c.runs]), "per epoch"
-
-
-def metric_of(results: Dict, metric: str) -> Optional[float]:
-    for block in ("test", "final_valid"):
-        value = (results.get(block) or {}).get(metric)
-        if value is not None:
-            return float(value)
-    return None
-
-
-def read_curve(path: Path, cpu_s: float) -> List[Dict[str, float]]:
-    with open(path, newline="") as f:
-        rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
-    last = max((r.get("step", 0.0) for r in rows), default=0.0) or 1.0
-    for r in rows:
-        r["cpu_s"] = cpu_s * r.get("step", 0.0) / last
-    return rows
-
-
-def collect(records: Path, table: Table, scale: str) -> List[CellRecords]:
-    out = []
-    for cell in table.cells:
-        experiment = getattr(cell, scale)
-        found = CellRecords(cell)
-        root = records / scale / experiment.split("/")[-1] if experiment else None
-        for seed_dir in sorted(root.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else 0) \
-                if root and root.is_dir() else []:
-            if not (seed_dir / "results.json").is_file():
-                continue
-            results = json.loads((seed_dir / "results.json").read_text())
-            info = json.loads((seed_dir / "run.json").read_text())
-            value = metric_of(results, table.metric)
-            if value is None:
-                continue
-            extra = metric_of(results, table.extra_metric) if table.extra_metric else None
-            found.runs.append(Run(int(info["seed"]), value, extra, info,
-                                  read_curve(seed_dir / "metrics_valid.csv", float(info["cpu_s"])),
-                                  results.get("test") or {}))
-        out.append(found)
-    return out
-
-
-def _mean(values: List[float]) -> float:
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    return mean_std(values)[0] if values else float("nan")
-
-
-def baseline_target(table: Table, base: Optional[CellRecords]) -> Optional[float]:
-    """The baseline's best validation score (mean over its seeds)."""
-    if base is None or not base.runs:
-        return None
-    best = [r.best_valid(table.validation_metric, table.mode) for r in base.runs]
-    return _mean([b for b in best if b is not None])
-
-
-def reach_text(c: CellRecords, table: Table, target: Optional[float]) -> str:
-    if target is None or not c.runs:
-        return "n/a"
-    times = [r.cpu_to_reach(target, table.validation_metric, table.mode) for r in c.runs]
-    reached = [t for t in times if t is not None]
-    if not reached:
-        return "never"
-    text = f"{_mean(reached):.0f} s"
-    return text if len(reached) == len(times) else f"{text} ({len(reached)}/{len(times)} seeds)"
 
 
 # issue #23's plateau rule: a run that used its whole budget improved its best validation score by less than
@@ -244,8 +86,8 @@ def markdown_table(table: Table, cells: List[CellRecords], by_name: Dict[str, Ce
                       if table.extra_metric else "")
         if table.greedy_metric:
             ours_extra += f" | {greedy_text(table, c)}"
-        share = _mean([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
-        cpu_epoch = _mean([r.cpu_per_epoch for r in c.runs])
+        share = mean_or_nan([r.info.get("recurrent_share", {}).get("share") for r in c.runs])
+        cpu_epoch = mean_or_nan([r.cpu_per_epoch for r in c.runs])
         speed = ("n/a (control)" if c.cell.control else "(baseline)" if base is c
                  else "n/a (baseline not measured)")
         if base is not None and base is not c and base.runs and not c.cell.control:
@@ -281,7 +123,7 @@ def shape_statements(table: Table, cells: List[CellRecords], by_name: Dict[str, 
         if not c.runs or base is None or not base.runs:
             out.append(f"{c.cell.name} vs {base_cell.name}: not both measured at this scale; shape not checked.")
             continue
-        s, b = _mean([r.value for r in c.runs]), _mean([r.value for r in base.runs])
+        s, b = mean_or_nan([r.value for r in c.runs]), mean_or_nan([r.value for r in base.runs])
         d = table.digits
         ratio, per = cheaper_than(c, base)
         cheaper = ratio > 1.0
@@ -320,7 +162,7 @@ def quality_statements(table: Table, cells: List[CellRecords], by_name: Dict[str
             if not c.runs or other is None or not other.runs:
                 out.append(f"{c.cell.name} vs {name}: not both measured at this scale; shape not checked.")
                 continue
-            s, b, d = _mean([r.value for r in c.runs]), _mean([r.value for r in other.runs]), table.digits
+            s, b, d = mean_or_nan([r.value for r in c.runs]), mean_or_nan([r.value for r in other.runs]), table.digits
             quality, level = quality_level(table, s, b)
             paper = ""
             if c.cell.reported is not None and other.cell.reported is not None:

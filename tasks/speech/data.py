@@ -23,14 +23,16 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Union
 
 import numpy as np
 
 from tasks.engine.errors import not_a_file
+from tasks.engine.schema import typed
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.speech.paths import default_cache_dir
+from tasks.speech.schema import SpeechDataConfig, SpeechHubConfig
 from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 
 SPLITS = ("train", "valid", "test")
@@ -121,23 +123,23 @@ def load_audio(utt: Utterance, sample_rate: int) -> np.ndarray:
     return wave.mean(axis=1) if wave.shape[1] > 1 else wave[:, 0]
 
 
-def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
+def _hub_split(hub: SpeechHubConfig, split: str) -> List[Utterance]:
     """A Hugging Face speech set: audio bytes decoded by soundfile (not by datasets' audio backends)."""
     try:
         import datasets
     except ImportError:
         raise ImportError("task.data.source=hub needs the `datasets` package: pip install datasets") from None
-    name = hub["splits"][split]
+    name = hub.splits[split]
     try:
-        ds = datasets.load_dataset(hub["name"], hub.get("config"), split=name)
+        ds = datasets.load_dataset(hub.name, hub.config, split=name)
     except Exception as err:
-        raise RuntimeError(f"task.data.hub: loading {hub['name']!r} (config {hub.get('config')!r}, split {name!r}) "
+        raise RuntimeError(f"task.data.hub: loading {hub.name!r} (config {hub.config!r}, split {name!r}) "
                            f"failed: {err}. It needs network access or a local cache; offline, use "
                            f"task.data.source=offline or manifest") from None
-    audio_col, text_col = hub["audio_column"], hub["text_column"]
+    audio_col, text_col = hub.audio_column, hub.text_column
     for col in (audio_col, text_col):
         if col not in ds.column_names:
-            raise ValueError(f"task.data.hub: {hub['name']} split {name} has columns {ds.column_names}, "
+            raise ValueError(f"task.data.hub: {hub.name} split {name} has columns {ds.column_names}, "
                              f"no {col!r}; set task.data.hub.audio_column / text_column")
     ds = ds.cast_column(audio_col, datasets.Audio(decode=False))
     out = []
@@ -146,51 +148,54 @@ def _hub_split(hub: Mapping[str, Any], split: str) -> List[Utterance]:
         data = audio.get("bytes") or Path(audio["path"])
         out.append(Utterance(id=str(row.get("id", i)), audio=data, text=row[text_col],
                              speaker=str(row["speaker_id"]) if "speaker_id" in row else None,
-                             where=f"{hub['name']}[{name}][{i}]"))
+                             where=f"{hub.name}[{name}][{i}]"))
     return out
 
 
-def _fillets_split(data_cfg: Mapping[str, Any], cache: Path, split: str) -> List[Utterance]:
-    f, languages = data_cfg["fillets"], list(data_cfg.get("languages") or LANGUAGES)
+def _fillets_split(data: SpeechDataConfig, cache: Path, split: str) -> List[Utterance]:
+    f, languages = data.fillets, list(data.languages or LANGUAGES)  # []: both (conf/task/speech.yaml)
     unknown = [lang for lang in languages if lang not in LANGUAGES]
     if unknown:
         raise ValueError(f"task.data.languages: {unknown} not in the voice packs; expected a subset of "
                          f"{list(LANGUAGES)}, e.g. task.data.languages=[cs]")
-    spec = FilletsSpec(root=str(f["root"]), valid_fraction=float(f["valid_fraction"]),
-                       test_fraction=float(f["test_fraction"]), seed=int(f["seed"]))
+    spec = FilletsSpec(root=str(f.root), valid_fraction=float(f.valid_fraction),
+                       test_fraction=float(f.test_fraction), seed=int(f.seed))
     manifests, stats = prepare_fillets_corpus(cache, spec)
     if split == "train":  # once per run: where the manifests are and how many hours each split holds
         print(describe(manifests, stats, languages), flush=True)
     return [u for u in read_manifest(manifests[split]) if u.language in languages]
 
 
-def load_split_utterances(data_cfg: Mapping[str, Any], split: str) -> List[Utterance]:
-    """The utterances of ``split`` from the configured source (offline data prepared on first use)."""
-    source = data_cfg["source"]
-    cache = Path(data_cfg.get("cache_dir") or default_cache_dir()).expanduser()
+def load_split_utterances(data_cfg: SpeechDataConfig, split: str) -> List[Utterance]:
+    """The utterances of ``split`` from the configured source (offline data prepared on first use);
+    ``data_cfg``: task.data (a mapping is checked and typed first)."""
+    data = typed(data_cfg, SpeechDataConfig, "task.data", see="conf/task/speech.yaml")
+    source = data.source
+    # null: $SRU_DATA_DIR/speech or ~/.cache/sru-experiments/speech (the rule beside it in the YAML)
+    cache = Path(data.cache_dir if data.cache_dir is not None else default_cache_dir()).expanduser()
     if source == "fillets":
-        return _fillets_split(data_cfg, cache, split)
+        return _fillets_split(data, cache, split)
     if source == "offline":
-        o = data_cfg["offline"]
-        spec = OfflineSpec(clips_per_voice=int(o["clips_per_voice"]), sentence_fraction=float(o["sentence_fraction"]),
-                           sentence_pool=int(o["sentence_pool"]), seed=int(o["seed"]))
-        return read_manifest(prepare_offline_corpus(cache, spec, workers=o["workers"])[split])
+        o = data.offline
+        spec = OfflineSpec(clips_per_voice=int(o.clips_per_voice), sentence_fraction=float(o.sentence_fraction),
+                           sentence_pool=int(o.sentence_pool), seed=int(o.seed))
+        return read_manifest(prepare_offline_corpus(cache, spec, workers=o.workers)[split])
     if source == "manifest":
-        path = (data_cfg.get("manifests") or {}).get(split)
+        path = getattr(data.manifests, split)
         if not path:
             raise ValueError(f"task.data.source=manifest: task.data.manifests.{split} is not set; give a .jsonl "
                              f"or .tsv manifest per split (train, valid, test)")
         return read_manifest(path)
     if source == "librispeech":
-        ls = data_cfg["librispeech"]
-        if not ls.get("root"):
+        ls = data.librispeech
+        if not ls.root:
             raise ValueError("task.data.source=librispeech: set task.data.librispeech.root to the folder holding "
                              "train-clean-100/, dev-clean/, test-clean/ (the LibriSpeech layout)")
-        part = ls[split]
+        part = getattr(ls, split)
         manifest = cache / "librispeech" / f"{part}.jsonl"
         if not manifest.is_file():
-            write_librispeech_manifest(Path(ls["root"]).expanduser() / part, manifest)
+            write_librispeech_manifest(Path(ls.root).expanduser() / part, manifest)
         return read_manifest(manifest)
     if source == "hub":
-        return _hub_split(data_cfg["hub"], split)
+        return _hub_split(data.hub, split)
     raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")

@@ -7,6 +7,7 @@ utterances of the step, however they were cut into micro-batches or ranks.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -20,8 +21,9 @@ from torch import Tensor, nn
 
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.common.encoders import check_encoder_config
-from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
+from tasks.engine.schema import as_plain
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file
@@ -48,12 +50,12 @@ class SpeechRecognitionTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = cfg["task"]
         # which validation rate picks the best checkpoint: CER moves while WER still sits near 100%
-        self.monitor = self.task_cfg["monitor"]
-        # the voice packs' Czech and Dutch letters (one shared set), else English a-z
-        self.alphabet = self.task_cfg["data"].get("alphabet") or ("cs+nl" if self.task_cfg["data"]["source"] == "fillets"
-                                                                  else "en")
+        self.monitor = self.task_cfg.monitor
+        # null: the voice packs' Czech and Dutch letters (one shared set) for fillets, else English a-z
+        # (the rule beside task.data.alphabet in conf/task/speech.yaml)
+        data = self.task_cfg.data
+        self.alphabet = data.alphabet if data.alphabet is not None else ("cs+nl" if data.source == "fillets" else "en")
         self.vocab = char_vocabulary(self.alphabet)
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
@@ -66,7 +68,7 @@ class SpeechRecognitionTask(Task):
     def check_config(self) -> None:
         super().check_config()  # model name, task.* types and ranges
         check_encoder_config(self.cfg["model"], causal=self.causal)
-        bad = [s for s in self.task_cfg.get("speed_perturb") or [] if not 0.5 <= float(s) <= 2.0]
+        bad = [s for s in self.task_cfg.speed_perturb if not 0.5 <= float(s) <= 2.0]
         if bad:
             raise ConfigError(f"task.speed_perturb: factors must lie in [0.5, 2] (how many times as fast the audio "
                              f"plays), received {bad}; e.g. task.speed_perturb=[0.9,1.0,1.1], or [] for none")
@@ -75,20 +77,21 @@ class SpeechRecognitionTask(Task):
     def _log_mels(self, split: str, utts: List[Utterance], speed: float = 1.0) -> List[Tensor]:
         """Log-mel features of every utterance (played ``speed`` times as fast), from the feature cache when
         the same files were seen."""
-        f, data = self.task_cfg["features"], self.task_cfg["data"]
-        logmel = LogMel(data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
+        f, data = self.task_cfg.features, self.task_cfg.data
+        logmel = LogMel(data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
         cache_file = None
-        if f["cache"] and all(isinstance(u.audio, Path) for u in utts):
+        if f.cache and all(isinstance(u.audio, Path) for u in utts):
             stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
             if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
-                settings = [stamp, data["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"]]
+                settings = [stamp, data.sample_rate, f.n_mels, f.win_ms, f.hop_ms]
                 key = hashlib.sha1(json.dumps(settings + ([speed] if speed != 1.0 else [])).encode()).hexdigest()[:16]
-                cache_file = Path(data.get("cache_dir") or default_cache_dir()).expanduser() / "features" / f"{key}.pt"
+                root = data.cache_dir if data.cache_dir is not None else default_cache_dir()  # null: the YAML's rule
+                cache_file = Path(root).expanduser() / "features" / f"{key}.pt"
                 if cache_file.is_file():
                     return torch.load(cache_file)
         feats, t0 = [], time.time()
         for i, utt in enumerate(utts):
-            feats.append(logmel(torch.from_numpy(change_speed(load_audio(utt, data["sample_rate"]), speed))))
+            feats.append(logmel(torch.from_numpy(change_speed(load_audio(utt, data.sample_rate), speed))))
             if (i + 1) % 500 == 0 or i + 1 == len(utts):  # progress with an ETA
                 rate = (i + 1) / max(time.time() - t0, 1e-9)
                 played = f" at speed {speed:g}" if speed != 1.0 else ""
@@ -103,35 +106,35 @@ class SpeechRecognitionTask(Task):
 
     def setup(self) -> None:
         t0 = time.time()
-        t, f = self.task_cfg, self.task_cfg["features"]
+        t, f = self.task_cfg, self.task_cfg.features
         # speed perturbation: every training utterance at each speed; an epoch draws one version of each
         # (1.0 first: the unperturbed version is the one counted in the split's minutes of audio)
-        self.speeds = sorted({float(s) for s in t.get("speed_perturb") or [1.0]} | {1.0}, key=lambda s: (s != 1.0, s))
+        self.speeds = sorted({float(s) for s in t.speed_perturb} | {1.0}, key=lambda s: (s != 1.0, s))
         mels = {}
         for split in self.splits:
-            utts = load_split_utterances(t["data"], split)
+            utts = load_split_utterances(t.data, split)
             speeds = self.speeds if split == "train" else [1.0]
             mels[split] = (utts, [self._log_mels(split, utts, speed) for speed in speeds])
-        if f["cmvn"] == "global" and not self.restored:
+        if f.cmvn == "global" and not self.restored:
             allframes = torch.cat([m for version in mels["train"][1] for m in version])
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
         for split in self.splits:
             self.data[split] = self._build_split(split, *mels[split])
         if "train" in self.data:  # the trivial baseline's word: kept in model.pt for evaluations without train
             self.frequent_word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
-        if t["lm_order"] and t["decoder"] == "beam" and not self.restored:  # fitted in seconds from the training transcripts
-            self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t["lm_order"], len(self.vocab))
-            print(f"[speech] character {t['lm_order']}-gram LM of the training transcripts: validation "
+        if t.lm_order and t.decoder == "beam" and not self.restored:  # fitted in seconds from the training transcripts
+            self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t.lm_order, len(self.vocab))
+            print(f"[speech] character {t.lm_order}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
-                  f"(weight {t['lm_weight']:g}, bonus {t['lm_bonus']:g})", flush=True)
+                  f"(weight {t.lm_weight:g}, bonus {t.lm_bonus:g})", flush=True)
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
-              f"{f['stack']} x {f['n_mels']} mels, 1 step per {f['skip'] * f['hop_ms']} ms)", flush=True)
+              f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
 
     def _build_split(self, split: str, utts: List[Utterance], versions: List[List[Tensor]]) -> Dict[str, list]:
         """Normalised, stacked inputs and character targets of one split (``versions``: its log-mels at
         each speed, the recorded one first); training drops what CTC cannot learn from."""
-        t, f = self.task_cfg, self.task_cfg["features"]
-        hop_s = f["hop_ms"] / 1000.0
+        t, f = self.task_cfg, self.task_cfg.features
+        hop_s = f.hop_ms / 1000.0
         d: Dict[str, list] = {k: [] for k in ("id", "ref", "x", "target", "frames", "voice", "kind", "language",
                                               "versions", "audio")}
         skipped = 0
@@ -141,15 +144,16 @@ class SpeechRecognitionTask(Task):
             xs, frames = [], []
             for version in versions:
                 m = version[i]
-                if f["cmvn"] == "utterance":
+                if f.cmvn == "utterance":
                     m = cmvn(m)
-                elif f["cmvn"] == "global":
+                elif f.cmvn == "global":
                     m = cmvn(m, *self.global_stats)
-                xs.append(stack_frames(m, f["stack"], f["skip"]))
+                xs.append(stack_frames(m, f.stack, f.skip))
                 frames.append(m.size(0))
             # CTC needs at least one frame per label (plus one between repeats); training skips the rest
             # (the recorded length decides "too long": speed perturbation keeps the same utterances)
-            too_long = split == "train" and frames[0] * hop_s > t["data"]["max_train_seconds"]
+            limit = t.data.max_train_seconds  # null: no limit
+            too_long = split == "train" and limit is not None and frames[0] * hop_s > limit
             too_short = min(x.size(0) for x in xs) < len(target) + 1
             if split == "train" and (too_long or too_short or not target):
                 skipped += 1
@@ -160,7 +164,7 @@ class SpeechRecognitionTask(Task):
                                ("audio", str(utt.audio) if isinstance(utt.audio, Path) else None)):
                 d[key].append(value)
         if not d["id"]:
-            raise ValueError(f"task.data ({t['data']['source']}): the {split} split has no usable utterances")
+            raise ValueError(f"task.data ({t.data.source}): the {split} split has no usable utterances")
         hours = sum(d["frames"]) * hop_s / 3600
         note = f", {skipped} skipped (too long, or fewer frames than characters)" if skipped else ""
         if len(versions) > 1:
@@ -171,7 +175,7 @@ class SpeechRecognitionTask(Task):
 
     def encoder_input_size(self) -> int:
         """Stacked log-mel frames: ``stack`` frames of ``n_mels`` each."""
-        return self.task_cfg["features"]["stack"] * self.task_cfg["features"]["n_mels"]
+        return self.task_cfg.features.stack * self.task_cfg.features.n_mels
 
     def _epoch_inputs(self, split: str, epoch: int, seed: int) -> Tuple[List[Tensor], List[int]]:
         """Each utterance's input and frame count this epoch: one speed version per training utterance,
@@ -188,16 +192,16 @@ class SpeechRecognitionTask(Task):
         train = split == "train"
         lengths = [x.size(0) for x in self._epoch_inputs(split, epoch, seed)[0]]
         t = self.task_cfg
-        plan = bucket_batches(lengths, max_tokens=t["max_frames"] if train else t["eval_max_frames"],
-                              max_examples=t["batch_size"] if train else None, shuffle=train, seed=seed, epoch=epoch)
+        plan = bucket_batches(lengths, max_tokens=t.max_frames if train else t.eval_max_frames,
+                              max_examples=t.batch_size if train else None, shuffle=train, seed=seed, epoch=epoch)
         return shard_batches(plan, train=train)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return len(self._plans.get(split, epoch, seed))
 
     def batches(self, split: str, epoch: int = 0, seed: int = 0, start: int = 0) -> Iterator[Dict[str, Any]]:
-        d, sa = self.data[split], self.task_cfg["spec_augment"]
-        augment = split == "train" and (sa["freq_masks"] > 0 or sa["time_masks"] > 0)
+        d, sa = self.data[split], self.task_cfg.spec_augment
+        augment = split == "train" and (sa.freq_masks > 0 or sa.time_masks > 0)
         inputs, frames = self._epoch_inputs(split, epoch, seed)
         for b, index in enumerate(self._plans.get(split, epoch, seed)):
             if b < start:
@@ -205,7 +209,7 @@ class SpeechRecognitionTask(Task):
             xs = [inputs[i] for i in index]
             if augment:  # masks drawn from (seed, epoch, batch): a resumed run sees the same ones
                 g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + b)
-                xs = [spec_augment(x, self.task_cfg["features"]["n_mels"], g, **sa) for x in xs]
+                xs = [spec_augment(x, self.task_cfg.features.n_mels, g, **as_plain(sa)) for x in xs]
             x, mask_pad, lengths = pad_collate(xs, 0.0)
             targets = [torch.tensor(d["target"][i], dtype=torch.long) for i in index]
             yield {"x": x, "mask_pad": mask_pad, "lengths": lengths,
@@ -214,8 +218,9 @@ class SpeechRecognitionTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg["dropout"],
-                        frontend=self.task_cfg.get("frontend"))
+        # the model's layers take their sections as mappings, as before (task.frontend null: none)
+        return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg.dropout,
+                        frontend=as_plain(self.task_cfg.frontend))
 
     # ---- loss, decoding, metrics --------------------------------------------------------------
     def _forward(self, model: nn.Module, batch: Dict[str, Any]) -> Tuple[Tensor, Tensor, LoggingOutput]:
@@ -240,10 +245,10 @@ class SpeechRecognitionTask(Task):
         (tasks/speech/decoding.py, gated_bonus)."""
         t = self.task_cfg
         greedy = greedy_decode(log_probs, lengths) if greedy is None else greedy
-        if t["decoder"] == "beam" and split == "test":
-            weight, bonus = (t["lm_weight"], t["lm_bonus"]) if self.char_lm is not None else (0.0, 0.0)
+        if t.decoder == "beam" and split == "test":
+            weight, bonus = (t.lm_weight, t.lm_bonus) if self.char_lm is not None else (0.0, 0.0)
             rate = self.chars_per_step()
-            ids = [prefix_beam_search(log_probs[: int(n), b], beam=t["beam_size"], lm=self.char_lm,
+            ids = [prefix_beam_search(log_probs[: int(n), b], beam=t.beam_size, lm=self.char_lm,
                                       lm_weight=weight, bonus=gated_bonus(greedy[b], int(n), bonus, rate))
                    for b, n in enumerate(lengths.tolist())]
         else:
@@ -269,7 +274,7 @@ class SpeechRecognitionTask(Task):
         hyps = self.decode(log_probs, batch["lengths"].cpu(), split, greedy)
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
-        if self.task_cfg["decoder"] == "beam" and split == "test":
+        if self.task_cfg.decoder == "beam" and split == "test":
             # the greedy (no LM) rates beside the fused ones: LM insertions must not pass WER 100 unnoticed
             greedy_counts = error_counts(zip(refs, (self.transcript(g) for g in greedy)))
             logging_output.update({f"greedy_{k}": v for k, v in greedy_counts.items()})
@@ -305,7 +310,7 @@ class SpeechRecognitionTask(Task):
             if split != "test":
                 print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
             else:
-                print(test_report(records, metrics, extra, word, seed=int(self.cfg.get("seed") or 0)), flush=True)
+                print(test_report(records, metrics, extra, word, seed=run_seed(self.cfg)), flush=True)
                 print(f"[speech] transcripts: {path}", flush=True)
         return extra
 
@@ -332,30 +337,30 @@ class SpeechRecognitionTask(Task):
         t = self.task_cfg
         self.vocab = Vocabulary.from_state_dict(state["vocab"])
         self.frequent_word, self.train_chars_per_step = state["frequent_word"], float(state["chars_per_step"])
-        if t["features"]["cmvn"] == "global":
+        if t.features.cmvn == "global":
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
-        if t["lm_order"] and t["decoder"] == "beam":
+        if t.lm_order and t.decoder == "beam":
             self.char_lm = char_lm_from_state(state["char_lm"])
 
     def parse_input(self, line: str) -> Any:
         """An audio file's path -> (path, mono samples at the model's rate, seconds)."""
         path = super().parse_input(line).strip()
-        return (path, *read_audio_file(path, int(self.task_cfg["data"]["sample_rate"])))
+        return (path, *read_audio_file(path, self.task_cfg.data.sample_rate))
 
     def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any], progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
         character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise."""
-        t, f = self.task_cfg, self.task_cfg["features"]
-        for key in ("decoder", "beam_size", "lm_weight"):
-            if options[key] is not None:
-                t[key] = options[key]
-        logmel = LogMel(t["data"]["sample_rate"], f["n_mels"], f["win_ms"], f["hop_ms"])
+        # predict.py's options replace the test decoding settings of this task (decode() reads task_cfg)
+        chosen = {k: options[k] for k in ("decoder", "beam_size", "lm_weight") if options[k] is not None}
+        self._task_cfg = t = dataclasses.replace(self.task_cfg, **chosen)
+        f = t.features
+        logmel = LogMel(t.data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
         xs = []
         for _, wave, _ in inputs:
             m = logmel(torch.from_numpy(wave))
-            m = cmvn(m) if f["cmvn"] == "utterance" else cmvn(m, *self.global_stats) if f["cmvn"] == "global" else m
-            xs.append(stack_frames(m, f["stack"], f["skip"]))
-        plan = bucket_batches([x.size(0) for x in xs], max_tokens=t["eval_max_frames"], max_examples=None)
+            m = cmvn(m) if f.cmvn == "utterance" else cmvn(m, *self.global_stats) if f.cmvn == "global" else m
+            xs.append(stack_frames(m, f.stack, f.skip))
+        plan = bucket_batches([x.size(0) for x in xs], max_tokens=t.eval_max_frames, max_examples=None)
         results: List[Any] = [None] * len(inputs)
         for index, log_probs, lengths in batched_log_probs(model, xs, plan, next(model.parameters()).device):
             for i, text in zip(index, self.decode(log_probs, lengths, "test")):

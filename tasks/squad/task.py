@@ -22,7 +22,7 @@ from tasks.common.encoders import check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine import distributed
-from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.schema import as_plain
 from tasks.squad.schema import SquadConfig
 
@@ -42,7 +42,6 @@ class SquadTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = cfg["task"]
         self.vocab: Optional[Vocabulary] = None
         self.files: Dict[str, Path] = {}
         self.encoded: Dict[str, List[EncodedExample]] = {}
@@ -56,19 +55,18 @@ class SquadTask(Task):
 
     def check_config(self) -> None:
         super().check_config()  # model name, task.* types and ranges
-        overlay = {k: v for k, v in (as_plain(self.task_cfg.get("encoder")) or {}).items() if v is not None}
+        overlay = {k: v for k, v in (self.task_cfg.encoder or {}).items() if v is not None}  # null: none
         check_encoder_config({**as_plain(self.cfg["model"]), **overlay}, causal=self.causal)
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
-        t, data = self.task_cfg, self.task_cfg["data"]
-        self.files = split_files(data, self.splits)
+        t, data = self.task_cfg, self.task_cfg.data
+        self.files = split_files(as_plain(data), self.splits)  # the file readers take the section as a mapping
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
-        if data.get("max_train_examples") and "train" in examples:
-            examples["train"] = examples["train"][: int(data["max_train_examples"])]
-        lower = t["lowercase"]
-        prepared = {s: encode_split(examples[s], lower, data.get("max_context_tokens")) for s in self.splits}
+        if data.max_train_examples and "train" in examples:  # null: all
+            examples["train"] = examples["train"][:data.max_train_examples]
+        prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens) for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
             self.vocab = self._build_vocab(prepared)
         for s in self.splits:
@@ -83,7 +81,7 @@ class SquadTask(Task):
             self.baselines[s] = baseline_sums([ex.example for ex in self.encoded[s]],
                                               [ex.spans for ex in self.encoded[s]])
         sizes = ", ".join(f"{s} {len(self.encoded[s]):,}" for s in self.splits)
-        print(f"[squad] {data['source']}: vocab {len(self.vocab):,}; questions {sizes} "
+        print(f"[squad] {data.source}: vocab {len(self.vocab):,}; questions {sizes} "
               f"({dropped} train answers without a token span dropped; {time.time() - t0:.1f}s)", flush=True)
         for s in self.baselines:
             b = self.baseline_metrics(s)
@@ -98,16 +96,16 @@ class SquadTask(Task):
         return out
 
     def _build_vocab(self, prepared) -> Vocabulary:
-        t, emb = self.task_cfg, self.task_cfg["embedding"]
+        t, emb = self.task_cfg, self.task_cfg.embedding
         train = prepared["train"]
         counts = Counter(w for ex in train for w in ex.context_words + ex.question_words)
-        vocab = Vocabulary.from_counts(counts, (PAD, UNK), t["min_freq"], t["max_vocab"])
-        if not emb.get("path"):
+        vocab = Vocabulary.from_counts(counts, (PAD, UNK), t.min_freq, t.max_vocab)
+        if not emb.path:  # null: random vectors, trained
             return vocab
         wanted = {w for s in SPLITS for ex in prepared[s] for w in ex.context_words + ex.question_words}
-        self.vectors = load_vectors(emb["path"], wanted, emb["format"])
+        self.vectors = load_vectors(emb.path, wanted, emb.format)
         # DrQA: the N most frequent question words come first and are fine-tuned, the rest stay fixed
-        tune = emb["tune_partial"]
+        tune = emb.tune_partial
         q_counts = Counter(w for ex in train for w in ex.question_words)
         top = [w for w, _ in sorted(q_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:tune]]
         rest = [w for w in vocab.itos[2:] if w not in set(top)]
@@ -119,10 +117,10 @@ class SquadTask(Task):
         lengths = [len(ex.context_ids) for ex in self.encoded[split]]
         if split == "train":  # length-bucketed global batches of batch_size questions, each split over the ranks
             world = distributed.get_world_size()
-            plan = bucket_batches(lengths, max_examples=int(self.task_cfg["batch_size"]), shuffle=True,
+            plan = bucket_batches(lengths, max_examples=self.task_cfg.batch_size, shuffle=True,
                                   seed=seed, epoch=epoch)
             return [split_batch(b) for b in plan if len(b) >= world]
-        plan = bucket_batches(lengths, max_examples=int(self.task_cfg["eval_batch_size"]))
+        plan = bucket_batches(lengths, max_examples=self.task_cfg.eval_batch_size)
         return shard_batches(plan, train=False)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
@@ -155,26 +153,25 @@ class SquadTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        emb = self.task_cfg["embedding"]
-        weight, hits = embedding_matrix(self.vocab.itos, int(emb["dim"]), self.vectors,
-                                        seed=int(self.cfg.get("seed") or 0))
+        emb = self.task_cfg.embedding
+        weight, hits = embedding_matrix(self.vocab.itos, emb.dim, self.vectors, seed=run_seed(self.cfg))
         if self.vectors is not None:
             tuned = "all" if self.fixed_rows_from is None else f"the top {self.fixed_rows_from - 2:,} question words"
             print(f"[squad] pretrained vectors for {hits:,}/{len(self.vocab):,} words; fine-tuning {tuned}")
         self.model = DocumentReader(weight, NUM_FEATURES, self.encoder_config(),
-                                    emb_dropout=float(self.task_cfg["emb_dropout"]),
+                                    emb_dropout=float(self.task_cfg.emb_dropout),
                                     fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
         return self.model
 
     def encoder_input_size(self) -> int:
         """The paragraph encoder's input: word + aligned question embedding + token features."""
-        return 2 * int(self.task_cfg["embedding"]["dim"]) + NUM_FEATURES
+        return 2 * self.task_cfg.embedding.dim + NUM_FEATURES
 
     def encoder_config(self) -> Dict[str, Any]:
         """cfg.model with the non-null ``task.encoder`` keys written over it (the model groups are sized
         for the LM; the reader's default is DrQA's width at 2 layers so a CPU epoch takes minutes)."""
         cfg = dict(as_plain(self.cfg["model"]))
-        changed = {k: v for k, v in dict(self.task_cfg.get("encoder") or {}).items()
+        changed = {k: v for k, v in (self.task_cfg.encoder or {}).items()  # task.encoder null: no overlay
                    if v is not None and cfg.get(k) != v}
         if changed:
             was = ", ".join(f"model.{k}={cfg.get(k)}" for k in changed)
@@ -203,7 +200,7 @@ class SquadTask(Task):
         start, end = self._scores(model, batch)
         loss, n = self._loss(start, end, batch)
         best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(),
-                                            int(self.task_cfg["max_answer_len"]))
+                                            self.task_cfg.max_answer_len)
         out = {"loss_sum": loss.item(), "sample_size": n, "nsentences": len(batch["index"]), "n": 0.0,
                "em": 0.0, "f1": 0.0}
         records = []
@@ -279,17 +276,16 @@ class SquadTask(Task):
     def predict(self, model: nn.Module, inputs: List[SquadExample], options: Mapping[str, Any], progress) -> List[Any]:
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
-        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, bool(t["lowercase"]),
-                                                                   t["data"].get("max_context_tokens"))]
-        plan = bucket_batches([len(ex.context_ids) for ex in encoded],
-                              max_examples=int(options.get("batch_size") or t["eval_batch_size"]))
+        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens)]
+        plan = bucket_batches([len(ex.context_ids) for ex in encoded],  # predict.py's batch_size, else the eval one
+                              max_examples=int(options.get("batch_size") or t.eval_batch_size))
         device = next(model.parameters()).device
         results: List[Any] = [None] * len(inputs)
         for index in plan:
             batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
             start, end = self._scores(model, batch)
             mask = batch["context_mask_pad"].t()
-            best_start, best_end = decode_spans(start, end, mask, int(t["max_answer_len"]))
+            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len)
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
             e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
             for k, i in enumerate(index):

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import check_schema
+from tasks.engine.schema import typed
 from tasks.translation.schema import TransformerConfig
 
 NORMS = ("pre", "post")
@@ -232,11 +232,13 @@ class Seq2SeqTransformer(nn.Module):
                 "layers": [{k: pick(k, t) for k, t in cache.items()} for cache in state["layers"]]}
 
 
-def check_model_config(cfg: Mapping[str, Any]) -> None:
-    """Model keys of model=transformer / transformer_sru (the schema), before any data is loaded."""
-    check_schema(cfg, TransformerConfig, "model", see=f"conf/model/{cfg.get('name')}.yaml")
-    if cfg["d_model"] % cfg["attention_heads"]:
-        raise ConfigError(f"model.d_model={cfg['d_model']} must be divisible by "
-                          f"model.attention_heads={cfg['attention_heads']}")
+def check_model_config(cfg: Mapping[str, Any]) -> TransformerConfig:
+    """Model keys of model=transformer / transformer_sru (the schema), before any data is loaded; returns
+    them typed (the model itself is built from the mapping, ``Seq2SeqTransformer``)."""
+    model = typed(cfg, TransformerConfig, "model", see=f"conf/model/{cfg.get('name')}.yaml")
+    if model.d_model % model.attention_heads:
+        raise ConfigError(f"model.d_model={model.d_model} must be divisible by "
+                          f"model.attention_heads={model.attention_heads}")
+    return model
 
 

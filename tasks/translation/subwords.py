@@ -21,7 +21,7 @@ from typing import Any, Iterable, List, Mapping, Sequence
 
 from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import check_schema
+from tasks.engine.schema import typed
 from tasks.translation.schema import SubwordConfig
 
 MODEL_TYPES = ("unigram", "bpe")
@@ -63,27 +63,29 @@ class Subwords:
         return cls(Path(path).read_bytes())
 
 
-def check_subword_config(cfg: Mapping[str, Any]) -> None:
-    check_schema(cfg, SubwordConfig, "task.subwords")  # vocab_size >= 300: 256 byte-fallback pieces, specials, chars
+def check_subword_config(cfg: Mapping[str, Any]) -> SubwordConfig:
+    """``task.subwords`` checked and typed (vocab_size >= 300: 256 byte-fallback pieces, specials, chars)."""
+    return typed(cfg, SubwordConfig, "task.subwords")
 
 
-def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path) -> Subwords:
-    """Train (or load from the cache) a joint sentencepiece model on ``sentences``."""
+def train_subwords(sentences: Sequence[str], cfg: SubwordConfig, cache_dir: Path) -> Subwords:
+    """Train (or load from the cache) a joint sentencepiece model on ``sentences``; ``cfg``: task.subwords
+    (a mapping is checked and typed first)."""
     import sentencepiece as spm
 
-    check_subword_config(cfg)
+    cfg = check_subword_config(cfg)
     digest = hashlib.sha1()
     for s in sentences:
         digest.update(s.encode("utf-8") + b"\n")
-    settings = f"{cfg['model_type']}-{cfg['vocab_size']}-{cfg['character_coverage']}"
+    settings = f"{cfg.model_type}-{cfg.vocab_size}-{cfg.character_coverage}"
     digest.update(settings.encode())
     path = Path(cache_dir).expanduser() / f"spm-{settings}-{digest.hexdigest()[:12]}.model"
     if path.is_file():
         return Subwords.load(path)
-    print(f"[translation] training a {cfg['model_type']} subword model ({cfg['vocab_size']} pieces) on "
+    print(f"[translation] training a {cfg.model_type} subword model ({cfg.vocab_size} pieces) on "
           f"{len(sentences):,} sentences; cached in {path}", flush=True)
     proto = io.BytesIO()
-    with smallest_vocabulary_named(cfg):
+    with smallest_vocabulary_named():
         _train_sentencepiece(spm, sentences, cfg, proto)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -93,7 +95,7 @@ def train_subwords(sentences: Sequence[str], cfg: Mapping[str, Any], cache_dir: 
 
 
 @contextlib.contextmanager
-def smallest_vocabulary_named(cfg: Mapping[str, Any]):
+def smallest_vocabulary_named():
     """sentencepiece needs a piece per character the corpus uses (at character_coverage) plus the specials and
     256 byte pieces; only the corpus says how many: turn its RuntimeError into one line with the number."""
     try:
@@ -108,13 +110,13 @@ def smallest_vocabulary_named(cfg: Mapping[str, Any]):
                           f"task.subwords.character_coverage)") from None
 
 
-def _train_sentencepiece(spm, sentences: Sequence[str], cfg: Mapping[str, Any], proto: io.BytesIO) -> None:
+def _train_sentencepiece(spm, sentences: Sequence[str], cfg: SubwordConfig, proto: io.BytesIO) -> None:
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg["model_type"],
-        vocab_size=int(cfg["vocab_size"]), character_coverage=float(cfg["character_coverage"]),
+        sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg.model_type,
+        vocab_size=int(cfg.vocab_size), character_coverage=float(cfg.character_coverage),
         # byte fallback: characters never seen in training become UTF-8 byte pieces instead of <unk>, so
         # decode(encode(text)) == text for any text (a test sentence with a rare letter survives)
         byte_fallback=True, pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
         # a vocabulary a little too large for a small corpus is not worth failing a run over
-        hard_vocab_limit=False, num_threads=1, minloglevel=2, input_sentence_size=int(cfg["max_sentences"]),
+        hard_vocab_limit=False, num_threads=1, minloglevel=2, input_sentence_size=int(cfg.max_sentences),
         shuffle_input_sentence=True, seed_sentencepiece_size=200000)

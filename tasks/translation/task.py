@@ -76,9 +76,9 @@ class TranslationTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        self.task_cfg = as_plain(cfg["task"])
+        # the model's own mapping: Seq2SeqTransformer is built from it (check_config reads it typed)
         self.model_cfg = as_plain(cfg["model"]) if "model" in cfg else None
-        self.src, self.tgt = self.task_cfg["src_lang"], self.task_cfg["tgt_lang"]
+        self.src, self.tgt = self.task_cfg.src_lang, self.task_cfg.tgt_lang
         self.subwords: Optional[Subwords] = None
         self.examples: Dict[str, List[Dict[str, Any]]] = {}
         self._plans = PlanCache(self._make_plan)
@@ -92,20 +92,21 @@ class TranslationTask(Task):
         t = self.task_cfg
         if self.src == self.tgt:
             raise ConfigError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
-        check_model_config(self.model_cfg)
-        if t["max_subwords"] + 2 > self.model_cfg["max_positions"]:
-            raise ValueError(f"task.max_subwords={t['max_subwords']} needs model.max_positions >= "
-                             f"{t['max_subwords'] + 2}, received {self.model_cfg['max_positions']}")
+        model = check_model_config(self.model_cfg)
+        if t.max_subwords + 2 > model.max_positions:
+            raise ValueError(f"task.max_subwords={t.max_subwords} needs model.max_positions >= "
+                             f"{t.max_subwords + 2}, received {model.max_positions}")
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
-        data = self.task_cfg["data"]
-        pairs = load_pairs(data, (self.src, self.tgt))
+        t = self.task_cfg
+        data = t.data
+        pairs = load_pairs(as_plain(data), (self.src, self.tgt))  # the corpus readers take the section as a mapping
         if self.subwords is None:
             sentences = [p[lang] for p in pairs["train"] for lang in (self.src, self.tgt)]
-            self.subwords = train_subwords(sentences, self.task_cfg["subwords"], Path(str(data["cache_dir"])).expanduser())
-        limit, eos = int(self.task_cfg["max_subwords"]), self.subwords.vocabulary.eos_id
+            self.subwords = train_subwords(sentences, t.subwords, Path(str(data.cache_dir)).expanduser())
+        limit, eos = t.max_subwords, self.subwords.vocabulary.eos_id
         for split in SPLITS:
             examples = []
             for p in pairs[split]:
@@ -119,7 +120,7 @@ class TranslationTask(Task):
             self.domains[split] = sorted({e["domain"] for e in examples if e["domain"]})
         sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in SPLITS)
         ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"])
-        print(f"[translation] {data['source']} {self.src}->{self.tgt}: pairs {sizes}; joint {self.task_cfg['subwords']['model_type']} "
+        print(f"[translation] {data.source} {self.src}->{self.tgt}: pairs {sizes}; joint {t.subwords.model_type} "
               f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
 
     def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
@@ -128,15 +129,15 @@ class TranslationTask(Task):
             return shard_batches(self.decode_plan([e["src"] for e in self.examples[split]]), train=False)
         lengths = [max(len(e["src"]), len(e["tgt"]) + 1) for e in self.examples[split]]
         t = self.task_cfg
-        plan = bucket_batches(lengths, max_tokens=t["max_tokens"], max_examples=t["max_sentences"],
+        plan = bucket_batches(lengths, max_tokens=t.max_tokens, max_examples=t.max_sentences,
                               shuffle=True, seed=seed, epoch=epoch)
         return shard_batches(plan, train=True)
 
     def decode_plan(self, sources: List[List[int]], max_sentences: Optional[int] = None) -> List[List[int]]:
         """Evaluation and predict.py batches: bucketed by source length within the eval token budget."""
         t = self.task_cfg
-        return bucket_batches([len(s) for s in sources], max_tokens=t["eval_max_tokens"],
-                              max_examples=max_sentences or t["eval_max_sentences"])
+        return bucket_batches([len(s) for s in sources], max_tokens=t.eval_max_tokens,
+                              max_examples=max_sentences or t.eval_max_sentences)  # predict.py's batch_size, else ours
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return len(self._plans.get(split, epoch, seed))
@@ -165,7 +166,7 @@ class TranslationTask(Task):
         lprobs = torch.log_softmax(logits.float(), dim=-1)
         real = ~batch["target_pad"]
         nll = -lprobs.gather(-1, batch["target"].unsqueeze(-1)).squeeze(-1)[real].sum()
-        eps = float(self.task_cfg["label_smoothing"])
+        eps = float(self.task_cfg.label_smoothing)
         # label smoothing (Szegedy et al.): (1 - eps) * NLL + eps * mean over the vocabulary of -log p
         smooth = -lprobs[real].mean(-1).sum()
         loss = (1.0 - eps) * nll + eps * smooth
@@ -174,17 +175,20 @@ class TranslationTask(Task):
                       "nsentences": int(batch["src"].size(1)), "sample_size": ntokens}
 
     def translate(self, model: nn.Module, src: Tensor, src_pad: Tensor, beam_size: int,
-                  nbest: Optional[int] = None) -> List[Any]:
-        """Detokenised translations of a batch; with ``nbest``, each sentence's list of (score, text)."""
-        v, dec = self.subwords.vocabulary, self.task_cfg["decoding"]
-        common = dict(bos=v.bos_id, eos=v.eos_id, pad=v.pad_id, max_len_a=float(dec["max_len_a"]),
-                      max_len_b=int(dec["max_len_b"]))
+                  nbest: Optional[int] = None, length_penalty: Optional[float] = None) -> List[Any]:
+        """Detokenised translations of a batch; with ``nbest``, each sentence's list of (score, text).
+        ``length_penalty``: predict.py's choice; None: task.decoding.length_penalty."""
+        v, dec = self.subwords.vocabulary, self.task_cfg.decoding
+        if length_penalty is None:
+            length_penalty = dec.length_penalty
+        common = dict(bos=v.bos_id, eos=v.eos_id, pad=v.pad_id, max_len_a=float(dec.max_len_a),
+                      max_len_b=int(dec.max_len_b))
         model = distributed.unwrap_model(model)
         if beam_size == 1 and nbest is None:
             ids = greedy_search(model, src, src_pad, **common)
         else:
             found = beam_search(model, src, src_pad, beam_size=beam_size,
-                                length_penalty=float(dec["length_penalty"]), nbest=nbest, **common)
+                                length_penalty=float(length_penalty), nbest=nbest, **common)
             if nbest is not None:
                 return [[(score, self.subwords.decode(seq)) for score, seq in f] for f in found]
             ids = found
@@ -192,8 +196,8 @@ class TranslationTask(Task):
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, logging_output = self.compute_loss(model, batch, split)
-        dec = self.task_cfg["decoding"]
-        beam = dec["valid_beam_size"] if split == "valid" else dec["beam_size"]
+        dec = self.task_cfg.decoding
+        beam = dec.valid_beam_size if split == "valid" else dec.beam_size
         hyps = self.translate(model, batch["src"], batch["src_pad"], int(beam))
         ids = batch["ids"].tolist()
         refs = [self.examples[split][i]["ref"] for i in ids]
@@ -222,7 +226,7 @@ class TranslationTask(Task):
               f"{metrics.get('chrf', float('nan')):.2f} on {len(records)} sentences ({sig['bleu']})", flush=True)
         print_domain_scores(split, metrics, self.examples.get(split, []))
         if split == "test":
-            print_samples(records, self.examples.get(split, []), self.task_cfg["show_samples"])
+            print_samples(records, self.examples.get(split, []), self.task_cfg.show_samples)
         if run_dir is None:
             return {}
         run_dir = Path(run_dir)
@@ -252,14 +256,13 @@ class TranslationTask(Task):
         """Sources encoded as in evaluation (``max_subwords`` + ``</s>``; longer ones are cut, said on stderr),
         batched as evaluation batches them, decoded with the test settings unless ``beam`` /
         ``length_penalty`` say otherwise."""
-        dec = self.task_cfg["decoding"]
-        if options["length_penalty"] is not None:
-            dec["length_penalty"] = float(options["length_penalty"])
-        beam = int(options["beam"] or dec["beam_size"])
+        dec = self.task_cfg.decoding
+        penalty = options["length_penalty"]  # None: the test's task.decoding.length_penalty
+        beam = int(options["beam"] or dec.beam_size)
         nbest = int(options["nbest"] or 1)
         if nbest > beam:
             raise ValueError(f"nbest={nbest}: at most beam={beam} hypotheses exist; raise beam or lower nbest")
-        limit, v = int(self.task_cfg["max_subwords"]), self.subwords.vocabulary
+        limit, v = self.task_cfg.max_subwords, self.subwords.vocabulary
         sources = []
         for n, text in enumerate(inputs, 1):
             ids = self.subwords.encode(text)
@@ -270,7 +273,8 @@ class TranslationTask(Task):
         results: List[Any] = [None] * len(inputs)
         for index in self.decode_plan(sources, options.get("batch_size")):
             src, src_pad, _ = pad_collate([sources[i] for i in index], v.pad_id)
-            out = self.translate(model, src.to(device), src_pad.to(device), beam, nbest if nbest > 1 else None)
+            out = self.translate(model, src.to(device), src_pad.to(device), beam, nbest if nbest > 1 else None,
+                                 None if penalty is None else float(penalty))
             for i, result in zip(index, out):
                 results[i] = (" ".join(result.split()) if isinstance(result, str) else
                               {"translations": [" ".join(t.split()) for _, t in result],
