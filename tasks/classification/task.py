@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.classification.presets import PRESETS
+from tasks.classification.presets import PRESETS, apply_preset
 from tasks.classification.schema import ClassificationConfig
 from tasks.common.batching import global_batches, pad_collate, shard_batches, split_batch
 from tasks.common.encoders import build_encoder, check_encoder_config
@@ -58,12 +58,16 @@ class ClassificationTask(Task):
             raise ConfigError(f"task.data.fold: expected 0 <= fold < task.data.cv_folds={data.cv_folds}, "
                               f"received {data.fold}")
 
+    def max_length(self) -> Optional[int]:
+        """Sentences are cut to this many tokens: task.data.max_length, or its data set preset's (imdb: 400)."""
+        return apply_preset(as_plain(self.task_cfg.data))["max_length"]
+
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
         t = self.task_cfg
         self.data = load_classification_data(as_plain(t.data))  # presets fill a mapping (presets.py)
-        lowercase, max_len = t.data.lowercase, t.data.max_length
+        lowercase, max_len = t.data.lowercase, self.max_length()
         tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
             self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.label_names) for s in SPLITS}
@@ -185,8 +189,8 @@ class ClassificationTask(Task):
 
     def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
         """Each sentence's label (the data set's names) and class probabilities, batched as evaluation."""
-        data = self.task_cfg.data
-        tokens = tokenize_rows([Row(text, None, "") for text in inputs], data.lowercase, data.max_length)
+        tokens = tokenize_rows([Row(text, None, "") for text in inputs], self.task_cfg.data.lowercase,
+                               self.max_length())
         ids = [self.vocab.encode(t) or [self.vocab.unk_id] for t in tokens]
         size = int(options.get("batch_size") or self.task_cfg.eval_batch_size)  # predict.py option, else eval
         device = next(model.parameters()).device
