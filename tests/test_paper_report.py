@@ -333,3 +333,6 @@ def test_a_later_seed_is_checked_against_the_first_three(tmp_path):
     assert ("Reproduction check, SRU 6x910: seed 4 gives ppl 207.00, inside seeds 1-3' mean ± 2 std "
             "(205.00 ± 10.00)") in text
     assert "Reproduction check, SRU 6x910: seed 5 gives ppl 230.00, **outside** seeds 1-3'" in text
+    # with three seeds mean ± 2 std is narrow; the 95% prediction interval is t(2) = 4.303 x 5 x sqrt(4/3)
+    assert "(205.00 ± 10.00), inside their 95% prediction interval for one more seed (205.00 ± 24.84)" in text
+    assert "(205.00 ± 10.00), **outside** their 95% prediction interval for one more seed (205.00 ± 24.84)" in text

@@ -179,20 +179,30 @@ def quality_statements(table: Table, cells: List[CellRecords], by_name: Dict[str
 FIRST_SEEDS = 3
 
 
+# Student's t, 97.5% quantile, by degrees of freedom: the 95% prediction interval for one more seed
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
 def seed_checks(table: Table, cells: List[CellRecords]) -> List[str]:
-    """One line per later seed (> FIRST_SEEDS): its value against the first seeds' mean ± 2 std."""
+    """One line per later seed (> FIRST_SEEDS): its value against the first seeds' mean ± 2 std, and against
+    the 95% prediction interval for one more draw, mean ± t(n-1) · std · √(1 + 1/n). With n = 3 seeds the
+    sample std is itself rough: mean ± 2 std holds only ~78% of new seeds, the prediction interval 95%."""
     out = []
     for c in cells:
         first = [r.value for r in c.runs if r.seed <= FIRST_SEEDS]
         if len(first) < 2:
             continue
         mean, std = mean_std(first)
+        half = T_975[len(first) - 1] * std * math.sqrt(1 + 1 / len(first))
         d = table.digits
         for r in (r for r in c.runs if r.seed > FIRST_SEEDS):
             inside = mean - 2 * std <= r.value <= mean + 2 * std
+            predicted = mean - half <= r.value <= mean + half
             out.append(f"Reproduction check, {c.cell.name}: seed {r.seed} gives {table.metric} {r.value:.{d}f}, "
                        f"{'inside' if inside else '**outside**'} seeds 1-{FIRST_SEEDS}' mean ± 2 std "
-                       f"({mean:.{d}f} ± {2 * std:.{d}f}); the table's row includes it.")
+                       f"({mean:.{d}f} ± {2 * std:.{d}f}), {'inside' if predicted else '**outside**'} their 95% "
+                       f"prediction interval for one more seed ({mean:.{d}f} ± {half:.{d}f}); the table's row "
+                       f"includes it.")
     return out
 
 
