@@ -43,4 +43,4 @@ def test_nothing_imports_train_or_edits_sys_path():
 def test_the_scan_would_see_an_import_of_train_and_a_sys_path_edit():
     assert IMPORTS_TRAIN.search("x = 1\n    from train import main\n")
     assert not IMPORTS_TRAIN.search("import trainer\n")
-    assert EDITS_SYS_PATH.search("sys.path.insert(0, here)")
+    assert EDITS_SYS_PATH.search("sys.path" + ".insert(0, here)")  # split: the repo-wide grep for edits stays empty
