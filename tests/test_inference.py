@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 from test_classification_e2e import tiny_classification_overrides
 from test_speech_e2e import _overrides as speech_overrides
@@ -20,6 +21,7 @@ from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
 
 from tasks.engine.evaluate_cmd import evaluate_run
+from tasks.engine.inference import InferenceInputError
 from tasks.engine.predict_cmd import load_predictor
 
 pytestmark = pytest.mark.slow
@@ -146,6 +148,10 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
                            f"task.data.test_file={tmp_path / 'missing.txt'}"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "LM data file not found" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("metrics_*.json"))
+    if not torch.cuda.is_available():  # a device this machine lacks: named before any set-up, no folder left
+        with pytest.raises(InferenceInputError, match="device=cuda: not available on this machine; pass device=cpu"):
+            evaluate_run([f"run={run_dir}", "device=cuda", f"out_dir={tmp_path / 'on_cuda'}"])
+        assert not (tmp_path / "on_cuda").exists()
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,

@@ -18,13 +18,13 @@ from typing import Any, Dict, List, Optional
 
 from tasks.engine.cli_args import one_line_errors, split_arguments
 from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.devices import pick_device
 from tasks.engine.evaluation import evaluate
-from tasks.engine.inference import InferenceInputError, load_trained
+from tasks.engine.inference import InferenceInputError, build_trained, read_trained
 from tasks.engine.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 from tasks.engine.run_context import open_run
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.trainer_schema import trainer_config
 
 OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
 SPLITS = ("train", "valid", "test")
@@ -59,19 +59,27 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     if options["output"] and Path(str(options["output"])).is_dir():
         raise InferenceInputError(f"output={options['output']}: a directory, not a file; output= names the "
                                   f"metrics .json file (out_dir= names the predictions folder)")
-    trained = load_trained(options["run"], str(options["checkpoint"]), overrides, splits=(split,),
-                           device=options["device"])
-    task, cfg = trained.task, trained.cfg
-    folder = output_folder(options["out_dir"], Path(str(options["run"])).expanduser(), task.name, split)
-    print(f"[evaluate] {trained.source} (task={task.name}, step {trained.step}) on {split}; outputs in {folder}",
-          flush=True)
-    with open_run(cfg, folder, lock=False) as ctx:  # signals, process group, seed, threads, device: as in training
+    run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    folder = output_folder(options["out_dir"], Path(str(options["run"])).expanduser(), run.task.name, split)
+    if options["device"]:
+        try:
+            pick_device(str(options["device"]))
+        except ValueError:
+            raise InferenceInputError(f"device={options['device']}: not available on this machine; pass "
+                                      f"device=cpu (or leave device= out for the run's own choice)") from None
+        run.cfg.trainer.device = str(options["device"])  # the context's device is the one asked for
+    # signals, process group, seed, threads, device: set once, as in training, before the model is built
+    with open_run(run.cfg, folder, lock=False) as ctx:
+        trained = build_trained(run, splits=(split,), device=ctx.device)
+        task = trained.task
+        print(f"[evaluate] {trained.source} (task={task.name}, step {trained.step}) on {split}; outputs in "
+              f"{folder}", flush=True)
         if not trained.data_loaded:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        precision = typed(cfg.trainer, TrainerConfig, "trainer", see="conf/trainer/default.yaml").precision
-        metrics = evaluate(task, trained.model.to(ctx.device), split, ctx.device, precision, run_dir=folder)
+        precision = trainer_config(run.cfg).precision
+        metrics = evaluate(task, trained.model, split, ctx.device, precision, run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)

@@ -20,8 +20,7 @@ from tasks.engine import distributed
 from tasks.engine.base import Task, sum_logging_outputs
 from tasks.engine.checkpoint import load_checkpoint
 from tasks.engine.devices import autocast
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.trainer_schema import trainer_config
 
 if TYPE_CHECKING:
     from tasks.engine.run_context import RunContext
@@ -64,5 +63,5 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, ct
     distributed.barrier()  # rank 0 has finished writing the checkpoint
     model = task.build_model().to(ctx.device)
     model.load_state_dict(load_checkpoint(checkpoint, map_location=ctx.device)["model"])
-    precision = typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml").precision
+    precision = trainer_config(cfg).precision
     return evaluate(task, model, split, ctx.device, precision, run_dir=ctx.run_dir)

@@ -32,8 +32,7 @@ from tasks.engine.errors import ConfigError, RunError
 from tasks.engine.registry import build_task
 from tasks.engine.run_context import apply_process_settings
 from tasks.engine.saved_config import fill_added_keys, group_choices
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.trainer_schema import trainer_config
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -136,13 +135,21 @@ def complete_saved_config(cfg: DictConfig) -> None:
               f"{', '.join(added[:5])}{' ...' if len(added) > 5 else ''}", file=sys.stderr, flush=True)
 
 
-def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
-                 splits: Optional[Sequence[str]] = None, device: Optional[str] = None,
-                 expect_tasks: Optional[Sequence[str]] = None) -> Trained:
-    """The task (vocabulary, subwords, features restored) and its model in eval mode, from ``path``.
+@dataclass
+class SavedRun:
+    """A trained run read and checked, nothing built yet: its config decides the process settings
+    (seed, threads, device) that the model is then built under."""
+    task: Task
+    cfg: DictConfig
+    saved: Dict[str, Any]
+    source: Path
 
-    ``splits``: the data splits a later ``task.setup()`` will load (evaluate.py: one); ``expect_tasks``:
-    refuse a model of any other task (a tool made for one task)."""
+
+def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
+                 expect_tasks: Optional[Sequence[str]] = None) -> SavedRun:
+    """The saved file and its config (completed, ``overrides`` applied), with the task object built and
+    its config checked: every bad path, option or override fails here, before anything is set up.
+    ``expect_tasks``: refuse a model of any other task (a tool made for one task)."""
     weights_path = find_weights(path, checkpoint)
     saved = read_saved(weights_path)
     cfg = OmegaConf.create(saved["config"])
@@ -157,25 +164,42 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
         task.check_config()
     except ValueError as err:  # ConfigError included: a bad override gets the training's own message
         raise ConfigError(str(err)) from None
-    apply_process_settings(cfg)  # seed, threads, subnormal flushing as in training: the same numbers
-    data_loaded = False
+    return SavedRun(task=task, cfg=cfg, saved=saved, source=weights_path)
+
+
+def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device: Any = None) -> Trained:
+    """The task's inference state restored and the model built, loaded and moved to ``device`` (default: the
+    run's ``trainer.device``), in eval mode. Run under the process settings already applied (``open_run``
+    or ``apply_process_settings``). ``splits``: the data splits a later ``task.setup()`` will load."""
+    task, saved, data_loaded = run.task, run.saved, False
     try:
         task.restore_inference_state(saved["inference"])
         task.restored = True
         if splits:
             task.splits = tuple(splits)
     except KeyError as missing:
-        print(f"[load] {weights_path} was saved before model.pt existed (no {missing} in it): rebuilding the "
+        print(f"[load] {run.source} was saved before model.pt existed (no {missing} in it): rebuilding the "
               f"vocabulary from the run's training data", file=sys.stderr, flush=True)
         task.setup()
         data_loaded = True
     model = task.build_model()
-    check_same_shapes(saved["model"], model, weights_path)
+    check_same_shapes(saved["model"], model, run.source)
     model.load_state_dict(saved["model"])
-    trainer = typed(cfg.trainer, TrainerConfig, "trainer", see="conf/trainer/default.yaml")
+    trainer = trainer_config(run.cfg)
     target = torch.device(device) if device else pick_device(trainer.device)
-    return Trained(task=task, model=model.to(target).eval(), cfg=cfg, source=weights_path, device=target,
+    return Trained(task=task, model=model.to(target).eval(), cfg=run.cfg, source=run.source, device=target,
                    step=saved["step"], data_loaded=data_loaded)
+
+
+def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
+                 splits: Optional[Sequence[str]] = None, device: Optional[str] = None,
+                 expect_tasks: Optional[Sequence[str]] = None) -> Trained:
+    """The task (vocabulary, subwords, features restored) and its model in eval mode, from ``path``, with the
+    run's seed, threads and subnormal flushing applied first (the same numbers as in training). A command
+    that opens a run context (evaluate.py) calls ``read_trained`` and ``build_trained`` around it instead."""
+    run = read_trained(path, checkpoint, overrides, expect_tasks)
+    apply_process_settings(run.cfg)
+    return build_trained(run, splits, device)
 
 
 def write_model_file(path: Path, task: Task, config: Mapping[str, Any], weights: Mapping[str, Any],

@@ -26,8 +26,7 @@ from tasks.engine import distributed
 from tasks.engine.devices import pick_device
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.run_lock import RunLock
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.trainer_schema import trainer_config
 
 
 @dataclass
@@ -53,7 +52,7 @@ def apply_process_settings(cfg: Mapping[str, Any]) -> None:
     """Seed, threads and subnormal flushing: the same numbers from the same config, in training and after."""
     if cfg["seed"] is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(cfg["seed"]))
-    trainer = typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml")
+    trainer = trainer_config(cfg)
     if trainer.num_threads:  # null: torch's own default
         torch.set_num_threads(trainer.num_threads)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
@@ -64,7 +63,7 @@ def apply_process_settings(cfg: Mapping[str, Any]) -> None:
 def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterator[RunContext]:
     with contextlib.ExitStack() as stack:
         stop_signals = stack.enter_context(StopSignals())
-        device_name = typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml").device
+        device_name = trainer_config(cfg).device
         dist_info = distributed.setup(device_name)  # under torchrun: join the process group
         shared_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
         if lock:

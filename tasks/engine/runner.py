@@ -179,12 +179,12 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
     if added:
         note(f"[train] resume: the saved config predates {len(added)} key(s) of conf/, taken from there: "
              f"{', '.join(added[:6])}{' ...' if len(added) > 6 else ''}")
-    for override in overrides:
-        key = override.split("=", 1)[0].lstrip("+~")
+    for given in overrides:
+        key = given.split("=", 1)[0].lstrip("+~")
         if key.split(".")[0] in ("trainer", "logger"):
             OmegaConf.update(saved, key, OmegaConf.select(cfg, key), merge=False)
         elif key != "resume":
-            note(f"[train] resume: ignoring override {override!r}; the run continues with its saved config "
+            note(f"[train] resume: ignoring override {given!r}; the run continues with its saved config "
                  f"(only trainer.* and logger.* may change)")
     saved.resume = cfg.resume
     check_limits_not_below(saved.trainer, checkpoint, run_dir)

@@ -41,8 +41,7 @@ from tasks.engine.loggers import build_loggers, drop_records_after
 from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
 from tasks.engine.plots import plot_curves
 from tasks.engine.results import shown
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.trainer_schema import TrainerConfig, trainer_config
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
@@ -83,8 +82,7 @@ class Trainer:
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task = cfg, task
         # trainer.* as one typed object (tasks/engine/trainer_schema.py); cfg itself is what the run saves
-        self.trainer_cfg: TrainerConfig = typed(cfg["trainer"], TrainerConfig, "trainer",
-                                                see="conf/trainer/default.yaml")
+        self.trainer_cfg: TrainerConfig = trainer_config(cfg)
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = ctx.run_dir
         self.last_path = self.run_dir / "checkpoints" / "last.pt"

@@ -3,9 +3,9 @@ and allowed range (values live in the YAML files; see ``tasks/engine/schema.py``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Literal, Optional
+from typing import Any, List, Literal, Mapping, Optional
 
-from tasks.engine.schema import key
+from tasks.engine.schema import key, typed
 
 Optimizer = Literal["sgd", "adam", "adamw", "adamax", "radam"]
 Schedule = Literal["constant", "step", "exponential", "noam", "cosine"]
@@ -60,3 +60,8 @@ class TrainerConfig:
     progress_bar: bool = key()
     plot: bool = key()
     explosion: ExplosionConfig
+
+
+def trainer_config(cfg: Mapping[str, Any]) -> TrainerConfig:
+    """A run config's ``trainer`` section, checked and typed: the one way every reader gets it."""
+    return typed(cfg["trainer"], TrainerConfig, "trainer", see="conf/trainer/default.yaml")

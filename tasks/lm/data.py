@@ -20,9 +20,8 @@ import gzip
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Sequence
 
-import torch
 from torch import Tensor
 
 from tasks.common.corpora import gensim_wiki_path

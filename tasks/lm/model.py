@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import torch
 from torch import Tensor, nn
 
 from tasks.common.encoders import build_encoder
