@@ -142,8 +142,12 @@ def export(trained: Trained, path: Path) -> int:
 
 def main(argv: Optional[List[str]] = None) -> None:
     # stdout carries the results alone: what the task prints while loading and predicting goes to stderr
-    with one_line_errors("predict"), redirect_stdout(sys.stderr):
-        status = run_predict(list(sys.argv[1:] if argv is None else argv))
+    try:
+        with one_line_errors("predict"), redirect_stdout(sys.stderr):
+            status = run_predict(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # Ctrl-C: results are written only at the end (atomically), so nothing half-written
+        print("[predict] stopped by SIGINT; no results written", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
     raise SystemExit(status)
 
 
