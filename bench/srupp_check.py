@@ -69,7 +69,7 @@ def check_autocast(device):
         h, c, _ = model(x, attn_mask=causal_mask(20, device))
     h.float().square().sum().backward()
     finite = all(torch.isfinite(p.grad).all() for p in model.parameters())
-    return float((h.float() - want).abs().max()), bool(finite and torch.isfinite(h).all())
+    return float((h.float() - want).detach().abs().max()), bool(finite and torch.isfinite(h).all())
 
 
 def check_compile(device):
