@@ -36,6 +36,7 @@ class _Stack(torch.nn.Module):
 
 
 def _export(module, args, path, dynamic_shapes, names):
+    module.eval()  # the wrapper too (its SRU is already in eval mode): inference graphs, no export warning
     return torch.onnx.export(module, args, str(path), dynamo=True, input_names=names,
                              output_names=["h", "c"], dynamic_shapes=dynamic_shapes)
 
