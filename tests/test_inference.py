@@ -121,25 +121,28 @@ def test_translation_predict_writes_the_evaluations_hypotheses(run_train, tmp_pa
 
 
 def stopped_while_reading_stdin(run_dir, tmp_path):
-    """Ctrl-C while predict.py waits for input: one line, status 130, no traceback, nothing written."""
-    proc = subprocess.Popen([sys.executable, str(ROOT / "predict.py"), f"run={run_dir}",
-                             f"output={tmp_path / 'never.txt'}"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.time() + 120
-    try:  # the kernel names the wait (pipe_read, anon_pipe_read, pipe_wait): blocked on the still-open stdin
-        while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text() and time.time() < deadline:
-            assert proc.poll() is None, proc.communicate()[1][-2000:]
-            time.sleep(0.05)
-    except FileNotFoundError:
-        pass
-    waiting = time.time() < deadline
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    if not waiting:  # not a skip: the rest of the calling test still counts
-        warnings.warn("Ctrl-C check not made: this kernel does not name a process's wait in /proc/<pid>/wchan")
-        return
-    assert proc.returncode == 130 and "stopped by SIGINT; no results written" in err, err
-    assert "Traceback" not in err and not (tmp_path / "never.txt").exists()
+    """Ctrl-C or SIGTERM while predict.py waits for input: one line, status 128+signal, no traceback,
+    nothing written (the run context's signal handlers, as in training)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen([sys.executable, str(ROOT / "predict.py"), f"run={run_dir}",
+                                 f"output={tmp_path / 'never.txt'}"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        deadline = time.time() + 120
+        try:  # the kernel names the wait (pipe_read, anon_pipe_read, pipe_wait): blocked on the still-open stdin
+            while "pipe" not in Path(f"/proc/{proc.pid}/wchan").read_text() and time.time() < deadline:
+                assert proc.poll() is None, proc.communicate()[1][-2000:]
+                time.sleep(0.05)
+        except FileNotFoundError:
+            deadline = 0.0
+        waiting = time.time() < deadline
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if not waiting:  # not a skip: the rest of the calling test still counts
+            warnings.warn("Ctrl-C check not made: this kernel does not name a process's wait in /proc/<pid>/wchan")
+            return
+        assert proc.returncode == 128 + sig, (sig, proc.returncode, err)
+        assert f"stopped by {sig.name}; no results written" in err and "Traceback" not in err, err
+        assert not (tmp_path / "never.txt").exists()
 
 
 def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):

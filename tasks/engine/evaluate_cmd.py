@@ -18,9 +18,8 @@ from typing import Any, Dict, List, Optional
 
 from tasks.engine.cli_args import one_line_errors, split_arguments
 from tasks.engine.errors import TrainingInterrupted
-from tasks.engine.devices import pick_device
 from tasks.engine.evaluation import evaluate
-from tasks.engine.inference import InferenceInputError, build_trained, read_trained
+from tasks.engine.inference import InferenceInputError, ask_for_device, build_trained, read_trained
 from tasks.engine.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 from tasks.engine.run_context import open_run
@@ -61,13 +60,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
                                   f"metrics .json file (out_dir= names the predictions folder)")
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
     folder = output_folder(options["out_dir"], Path(str(options["run"])).expanduser(), run.task.name, split)
-    if options["device"]:
-        try:
-            pick_device(str(options["device"]))
-        except ValueError:
-            raise InferenceInputError(f"device={options['device']}: not available on this machine; pass "
-                                      f"device=cpu (or leave device= out for the run's own choice)") from None
-        run.cfg.trainer.device = str(options["device"])  # the context's device is the one asked for
+    ask_for_device(run, options["device"])
     # signals, process group, seed, threads, device: set once, as in training, before the model is built
     with open_run(run.cfg, folder, lock=False) as ctx:
         trained = build_trained(run, splits=(split,), device=ctx.device)

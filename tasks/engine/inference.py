@@ -167,6 +167,19 @@ def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     return SavedRun(task=task, cfg=cfg, saved=saved, source=weights_path)
 
 
+def ask_for_device(run: SavedRun, device: Optional[str]) -> None:
+    """A command's ``device=`` option becomes the run context's device; one this machine lacks is refused
+    here, before any set-up."""
+    if not device:
+        return
+    try:
+        pick_device(str(device))
+    except ValueError:
+        raise InferenceInputError(f"device={device}: not available on this machine; pass device=cpu (or "
+                                  f"leave device= out for the run's own choice)") from None
+    run.cfg.trainer.device = str(device)
+
+
 def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device: Any = None) -> Trained:
     """The task's inference state restored and the model built, loaded and moved to ``device`` (default: the
     run's ``trainer.device``), in eval mode. Run under the process settings already applied (``open_run``

@@ -24,8 +24,11 @@ import torch
 from omegaconf import OmegaConf
 
 from tasks.engine.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
-from tasks.engine.inference import InferenceInputError, Trained, load_trained, write_model_file
+from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.inference import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
+                                    read_trained, write_model_file)
 from tasks.engine.interrupts import write_text_atomic
+from tasks.engine.run_context import open_run
 
 OPTIONS = {"run": None, "checkpoint": "best", "input": "-", "output": "-", "batch_size": None, "device": None,
            "export": None}
@@ -82,10 +85,19 @@ def run_predict(argv: List[str]) -> int:
     options, overrides, positional = split_arguments(argv, OPTIONS, extra=task_options)
     if not options["run"]:
         raise InferenceInputError("run=<run dir | model file> is required, e.g. python predict.py run=model.pt < input.txt")
-    trained = load_trained(options["run"], str(options["checkpoint"]), overrides, device=options["device"])
-    if options["export"]:
-        return export(trained, Path(str(options["export"])).expanduser())
-    predictor = Predictor(trained, {**task_options, "batch_size": options["batch_size"]})
+    run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    ask_for_device(run, options["device"])
+    # signals, seed, threads, device: the run context training uses; no run directory (only named files written)
+    with open_run(run.cfg, None, lock=False) as ctx:
+        trained = build_trained(run, device=ctx.device)
+        if options["export"]:
+            return export(trained, Path(str(options["export"])).expanduser())
+        predictor = Predictor(trained, {**task_options, "batch_size": options["batch_size"]})
+        return predict_lines(predictor, options, positional)
+
+
+def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: List[str]) -> int:
+    """Read the inputs, predict, write one result per input in input order; 2 when a line was bad."""
     task = predictor.task
     raw = read_lines(str(options["input"]), positional)
     document = task.read_document("\n".join(raw)) if not positional else None
@@ -145,7 +157,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     try:
         with one_line_errors("predict"), redirect_stdout(sys.stderr):
             status = run_predict(list(sys.argv[1:] if argv is None else argv))
-    except KeyboardInterrupt:  # Ctrl-C: results are written only at the end (atomically), so nothing half-written
+    except TrainingInterrupted as stop:  # SIGTERM / SIGINT: results are written only at the end, atomically
+        print(f"[predict] stopped by {stop.signal_name}; no results written", file=sys.stderr, flush=True)
+        raise SystemExit(128 + stop.signum) from None
+    except KeyboardInterrupt:  # Ctrl-C before the run context was entered (while reading the model file)
         print("[predict] stopped by SIGINT; no results written", file=sys.stderr, flush=True)
         raise SystemExit(130) from None
     raise SystemExit(status)

@@ -4,12 +4,15 @@
         result = fit(cfg, task, ctx)              # the trainer sets nothing up itself
         evaluate_best(cfg, task, result, ctx)     # nor does the test evaluation
 
+evaluate.py and predict.py open it too, around building the model and using it (tasks/engine/inference.py).
+
 Entering it, in order: SIGTERM/SIGINT handlers (a stop saves last.pt at a step boundary), the process
 group under torchrun (else a no-op), the run directory (rank 0's, shared with every rank), its lock
 (one process owns a run dir at a time; ``lock=False`` for a folder only read from or written once,
-e.g. evaluate.py's output), the seed, the CPU threads, subnormal flushing, and the device. Leaving it
-restores the signal handlers and releases the lock (the process group is left to ``distributed.cleanup``,
-which the entry point calls after the run and its failure reports).
+e.g. evaluate.py's output; ``run_dir=None`` for predict.py, which writes only the files it is told),
+the seed, the CPU threads, subnormal flushing, and the device. Leaving it restores the signal handlers
+and releases the lock (the process group is left to ``distributed.cleanup``, which the entry point
+calls after the run and its failure reports).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import contextlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 import torch
@@ -31,7 +34,7 @@ from tasks.engine.trainer_schema import trainer_config
 
 @dataclass
 class RunContext:
-    run_dir: Path
+    run_dir: Optional[Path]  # None: a command without a run directory (predict.py)
     dist: distributed.DistInfo
     device: torch.device
     stop_signals: StopSignals
@@ -65,8 +68,8 @@ def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterato
         stop_signals = stack.enter_context(StopSignals())
         device_name = trainer_config(cfg).device
         dist_info = distributed.setup(device_name)  # under torchrun: join the process group
-        shared_dir = Path(distributed.broadcast_run_dir(run_dir))  # every rank uses rank 0's run dir
-        if lock:
+        shared_dir = None if run_dir is None else Path(distributed.broadcast_run_dir(run_dir))  # rank 0's, for all
+        if lock and shared_dir is not None:
             stack.enter_context(RunLock(shared_dir, enabled=distributed.is_main()))
         apply_process_settings(cfg)
         device = dist_info.device if dist_info.enabled else pick_device(device_name)
