@@ -10,7 +10,7 @@ model file instead (for runs made before every run wrote model.pt).
 
     from tasks.engine.predict_cmd import load_predictor
     predictor = load_predictor("model.pt")
-    predictor.predict(["ein kleiner Test ."])
+    predictor.predict(["Click OK."])           # a translation model: English in, German out
 """
 from __future__ import annotations
 
