@@ -209,7 +209,7 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
                  expect_tasks: Optional[Sequence[str]] = None) -> Trained:
     """The task (vocabulary, subwords, features restored) and its model in eval mode, from ``path``, with the
     run's seed, threads and subnormal flushing applied first (the same numbers as in training). A command
-    that opens a run context (evaluate.py) calls ``read_trained`` and ``build_trained`` around it instead."""
+    that opens a run context (evaluate.py, predict.py) calls ``read_trained`` and ``build_trained`` around it."""
     run = read_trained(path, checkpoint, overrides, expect_tasks)
     apply_process_settings(run.cfg)
     return build_trained(run, splits, device)
