@@ -9,7 +9,7 @@ from conftest import compose
 from omegaconf import OmegaConf
 
 from tasks.classification.schema import ClassificationConfig
-from tasks.common.encoders import typed_encoder_config
+from tasks.common.encoders import check_encoder_config
 from tasks.common.model_schemas import CNNConfig, SRUConfig
 from tasks.engine.errors import ConfigError
 from tasks.engine.registry import build_task
@@ -60,7 +60,7 @@ def test_an_instance_passes_through_and_as_plain_gives_the_mapping_back():
     model = typed(cfg.model, SRUConfig, "model")
     assert typed(model, SRUConfig, "model") is model
     assert as_plain(model) == OmegaConf.to_container(cfg.model, resolve=True)
-    assert dataclasses.is_dataclass(typed_encoder_config(cfg.model))
+    assert dataclasses.is_dataclass(check_encoder_config(cfg.model))
 
 
 def test_a_task_reads_its_typed_section_and_a_python_built_config_gets_the_same():

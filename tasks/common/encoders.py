@@ -73,12 +73,6 @@ def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> Any:
     return model
 
 
-def typed_encoder_config(cfg: Mapping[str, Any]) -> Any:
-    """``cfg`` (a shared encoder's ``model`` group) as its ``MODEL_SCHEMAS`` instance, for a task that reads
-    model keys (the LM's embedding width). The encoder itself is built from the mapping (``build_encoder``)."""
-    return check_encoder_config(cfg)
-
-
 def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:
     """Build the encoder named ``cfg["name"]`` with the other keys of ``cfg`` as keyword arguments."""
     check_encoder_config(cfg, causal)

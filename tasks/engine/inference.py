@@ -198,8 +198,7 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
     model = task.build_model()
     check_same_shapes(saved["model"], model, run.source)
     model.load_state_dict(saved["model"])
-    trainer = trainer_config(run.cfg)
-    target = torch.device(device) if device else pick_device(trainer.device)
+    target = torch.device(device) if device else pick_device(trainer_config(run.cfg).device)
     return Trained(task=task, model=model.to(target).eval(), cfg=run.cfg, source=run.source, device=target,
                    step=saved["step"], data_loaded=data_loaded)
 
@@ -211,7 +210,7 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     run's seed, threads and subnormal flushing applied first (the same numbers as in training). A command
     that opens a run context (evaluate.py, predict.py) calls ``read_trained`` and ``build_trained`` around it."""
     run = read_trained(path, checkpoint, overrides, expect_tasks)
-    apply_process_settings(run.cfg)
+    apply_process_settings(run.cfg["seed"], trainer_config(run.cfg))
     return build_trained(run, splits, device)
 
 

@@ -29,7 +29,7 @@ from tasks.engine import distributed
 from tasks.engine.devices import pick_device
 from tasks.engine.interrupts import StopSignals
 from tasks.engine.run_lock import RunLock
-from tasks.engine.trainer_schema import trainer_config
+from tasks.engine.trainer_schema import TrainerConfig, trainer_config
 
 
 @dataclass
@@ -51,11 +51,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-def apply_process_settings(cfg: Mapping[str, Any]) -> None:
-    """Seed, threads and subnormal flushing: the same numbers from the same config, in training and after."""
-    if cfg["seed"] is not None:  # 0 is a seed too; null: unseeded
-        seed_everything(int(cfg["seed"]))
-    trainer = trainer_config(cfg)
+def apply_process_settings(seed: Optional[int], trainer: TrainerConfig) -> None:
+    """Seed, threads and subnormal flushing: the same numbers from the same config (its top-level ``seed``
+    and typed ``trainer``), in training and after."""
+    if seed is not None:  # 0 is a seed too; null: unseeded
+        seed_everything(int(seed))
     if trainer.num_threads:  # null: torch's own default
         torch.set_num_threads(trainer.num_threads)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
@@ -66,11 +66,11 @@ def apply_process_settings(cfg: Mapping[str, Any]) -> None:
 def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterator[RunContext]:
     with contextlib.ExitStack() as stack:
         stop_signals = stack.enter_context(StopSignals())
-        device_name = trainer_config(cfg).device
-        dist_info = distributed.setup(device_name)  # under torchrun: join the process group
+        trainer = trainer_config(cfg)
+        dist_info = distributed.setup(trainer.device)  # under torchrun: join the process group
         shared_dir = None if run_dir is None else Path(distributed.broadcast_run_dir(run_dir))  # rank 0's, for all
         if lock and shared_dir is not None:
             stack.enter_context(RunLock(shared_dir, enabled=distributed.is_main()))
-        apply_process_settings(cfg)
-        device = dist_info.device if dist_info.enabled else pick_device(device_name)
+        apply_process_settings(cfg["seed"], trainer)
+        device = dist_info.device if dist_info.enabled else pick_device(trainer.device)
         yield RunContext(run_dir=shared_dir, dist=dist_info, device=device, stop_signals=stop_signals)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.encoders import check_encoder_config, typed_encoder_config
+from tasks.common.encoders import check_encoder_config
 from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine import distributed
@@ -87,7 +87,7 @@ class LanguageModelingTask(Task):
         """The embedding width: ``task.emb_size``; null: the encoder's hidden size (tied weights), the rule
         beside it in conf/task/lm.yaml. Every encoder of ``models`` has a hidden_size."""
         emb_size = self.task_cfg.emb_size
-        return emb_size if emb_size is not None else typed_encoder_config(self.cfg["model"]).hidden_size
+        return emb_size if emb_size is not None else check_encoder_config(self.cfg["model"]).hidden_size
 
     def build_model(self) -> nn.Module:
         t = self.task_cfg
