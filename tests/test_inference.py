@@ -158,6 +158,9 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
     ]
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     cases.append(([f"run={tmp_path / 'junk.pt'}"], "", "is damaged or not a PyTorch file"))
+    if not torch.cuda.is_available():  # a device this machine lacks: refused before the model is built
+        cases.append(([f"run={run_dir}", "device=cuda"], "the cat\n", "device=cuda: not available on this machine; "
+                                                                     "pass device=cpu"))
     for args, stdin, message in cases:
         done = subprocess.run([sys.executable, str(ROOT / "predict.py"), *args], input=stdin, capture_output=True,
                               text=True, cwd=tmp_path, timeout=120)
