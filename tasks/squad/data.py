@@ -137,6 +137,15 @@ def load_squad_file(path: Any) -> List[SquadExample]:
     return parse_squad(obj, p)
 
 
+def human_check_path(path: Any) -> Path:
+    """``task.human_check``: an absolute path, one relative to the working directory, or else to the repository
+    root (the committed tasks/squad/human_dev-v1.1.json wherever the run starts)."""
+    p = Path(os.path.expanduser(str(path)))
+    if not p.is_absolute() and not p.is_file():
+        p = Path(__file__).resolve().parents[2] / p
+    return p
+
+
 def cache_root(data_cfg: Mapping[str, Any]) -> Path:
     root = data_cfg.get("cache_dir") or os.path.join(
         os.environ.get("SRU_CACHE", os.path.expanduser("~/.cache/sru-experiments")), "squad")
@@ -154,6 +163,7 @@ def split_files(data_cfg: Mapping[str, Any], needed: Sequence[str] = SPLITS) -> 
             wiki = gensim_wiki_path()
         params = {k: data_cfg[k] for k in ("seed", "max_context_words", "questions_per_context")}
         params["fractions"] = list(data_cfg["split_fractions"])
+        params["prose"] = list(data_cfg["prose"])
         return prepare_offline(cache_root(data_cfg), str(wiki), params)
     if source == "files":
         files = dict(data_cfg.get("files") or {})
