@@ -22,12 +22,13 @@ import random
 import re
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.corpora.wiki_prose import split_sentences, wiki_articles
 
-GENERATOR_VERSION = 4  # bump when the rules change: the cache key changes with it
+GENERATOR_VERSION = 5  # bump when the rules change: the cache key changes with it
 PROSE_SOURCES = ("wiki", "bbc")  # gensim's Wikipedia sample; BBC News (tasks/corpora/bbc_news.py)
 SPLIT_FILES = {"train": "train-v1.1.json", "valid": "dev-v1.1.json", "test": "test-v1.1.json"}
 
@@ -122,11 +123,42 @@ def split_articles(titles: Sequence[str], fractions: Sequence[float], seed: int)
     return split
 
 
+@dataclass
+class TitleTopic:
+    """An article's title as the referent of a pronoun before the paragraph names anything ("It rises in ...")."""
+    text: str
+    label_: str
+
+
+def title_topic(title: str, doc) -> Optional[TitleTopic]:
+    """The title as a topic: a PERSON when a person named in the paragraph ends like it, else a thing."""
+    if "(" in title or title.lower().startswith("list of") or not title[:1].isupper():
+        return None
+    last = title.split()[-1]
+    person = any(e.label_ == "PERSON" and e.text.split()[-1] == last for e in doc.ents)
+    return TitleTopic(title, "PERSON" if person else "TITLE")
+
+
+def contexts_of(paragraphs: Sequence[str], max_words: int) -> List[str]:
+    """Paragraphs cut at sentence ends to at most ~``max_words`` words, and neighbouring short ones joined up
+    to that length (a news story's one-sentence paragraphs make a context of several sentences, where a
+    pronoun can point back to a name)."""
+    out: List[str] = []
+    for paragraph in paragraphs:
+        for chunk in chunk_paragraph(paragraph, max_words):
+            if out and len(out[-1].split()) + len(chunk.split()) <= max_words:
+                out[-1] = f"{out[-1]} {chunk}"
+            else:
+                out.append(chunk)
+    return out
+
+
 def questions_for_doc(doc, rng: random.Random, per_context: int, counts: Counter, stats: Counter,
-                      min_words: int = 5, max_words: int = 40) -> List[Dict]:
-    """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence)."""
+                      min_words: int = 5, max_words: int = 40, topic: Optional[TitleTopic] = None) -> List[Dict]:
+    """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence); ``topic``: what
+    a pronoun refers to before the paragraph names a subject (a Wikipedia article's title)."""
     from tasks.squad.natural_questions import SentenceQuestions, copies_sentence, rejection
-    topics, kept = [], []
+    topics, kept = ([topic] if topic else []), []
     for n, sent in enumerate(doc.sents):
         sq = SentenceQuestions(sent, topics, rng)
         if min_words <= len(sent) <= max_words:
@@ -175,27 +207,27 @@ def generate(wiki_path: str, seed: int = 1234, fractions: Sequence[float] = (0.8
         for n, (title, paragraphs) in enumerate(read):
             if max_articles and n >= max_articles:
                 break
-            articles.append((title, paragraphs))
+            articles.append((title, paragraphs, name))
     if len(articles) < 3:
         raise ValueError(f"{wiki_path}: found {len(articles)} article(s) with prose paragraphs; "
                          f"need at least 3 (one per split)")
-    assignment = split_articles([t for t, _ in articles], fractions, seed)
+    assignment = split_articles([t for t, _, _ in articles], fractions, seed)
     nlp, t0 = load_parser(), time.time()
     out = {s: {"version": "1.1", "data": []} for s in SPLIT_FILES}
     stats, seen = Counter(), {}
-    for a, (title, paragraphs) in enumerate(articles):
+    for a, (title, paragraphs, source) in enumerate(articles):
         # per article: an article's questions do not depend on which other articles were read
         rng, counts = random.Random(f"{seed}|{title}"), Counter()
-        contexts = [(p, c, context) for p, paragraph in enumerate(paragraphs)
-                    for c, context in enumerate(chunk_paragraph(paragraph, max_context_words))]
+        contexts = list(enumerate(contexts_of(paragraphs, max_context_words)))
         entry = {"title": title, "paragraphs": []}
-        for (p, c, context), doc in zip(contexts, nlp.pipe([x[2] for x in contexts], batch_size=32)):
+        for (p, context), doc in zip(contexts, nlp.pipe([x[1] for x in contexts], batch_size=32)):
             if seen.setdefault(context, assignment[title]) != assignment[title]:
                 stats["contexts_in_two_splits_skipped"] += 1  # the same paragraph in two articles
                 continue
-            qas = questions_for_doc(doc, rng, questions_per_context, counts, stats)
+            topic = title_topic(title, doc) if source == "wiki" else None
+            qas = questions_for_doc(doc, rng, questions_per_context, counts, stats, topic=topic)
             for q, qa in enumerate(qas):
-                qa["id"] = hashlib.md5(f"{title}|{p}|{c}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
+                qa["id"] = hashlib.md5(f"{title}|{p}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
                 stats[f"construction_{qa['construction']}"] += 1
                 stats[f"answer_{qa['type']}"] += 1
             stats["contexts"] += 1

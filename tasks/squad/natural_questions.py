@@ -209,7 +209,9 @@ class SentenceQuestions:
                 person = tok.lower_ != "its"
                 own = [e for e in self.doc.ents if self.subject is not None and e.start <= self.subject.i < e.end
                        and self.subject.i < tok.i]  # "Bach married his cousin": his = the subject
-                topic = next((t for t in reversed(topics + own) if (t.label_ == "PERSON") == person), None)
+                if own and (own[0].label_ == "PERSON") == person:
+                    continue  # "Agassi renewed his contract": "When did Agassi renew his contract?"
+                topic = next((t for t in reversed(topics) if (t.label_ == "PERSON") == person), None)
                 if topic is not None:
                     out[tok.i] = topic.text + ("'" if topic.text.endswith("s") else "'s")
         return out
@@ -451,7 +453,10 @@ def rejection(question: str, answer: str, sentence: str) -> Optional[str]:
         return "length"
     if len(words(answer)) > 8 or not answer.strip():
         return "answer_length"
-    if set(q) & (UNRESOLVED - {"which", "who", "whom", "that"}) or " that ?" in question:
+    allowed = {"which", "who", "whom", "that"}
+    if re.search(r"^\S+.*?\b[A-Z][\w'’-]*\b.*\b(his|her|its)\b", question):
+        allowed |= {"his", "her", "its"}  # a possessive after a name the question holds: "did Agassi renew his"
+    if set(q) & (UNRESOLVED - allowed) or " that ?" in question:
         return "pronoun"
     if re.search(r"[()\[\]\"“”,;]", question):  # people's questions rarely hold these; here they mark a bad cut
         return "punctuation"
