@@ -1,7 +1,7 @@
 """A run saved before framework v4 (tests/fixtures/run_before_v4: 6 steps of a tiny PTB LM made by commit
 0f723df, its checkpoint and .hydra/ as that code wrote them) resumes under today's code: the config keys
-conf/ gained since are filled in, and the run ends at the weights a fresh run of today reaches (bit for bit on the machine that made
-the fixture, to fp32 rounding on another CPU)."""
+conf/ gained since are filled in, and the run ends at the weights a fresh run of today reaches: bit for bit on
+the machine that made the fixture, to fp32 rounding on another CPU."""
 from __future__ import annotations
 
 import shutil
