@@ -122,9 +122,18 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     counts = Counter(w.lower() for ex in load_squad_file(TINY) for w in tokenize(ex.question)[0])
     top = sorted(counts, key=lambda w: (-counts[w], w))[:3]
     assert task.fixed_rows_from == 5 and task.vocab.itos[2:5] == top  # the top question words come first
-    assert torch.allclose(model.embedding.weight[task.vocab.stoi["limmat"]], torch.full((8,), 0.1))
+    limmat = torch.tensor([task.vocab.stoi["limmat"]])
+    assert torch.allclose(model.embedding(limmat), torch.full((1, 8), 0.1))
     batch = next(iter(task.batches("train", 0, 0)))
     loss, _ = task.compute_loss(model, batch, "train")
     loss.backward()
-    grad = model.embedding.weight.grad
-    assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
+    # only the top rows are parameters (and all get gradients); the rest is a fixed buffer
+    assert model.embedding.weight.shape[0] == task.fixed_rows_from and not model.embedding.fixed.requires_grad
+    assert model.embedding.weight.grad[2:].abs().sum() > 0
+    assert len(model.embedding.fixed) == len(task.vocab) - task.fixed_rows_from
+    # saved as one table, as before the split (checkpoints keep their layout), and loaded back into the split
+    state = model.state_dict()
+    assert tuple(state["embedding.weight"].shape) == (len(task.vocab), 8) and "embedding.fixed" not in state
+    fresh = task.build_model()
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.embedding(torch.arange(len(task.vocab))), model.embedding(torch.arange(len(task.vocab))))
