@@ -6,7 +6,8 @@
   inside one process, the order rotating every round, so load from other processes hits all alike;
 - ``summarize`` (median and quartiles) and ``paired_ratio`` (median over rounds of the per-round ratio:
   load that drifts during a run cancels, where a ratio of two medians would not);
-- ``machine_info``: the one description of the machine a result was measured on;
+- ``machine_info``: the machine a result was measured on (``tasks.engine.run.devices.machine``, the one
+  description) with the command and the run's settings;
 - ``markdown_table``: every table the benchmarks print or write;
 - ``rel_err``: the one relative error of a result against a reference.
 """
@@ -14,7 +15,6 @@ import datetime
 import gc
 import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import torch
+
+from tasks.engine.run.devices import machine
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout holding this package and scripts/
 
@@ -118,22 +120,12 @@ def paired_ratio(mine: Mapping, other: Mapping) -> float:
     return statistics.median(x / y for x, y in zip(a, b))
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else what platform reports)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine_info(device: str = "cpu", command: Optional[str] = None, **extra) -> Dict[str, object]:
     """Where and how a result was measured: CPU, threads, torch, Python, device (GPU name and CUDA on
     GPU), the command line and the date, plus ``extra`` (the run's settings)."""
-    info = {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": platform.python_version(), "device": device,
+    described = machine()  # the one description (tasks/engine/run/devices.py), under the keys bench results use
+    info = {"cpu_model": described["cpu"], "logical_cpus": described["logical_cpus"], "threads": described["threads"],
+            "torch": described["torch"], "python": described["python"], "device": device,
             "command": command or " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
             "date": datetime.datetime.now().isoformat(timespec="seconds")}
     if device == "cuda":

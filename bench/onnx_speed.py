@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 import sru
-from bench.harness import calls_per_sample, cpu_model, interleaved, make_timer, markdown_table, paired_ratio
+from bench.harness import calls_per_sample, interleaved, make_timer, markdown_table, paired_ratio
+from tasks.engine.run.devices import cpu_model
 
 
 def parse_args(argv=None):

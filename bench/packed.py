@@ -23,7 +23,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
-from bench.harness import cpu_model, interleaved, make_timer, markdown_table, paired_ratio
+from bench.harness import interleaved, make_timer, markdown_table, paired_ratio
+from tasks.engine.run.devices import cpu_model
 
 
 def parse_args(argv=None):

@@ -35,7 +35,8 @@ from tasks.speech.model import CTCModel
 from tasks.speech.paths import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
-from tasks.speech.text import char_vocabulary, normalize_transcript
+from tasks.corpora.transcripts import normalize_transcript
+from tasks.speech.text import char_vocabulary
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
 
