@@ -8,9 +8,11 @@
   load that drifts during a run cancels, where a ratio of two medians would not);
 - ``machine_info``: the machine a result was measured on (``tasks.engine.run.devices.machine``, the one
   description) with the command and the run's settings;
+- ``bench_parser``: the command-line options every timing script shares;
 - ``markdown_table``: every table the benchmarks print or write;
 - ``rel_err``: the one relative error of a result against a reference.
 """
+import argparse
 import datetime
 import gc
 import math
@@ -118,6 +120,18 @@ def paired_ratio(mine: Mapping, other: Mapping) -> float:
         raise ValueError(f"paired_ratio: expected two equally long, non-empty sample lists, "
                          f"received {len(a)} and {len(b)} samples")
     return statistics.median(x / y for x, y in zip(a, b))
+
+
+def bench_parser(doc: str, threads: int, repeats: int, **options: float) -> argparse.ArgumentParser:
+    """The argument parser a timing script starts from: described by its docstring's first paragraph, with
+    ``--threads`` and ``--repeats``, then one option per keyword (``min_ms=50.0`` -> ``--min-ms``, typed as
+    its default: the shape and timing knobs), in that order."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    for name, default in options.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
+    return parser
 
 
 def machine_info(device: str = "cpu", command: Optional[str] = None, **extra) -> Dict[str, object]:

@@ -41,7 +41,7 @@ from torch import nn
 from bench.harness import interleaved, machine_info, make_timer, markdown_table
 from tasks.common.encoders import recurrent_modules
 from tasks.engine.base import build_task
-from tasks.engine.config.trainer_schema import trainer_config
+from tasks.engine.config.checks import run_config
 from tasks.engine.config.tree import find_conf_dir
 from tasks.engine.run.devices import move_to_device
 from tasks.engine.runner import compose
@@ -150,7 +150,7 @@ class Runner:
         self.task.setup()
         torch.manual_seed(int(cfg.get("seed") or 0))
         model = self.task.build_model().train()
-        trainer = dataclasses.replace(trainer_config(cfg), precision=precision)
+        trainer = dataclasses.replace(run_config(cfg).trainer, precision=precision)
         # the trainer's own step (tasks/engine/training/step.py): autocast, loss normalisation, clipping
         self.step = TrainStep(self.task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer,
                               torch.device("cpu"))

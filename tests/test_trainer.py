@@ -176,8 +176,7 @@ def test_wandb_offline_logger_writes_and_finishes(tmp_path, monkeypatch):
 def test_lr_schedules(name, step, epoch, expected):
     cfg = {"name": name, "decay": 0.98, "decay_start_epoch": 175, "min_lr": 0.0, "total_steps": None,
            "warmup_steps": 10 if name == "noam" else 0, "d_model": None}
-    assert get_lr(step, epoch, 1.0, cfg, total_steps=100) == pytest.approx(expected)  # a mapping: checked, typed
-    typed_cfg = typed(cfg, SchedulerConfig, "trainer.scheduler")  # what the trainer passes
+    typed_cfg = typed(cfg, SchedulerConfig, "trainer.scheduler")  # what the trainer passes (the run config's)
     assert get_lr(step, epoch, 1.0, typed_cfg, total_steps=100) == pytest.approx(expected)
 
 
@@ -194,7 +193,7 @@ class SummedRegressionTask(RegressionTask):
 def test_the_measured_step_is_the_trainers_step(tmp_path):
     """TrainStep (tasks/engine/training/step.py), which bench/task_throughput.py and the paper's cost columns
     run, takes the weights where the trainer takes them: micro-batches, sample-size normalisation, clipping."""
-    from tasks.engine.config.trainer_schema import trainer_config
+    from tasks.engine.config.checks import run_config
     from tasks.engine.training.optim import build_optimizer
     from tasks.engine.training.step import TrainStep
 
@@ -204,7 +203,7 @@ def test_the_measured_step_is_the_trainers_step(tmp_path):
 
     task = SummedRegressionTask(None, batch_size=4)
     model = task.build_model()
-    trainer = trainer_config(cfg)
+    trainer = run_config(cfg).trainer
     step = TrainStep(task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer, torch.device("cpu"))
     batches = list(task.batches("train", epoch=0, seed=int(cfg.seed or 0)))
     for i in range(3):

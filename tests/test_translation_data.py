@@ -11,6 +11,7 @@ from conftest import ROOT
 from tasks.translation.data import (DICTIONARY_HINT, SAMPLE_PAIRS, load_files, load_pairs, prepare_dictionary,
                                      read_parallel_text, read_tsv)
 from tasks.corpora.ding import clean_part, pairs_from_ding_line
+from tasks.translation.schema import SubwordConfig
 from tasks.translation.subwords import Subwords, train_subwords
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
@@ -103,7 +104,7 @@ def test_local_files_jsonl_tsv_and_text_agree(tmp_path):
 def test_subword_round_trip_and_saved_model(tmp_path):
     splits = prepare_dictionary(dictionary_config(tmp_path), tmp_path)
     sentences = [p[lang] for p in splits["train"] for lang in ("en", "de")]
-    cfg = {"model_type": "bpe", "vocab_size": 400, "character_coverage": 1.0, "max_sentences": 10000}
+    cfg = SubwordConfig(model_type="bpe", vocab_size=400, character_coverage=1.0, max_sentences=10000)
     sw = train_subwords(sentences, cfg, tmp_path)
     assert sw.vocabulary.itos[:4] == ["<pad>", "<unk>", "<s>", "</s>"] and len(sw) <= 400
     for text in sentences + [p["de"] for p in splits["test"]]:

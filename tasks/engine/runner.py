@@ -272,7 +272,7 @@ def _run_in_context(cfg: DictConfig, task, ctx: RunContext, resume: bool, valida
                                "train_items_per_cpu_s": result.items_per_cpu_second}
     print(f"[train] best valid {result.monitor}: {shown(result.best_metric)}", flush=True)
     if cfg.test_after_training:
-        test = evaluate_best(cfg, task, result, ctx, "test")
+        test = evaluate_best(task, result, ctx, "test")
         summary["test"] = test
         print(f"[train] test {result.monitor} (best checkpoint): {test[result.monitor]:.4f}", flush=True)
     if distributed.is_main():

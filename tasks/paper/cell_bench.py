@@ -30,7 +30,7 @@ import torch
 from tasks.paper.tables import TABLES, cells_at
 from tasks.paper.reproduce import machine
 
-from tasks.engine.config.trainer_schema import trainer_config
+from tasks.engine.config.checks import run_config
 from tasks.engine.runner import check_before_work, compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep
@@ -59,7 +59,7 @@ class CellStep:
         self.task = check_before_work(cfg)
         self.task.setup()
         model = self.task.build_model().train()
-        trainer = trainer_config(cfg)
+        trainer = run_config(cfg).trainer
         cpu = torch.device("cpu")
         self.step = TrainStep(self.task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer, cpu)
         n = trainer.accumulate  # micro-batches per optimizer step, as the trainer takes them

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from tasks.common.encoders import recurrent_modules
-from tasks.engine.config.trainer_schema import trainer_config
+from tasks.engine.config.checks import run_config
 from tasks.engine.runner import check_before_work, compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep
@@ -72,7 +72,7 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
     task = check_before_work(cfg)
     task.setup()
     model: nn.Module = task.build_model().train()
-    trainer = trainer_config(cfg)
+    trainer = run_config(cfg).trainer
     step = TrainStep(task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer, torch.device("cpu"))
     encoders = recurrent_modules(model)
     if not encoders:

@@ -23,7 +23,6 @@ from tasks.engine.inference.loader import InferenceInputError, ask_for_device, b
 from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
-from tasks.engine.config.trainer_schema import trainer_config
 
 OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
 SPLITS = ("train", "valid", "test")
@@ -71,8 +70,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        precision = trainer_config(run.cfg).precision
-        metrics = evaluate(task, trained.model, split, ctx.device, precision, run_dir=folder)
+        metrics = evaluate(task, trained.model, split, ctx.device, ctx.config.trainer.precision, run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)

@@ -40,7 +40,7 @@ from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimiz
 from tasks.engine.training.step import TrainStep
 from tasks.engine.training.loggers import plot_curves
 from tasks.engine.results import shown
-from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
+from tasks.engine.config.trainer_schema import TrainerConfig
 
 
 
@@ -74,8 +74,8 @@ class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, ctx: RunContext, config_to_save: Optional[Dict] = None,
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task = cfg, task
-        # trainer.* as one typed object (tasks/engine/config/trainer_schema.py); cfg itself is what the run saves
-        self.trainer_cfg: TrainerConfig = trainer_config(cfg)
+        # trainer.* as one typed object, typed once by the run context; cfg itself is what the run saves
+        self.trainer_cfg: TrainerConfig = ctx.config.trainer
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = ctx.run_dir
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
@@ -366,7 +366,7 @@ def fit(cfg: Mapping[str, Any], task: Task, ctx: RunContext, resume: bool = Fals
     return Trainer(cfg, task, ctx, config_to_save, validation_callbacks).train(resume)
 
 
-def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, ctx: RunContext,
+def evaluate_best(task: Task, result: FitResult, ctx: RunContext,
                   split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of the best checkpoint (predictions files go to the run dir)."""
-    return evaluate_checkpoint(cfg, task, result.best_checkpoint, ctx, split)
+    return evaluate_checkpoint(task, result.best_checkpoint, ctx, split)
