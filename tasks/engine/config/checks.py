@@ -62,14 +62,13 @@ def check_lr_moves(t: TrainerConfig) -> None:
 @dataclass(frozen=True)
 class RunConfig:
     """A run's config typed once, after the checks: what the trainer, the evaluation and the inference
-    commands read (``ctx.config`` of the run context). ``plain`` is the composed mapping itself, kept
-    for saving (checkpoints, .hydra/, model.pt) and for Hydra; the task types its own section
+    commands read (``ctx.config`` of the run context). The composed mapping itself stays plain for what
+    saves it (checkpoints, .hydra/, model.pt) and for Hydra; the task types its own section
     (``Task.task_cfg``), the encoders theirs (``check_encoder_config``)."""
-    plain: Any
     seed: Optional[int]
     trainer: TrainerConfig
 
 
 def run_config(cfg: Mapping[str, Any]) -> RunConfig:
     seed = cfg["seed"]
-    return RunConfig(plain=cfg, seed=None if seed is None else int(seed), trainer=trainer_config(cfg))
+    return RunConfig(seed=None if seed is None else int(seed), trainer=trainer_config(cfg))
