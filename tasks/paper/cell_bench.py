@@ -28,9 +28,9 @@ from typing import Dict, List
 
 import torch
 from tasks.paper.tables import TABLES, cells_at
-from tasks.paper.reproduce import machine
 
 from tasks.engine.config.checks import run_config
+from tasks.engine.run.devices import machine
 from tasks.engine.runner import check_before_work, compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep

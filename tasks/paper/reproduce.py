@@ -42,7 +42,7 @@ from omegaconf import OmegaConf
 from tasks.paper.tables import TABLES, cells_at
 
 from tasks.engine.results import read_metrics
-from tasks.engine.run.devices import machine as describe_machine
+from tasks.engine.run.devices import machine
 from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.runner import compose, run
 
@@ -142,7 +142,8 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
         cfg = compose(cell_overrides + resume)
         if not finished:
             (run_dir / "cell.json").write_text(json.dumps({
-                "experiment": experiment, "seed": seed, "overrides": cell_overrides, "machine": machine(cfg),
+                "experiment": experiment, "seed": seed, "overrides": cell_overrides,
+                "machine": machine(cfg.trainer.num_threads),  # null: torch's own thread count
                 "wall_s": earlier.get("wall_s", 0.0), "cpu_s": earlier.get("cpu_s", 0.0),
                 "config": OmegaConf.to_container(cfg, resolve=False)}, indent=1))
             with CellClock(run_dir / "cell.json"):  # a resumed cell adds its earlier time
@@ -259,11 +260,6 @@ def run_speed(out: Path, scale: str, dry_run: bool) -> str:
     from bench import speed as bench_speed
     bench_speed.main(argv)
     return "ran"
-
-
-def machine(cfg=None) -> dict:
-    """The run record's machine: tasks.engine.run.devices.machine with the run's trainer.num_threads."""
-    return describe_machine(int(cfg.trainer.num_threads or 0) if cfg is not None else None)  # null: torch's own
 
 
 def selected(cell, wanted: List[str], scale: str) -> bool:
