@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -345,7 +346,15 @@ class SpeechRecognitionTask(Task):
     def parse_input(self, line: str) -> Any:
         """An audio file's path -> (path, mono samples at the model's rate, seconds)."""
         path = super().parse_input(line).strip()
-        return (path, *read_audio_file(path, self.task_cfg.data.sample_rate))
+        rate, win_ms = self.task_cfg.data.sample_rate, self.task_cfg.features.win_ms
+        wave, seconds = read_audio_file(path, rate)
+        if not np.isfinite(wave).all():
+            raise ValueError(f"{path}: {int((~np.isfinite(wave)).sum())} samples are NaN or infinite; a damaged or "
+                             f"floating-point file out of range (re-encode it, e.g. `sox {path} -b 16 out.wav`)")
+        if len(wave) < rate * win_ms / 1000:
+            raise ValueError(f"{path}: {len(wave)} samples ({1000 * seconds:.1f} ms), shorter than one feature frame "
+                             f"(task.features.win_ms={win_ms} ms): nothing to transcribe")
+        return path, wave, seconds
 
     def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any], progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
