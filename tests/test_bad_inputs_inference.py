@@ -331,3 +331,52 @@ def test_audio_with_nan_or_shorter_than_a_frame_is_a_line_error(tmp_path):
     soundfile.write(tmp_path / "one.wav", np.zeros((1, 1), np.float32), rate)
     with pytest.raises(ValueError, match=r"1 samples \(0.1 ms\), shorter than one feature frame"):
         task.parse_input(str(tmp_path / "one.wav"))
+
+
+# ---- item 6: a signal at any moment of start-up -------------------------------------------------------------
+
+def _handles_sigterm(pid: int) -> bool:
+    """The command installed its own handler (Python alone catches SIGINT, never SIGTERM)."""
+    import signal
+
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_signal_during_start_up_is_one_line_128_plus_signal_and_nothing_written(command, tmp):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).parents[1]
+    for n, delay in enumerate((0.0, 0.1, 0.3, 0.6, 1.0, 1.5)):
+        sig = (signal.SIGINT, signal.SIGTERM)[n % 2]
+        out = tmp / f"out{n}.txt"
+        proc = subprocess.Popen([sys.executable, str(root / f"{command}.py"), "run=m.pt", f"output={out}",
+                                 f"out_dir={tmp / f'ev{n}'}"][:4 if command == "evaluate" else 3],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONPATH=str(root)))
+        deadline = time.time() + 60
+        while not _handles_sigterm(proc.pid) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.002)
+        if n == 0:  # installed before the heavy imports: torch is not loaded yet when the handler is there
+            assert "libtorch" not in Path(f"/proc/{proc.pid}/maps").read_text()
+        time.sleep(delay)
+        if proc.poll() is not None:  # finished before the signal (a fast machine): nothing to check this round
+            proc.communicate()
+            continue
+        proc.send_signal(sig)
+        _, err = proc.communicate(input=MODEL_LINE, timeout=120)
+        nothing = "no results written" if command == "predict" else "no metrics written"
+        if out.exists():  # the signal came once the command was done (status 0, or killed while exiting)
+            assert out.read_text().endswith("\n") and proc.returncode in (0, -sig), (delay, proc.returncode, err)
+            continue
+        assert proc.returncode == 128 + sig, (delay, proc.returncode, err)
+        assert err.strip().splitlines()[-1] == f"[{command}] stopped by {sig.name}; {nothing}", err
+        assert "Traceback" not in err and "Error" not in err, err
+        assert not out.exists() and not list(tmp.glob(".out*.tmp")), (delay, err)
