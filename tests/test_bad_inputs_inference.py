@@ -380,3 +380,31 @@ def test_a_signal_during_start_up_is_one_line_128_plus_signal_and_nothing_writte
         assert err.strip().splitlines()[-1] == f"[{command}] stopped by {sig.name}; {nothing}", err
         assert "Traceback" not in err and "Error" not in err, err
         assert not out.exists() and not list(tmp.glob(".out*.tmp")), (delay, err)
+
+
+# ---- item 5: long audio is read and transcribed window by window ---------------------------------------------
+
+def test_a_long_file_is_cut_into_bounded_windows_at_pauses_holding_every_sample(tmp_path):
+    import soundfile
+
+    from tasks.speech.inference import audio_info
+    from tasks.speech.long_audio import LONG_S, WINDOW_S, check_long_audio, windows
+
+    rate = 8000
+    seconds = int(LONG_S) + 15
+    t = np.arange(seconds * rate) / rate
+    wave = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    for pause in (27.0, 55.5):  # one pause in the last 5 s of each full window
+        wave[int(pause * rate):int((pause + 0.4) * rate)] = 0.0
+    soundfile.write(tmp_path / "long.wav", wave, rate, subtype="FLOAT")
+    audio = check_long_audio(tmp_path / "long.wav", audio_info(str(tmp_path / "long.wav")))
+    assert audio.seconds == pytest.approx(seconds)
+    parts = list(windows(audio, rate))
+    assert all(len(p) <= WINDOW_S * rate for p in parts) and len(parts) == 3
+    assert np.array_equal(np.concatenate(parts), wave)  # every sample once, in order
+    ends = np.cumsum([len(p) for p in parts])[:-1] / rate
+    assert 27.0 <= ends[0] <= 27.4 and 55.5 <= ends[1] <= 55.9  # cut inside the pauses
+    wave[int(70.5 * rate)] = np.inf
+    soundfile.write(tmp_path / "bad.wav", wave, rate, subtype="FLOAT")
+    with pytest.raises(ValueError, match=r"1 samples are NaN or infinite \(the first at 70.5 s\)"):
+        check_long_audio(tmp_path / "bad.wav", audio_info(str(tmp_path / "bad.wav")))
