@@ -24,11 +24,11 @@ from conftest import compose, tiny_lm_overrides
 from omegaconf import OmegaConf
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.evaluate_cmd import main as evaluate_main
-from tasks.engine.inference import write_model_file
-from tasks.engine.override_rules import check_overrides
-from tasks.engine.predict_cmd import main as predict_main
-from tasks.engine.registry import build_task
+from tasks.engine.inference.evaluate_cmd import main as evaluate_main
+from tasks.engine.inference.loader import write_model_file
+from tasks.engine.inference.overrides import check_overrides
+from tasks.engine.inference.predict_cmd import main as predict_main
+from tasks.engine.base import build_task
 
 MODEL_LINE = "the cat\n"
 
@@ -282,7 +282,7 @@ def test_lm_lines_of_unknown_words_get_a_warning(tmp, capfd, monkeypatch):
     (["task.features.n_mels=40"], "speech", "task.features.n_mels=40: changes what the trained model means"),
 ], ids=["classification-files", "squad-files", "lm-test-file", "speech-manifest", "labels", "subwords", "features"])
 def test_an_override_that_would_be_ignored_or_change_the_model_is_refused(overrides, task, message):
-    from tasks.engine.inference import apply_overrides
+    from tasks.engine.inference.loader import apply_overrides
 
     saved = compose([f"task={task}"])
     cfg = saved.copy()

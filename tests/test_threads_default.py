@@ -1,4 +1,4 @@
-"""trainer.num_threads=null picks the cores free at start (tasks/engine/threads.py; issue 50, item 9), and
+"""trainer.num_threads=null picks the cores free at start (tasks/engine/run/threads.py; issue 50, item 9), and
 the run's header says what it chose. The speed it keeps is a benchmark (docs/benchmarks.md), not a test."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import compose
 
-from tasks.engine.run_context import open_run
-from tasks.engine.threads import busy_cores, choose_threads, free_cores, free_of
+from tasks.engine.run.context import open_run
+from tasks.engine.run.threads import busy_cores, choose_threads, free_cores, free_of
 
 
 @pytest.mark.parametrize("usable,busy,free", [(2, 0.0, 2), (2, 0.4, 2), (2, 1.0, 1), (2, 1.6, 1), (2, 2.0, 1),
