@@ -408,3 +408,48 @@ def test_a_long_file_is_cut_into_bounded_windows_at_pauses_holding_every_sample(
     soundfile.write(tmp_path / "bad.wav", wave, rate, subtype="FLOAT")
     with pytest.raises(ValueError, match=r"1 samples are NaN or infinite \(the first at 70.5 s\)"):
         check_long_audio(tmp_path / "bad.wav", audio_info(str(tmp_path / "bad.wav")))
+
+
+# ---- more probe rows: checks that need a task's saved config, a full device, the SQuAD notice ---------------
+
+@pytest.mark.parametrize("task,given,message", [
+    ("translation", {"nbest": 8}, "nbest=8: expected an integer from 1 to beam=6 (that many hypotheses exist)"),
+    ("translation", {"nbest": 3, "beam": 2}, "nbest=3: expected an integer from 1 to beam=2"),
+    ("speech", {"decoder": "greedy", "lm_weight": 0.3},
+     "lm_weight=0.3: applies only with decoder=beam, and this run uses decoder=greedy; it would change nothing"),
+    ("classification", {"mode": "score"}, "mode=score: an option of predict.py, task=lm, and this is a "
+                                          "task=classification model"),
+], ids=["nbest-above-the-saved-beam", "nbest-above-beam", "lm-weight-with-greedy", "lm-option-on-classification"])
+def test_options_checked_against_the_saved_config(task, given, message):
+    from tasks.engine.inference.options import OptionError, check_for_task
+
+    cfg = compose([f"task={task}"])
+    defaults = build_task(cfg).predict_options
+    with pytest.raises(OptionError) as err:
+        check_for_task("predict", task, defaults, given, cfg)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_a_write_that_fails_is_one_line_naming_the_output(tmp, capfd, monkeypatch):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    status, out, err = run_command("predict", ["run=m.pt", "output=/dev/full"], capfd, monkeypatch=monkeypatch)
+    assert status == 2 and "Traceback" not in err and ".tmp" not in err
+    assert err.strip().splitlines()[-1] == ("[predict] error: output=/dev/full: could not be written (No space "
+                                            "left on device); the file is as it was")
+
+
+def test_invalid_utf8_on_stdin_is_a_line_error_too(tmp, capfd, monkeypatch):
+    status, out, err = run_command("predict", ["run=m.pt", "mode=score"], capfd,
+                                   stdin="the cat\n\udcff\udcfe dog\n", monkeypatch=monkeypatch)
+    assert status == 2 and "[predict] error: stdin line 2: not valid UTF-8 (byte 0xff at column 1)" in err
+    assert out.splitlines()[1] == ""  # never echoed back as a prediction
+
+
+def test_loading_a_trained_squad_model_prints_no_training_notice(capsys):
+    task = build_task(compose(["task=squad", "model.hidden_size=64"]))
+    task.encoder_config()
+    assert "[squad] task.encoder sets" in capsys.readouterr().out  # at training time: said once
+    task.restored = True  # as the loader leaves it
+    task.encoder_config()
+    assert capsys.readouterr().out == ""
