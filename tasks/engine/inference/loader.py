@@ -193,7 +193,11 @@ def ask_for_device(run: SavedRun, device: Optional[str]) -> None:
     if not device:
         return
     try:
-        pick_device(str(device))
+        chosen = pick_device(str(device))
+        if chosen.type == "mps" and not torch.backends.mps.is_available():
+            raise ValueError("mps")
+        if chosen.type == "cuda" and chosen.index is not None and chosen.index >= torch.cuda.device_count():
+            raise ValueError("cuda index")
     except ValueError:
         raise InferenceInputError(f"device={device}: not available on this machine; pass device=cpu (or "
                                   f"leave device= out for the run's own choice)") from None

@@ -128,7 +128,9 @@ def _refuse(name: str, value: Any, option: Option) -> OptionError:
 
 
 def parse_value(name: str, value: Any) -> Any:
-    option = OPTIONS[name]
+    option = OPTIONS.get(name)
+    if option is None:
+        raise OptionError(f"{name}: not an option; the options are {sorted(OPTIONS)}")
     try:
         return option.parse(value)
     except (ValueError, TypeError, OverflowError):
