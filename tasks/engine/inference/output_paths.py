@@ -3,7 +3,7 @@
 Checked before any work (``check_output_file``, ``check_out_dir``), refused in one line: an ``output=`` /
 ``out_dir=`` that
 - is the input (``input=`` or an input file given as a word): the inputs would be lost;
-- is, or lies inside, a run directory, or is the model file ``run=`` names, however the run was named
+- is, or lies inside, a run directory (``RUN_MARKERS``), or is the model file ``run=`` names, however the run was named
   (``run=<dir>``, ``run=<dir>/model.pt``, ``run=<dir>/checkpoints/best.pt``, ``run=m.pt``) and through any
   symlink or hard link: a run's ``model.pt``, ``checkpoints/``, ``results.json``, metrics and predictions
   files are never replaced by a command that only reads the run;
@@ -24,8 +24,9 @@ from typing import Any, Iterable, Optional
 from tasks.engine.inference.options import OptionError
 from tasks.engine.run.interrupts import write_text_atomic
 
-# What makes a folder a run directory (train.py writes these; a folder holding only a copied model.pt is not one)
-RUN_MARKERS = ("checkpoints", ".hydra", "results.json", "metrics.jsonl", "train.log")
+# What makes a folder a run directory: files train.py writes (a folder holding only a copied model.pt, or a
+# "checkpoints" folder of some other tool, is not one)
+RUN_MARKERS = (".hydra", "results.json", "metrics.jsonl", "checkpoints/best.pt", "checkpoints/last.pt")
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format
 
 
