@@ -13,7 +13,8 @@ import pytest
 from conftest import ROOT
 from tasks.corpora.squad_questions import questions_for_doc
 from tasks.squad.data import load_squad_file
-from tasks.squad.natural_questions import SentenceQuestions, copies_sentence, rejection, sentence_overlap
+from tasks.squad.natural_questions import SentenceQuestions
+from tasks.squad.question_checks import copies_sentence, rejection, sentence_overlap
 
 PARAGRAPHS = [
     "Johann Sebastian Bach was a German composer of the Baroque period. He was born in Eisenach in 1685. "

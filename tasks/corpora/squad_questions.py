@@ -157,7 +157,8 @@ def questions_for_doc(doc, rng: random.Random, per_context: int, counts: Counter
                       min_words: int = 5, max_words: int = 40, topic: Optional[TitleTopic] = None) -> List[Dict]:
     """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence); ``topic``: what
     a pronoun refers to before the paragraph names a subject (a Wikipedia article's title)."""
-    from tasks.squad.natural_questions import SentenceQuestions, copies_sentence, rejection
+    from tasks.squad.natural_questions import SentenceQuestions
+    from tasks.squad.question_checks import copies_sentence, rejection
     topics, kept = ([topic] if topic else []), []
     for n, sent in enumerate(doc.sents):
         sq = SentenceQuestions(sent, topics, rng)

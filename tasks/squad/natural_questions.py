@@ -20,7 +20,7 @@ A subject pronoun ("He was born ...") is replaced by the nearest earlier named s
 fits it (a person for he/she), so such a question needs the sentence before it. Relative clauses,
 appositions, parentheses and coordinated clauses that do not hold the answer are left out. A candidate is
 dropped when it keeps another pronoun, unbalanced brackets or quotes, contains its answer, is too short or
-long, or reads as its sentence with only the answer replaced by a wh-word (``copies_sentence``).
+long, or reads as its sentence with only the answer replaced by a wh-word (question_checks.py).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
+from .question_checks import words
 from .question_words import (COUNTRIES, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
                              PAST_OF_PARTICIPLE, UNRESOLVED, WH_FOR_TYPE, third_person)
 
@@ -36,7 +37,6 @@ DROPPED_DEPS = {"relcl", "appos", "parataxis", "advcl", "acl", "conj", "cc", "de
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
 PLACE_PREPS = {"in", "at", "near", "on", "inside", "within"}
 TIME_PREPS = {"in", "on", "at", "during", "since", "until", "by", "after", "before", "from"}
-WORD = re.compile(r"[\w'’-]+")
 
 
 @dataclass
@@ -153,40 +153,6 @@ def phrase(doc, indices: Sequence[int], replace: Optional[Dict[int, str]] = None
             and first.i not in (replace or {})):
         text = text[0].lower() + text[1:]
     return text
-
-
-def words(text: str) -> List[str]:
-    return [w.lower() for w in WORD.findall(text)]
-
-
-WH_LEAD = {"who", "whom", "what", "which", "when", "where", "how", "many", "much", "long", "year", "in", "on",
-           "at", "during", "since", "until", "country", "place"} | {w for v in WH_FOR_TYPE.values() for w in v.split()}
-
-
-def strip_wh(question: str) -> List[str]:
-    """The question's words after its leading wh-phrase ("In which country", "How many")."""
-    q = words(question)
-    k = 0
-    while k < len(q) and q[k] in WH_LEAD:
-        k += 1
-    return q[k:]
-
-
-def copies_sentence(question: str, sentence: str, answer: str) -> bool:
-    """True when the question is its sentence with only the answer replaced by a wh-phrase, anywhere: the
-    same words in the same order once the answer and the wh-words (and prepositions they take) are left out."""
-    s, a = words(sentence), words(answer)
-    for i in range(len(s) - len(a) + 1):
-        if s[i:i + len(a)] == a:
-            s = s[:i] + s[i + len(a):]
-            break
-    return [w for w in words(question) if w not in WH_LEAD] == [w for w in s if w not in WH_LEAD]
-
-
-def sentence_overlap(question: str, sentence: str) -> float:
-    """Share of the question's words (the wh-phrase left out) found in the answer's sentence."""
-    q, s = strip_wh(question), set(words(sentence))
-    return sum(w in s for w in q) / len(q) if q else 0.0
 
 
 class SentenceQuestions:
@@ -444,24 +410,3 @@ class SentenceQuestions:
                 out.append(self._make(self._inverted("how long", set(subtree_range(tok))), rng,
                                       "how_measure", "DATE"))
         return out
-
-
-def rejection(question: str, answer: str, sentence: str) -> Optional[str]:
-    """Why a candidate is malformed (None: kept): the generator drops these rather than train on noise."""
-    q = words(question)
-    if not 4 <= len(q) <= 22:
-        return "length"
-    if len(words(answer)) > 8 or not answer.strip():
-        return "answer_length"
-    allowed = {"which", "who", "whom", "that"}
-    if re.search(r"^\S+.*?\b[A-Z][\w'’-]*\b.*\b(his|her|its)\b", question):
-        allowed |= {"his", "her", "its"}  # a possessive after a name the question holds: "did Agassi renew his"
-    if set(q) & (UNRESOLVED - allowed) or " that ?" in question:
-        return "pronoun"
-    if re.search(r"[()\[\]\"“”,;]", question):  # people's questions rarely hold these; here they mark a bad cut
-        return "punctuation"
-    if re.search(r"\b" + re.escape(answer.lower()) + r"\b", question.lower()):
-        return "answer_in_question"
-    if re.search(r"\b(\w+) \1\b", question.lower() + " | " + answer.lower()) or re.search(r"[,;:]\?$|\s[-–]\?$", question):
-        return "broken"
-    return None
