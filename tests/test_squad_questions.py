@@ -11,7 +11,7 @@ import random
 import pytest
 
 from conftest import ROOT
-from tasks.corpora.squad_questions import questions_for_doc
+from tasks.squad.offline_corpus import questions_for_doc
 from tasks.squad.data import load_squad_file
 from tasks.squad.natural_questions import SentenceQuestions
 from tasks.squad.question_checks import copies_sentence, rejection, sentence_overlap
