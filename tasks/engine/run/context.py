@@ -31,6 +31,7 @@ from tasks.engine.run.interrupts import StopSignals
 from tasks.engine.run.lock import RunLock
 from tasks.engine.config.checks import RunConfig, run_config
 from tasks.engine.config.trainer_schema import TrainerConfig
+from tasks.engine.run.threads import choose_threads
 
 
 @dataclass
@@ -53,13 +54,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-def apply_process_settings(seed: Optional[int], trainer: TrainerConfig) -> None:
+def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce: bool = False) -> None:
     """Seed, threads and subnormal flushing: the same numbers from the same config (its top-level ``seed``
     and typed ``trainer``), in training and after."""
     if seed is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(seed))
-    if trainer.num_threads:  # null: torch's own default
-        torch.set_num_threads(trainer.num_threads)
+    threads, why = choose_threads(trainer.num_threads)  # null: the cores free at start (tasks/engine/run/threads.py)
+    if threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    if announce:
+        print(f"[run] {why}", flush=True)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
     torch.set_flush_denormal(trainer.flush_denormal)
 
@@ -74,6 +78,6 @@ def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterato
         shared_dir = None if run_dir is None else Path(distributed.broadcast_run_dir(run_dir))  # rank 0's, for all
         if lock and shared_dir is not None:
             stack.enter_context(RunLock(shared_dir, enabled=distributed.is_main()))
-        apply_process_settings(config.seed, trainer)
+        apply_process_settings(config.seed, trainer, announce=distributed.is_main())
         device = dist_info.device if dist_info.enabled else pick_device(trainer.device)
         yield RunContext(run_dir=shared_dir, dist=dist_info, device=device, stop_signals=stop_signals, config=config)
