@@ -18,7 +18,7 @@ import pytest
 import torch
 from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 from test_classification_e2e import tiny_classification_overrides
-from test_speech_e2e import _overrides as speech_overrides
+from test_speech_e2e import speech_run_overrides as speech_overrides
 from test_speech_e2e import manifests as speech_manifests  # noqa: F401 (a fixture)
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides

@@ -38,7 +38,8 @@ from tasks.speech.model import CTCModel
 from tasks.speech.paths import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
-from tasks.speech.text import char_vocabulary, normalize_transcript
+from tasks.corpora.transcripts import normalize_transcript
+from tasks.speech.text import char_vocabulary
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
 
@@ -212,7 +213,8 @@ class SpeechRecognitionTask(Task):
             xs = [inputs[i] for i in index]
             if augment:  # masks drawn from (seed, epoch, batch): a resumed run sees the same ones
                 g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + b)
-                xs = [spec_augment(x, self.task_cfg.features.n_mels, g, **as_plain(sa)) for x in xs]
+                xs = [spec_augment(x, self.task_cfg.features.n_mels, g, sa.freq_masks, sa.freq_width, sa.time_masks,
+                                   sa.time_width) for x in xs]
             x, mask_pad, lengths = pad_collate(xs, 0.0)
             targets = [torch.tensor(d["target"][i], dtype=torch.long) for i in index]
             yield {"x": x, "mask_pad": mask_pad, "lengths": lengths,

@@ -26,7 +26,6 @@ from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
 from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
-from tasks.engine.config.trainer_schema import trainer_config
 
 OPTIONS = command_options(EVALUATE)
 
@@ -64,8 +63,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        precision = trainer_config(run.cfg).precision
-        metrics = evaluate(task, trained.model, split, ctx.device, precision, run_dir=folder)
+        metrics = evaluate(task, trained.model, split, ctx.device, ctx.config.trainer.precision, run_dir=folder)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)

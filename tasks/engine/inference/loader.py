@@ -33,7 +33,7 @@ from tasks.engine.inference.overrides import check_overrides
 from tasks.engine.base import build_task
 from tasks.engine.run.context import apply_process_settings
 from tasks.engine.config.saved import fill_added_keys, group_choices
-from tasks.engine.config.trainer_schema import trainer_config
+from tasks.engine.config.checks import run_config
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -224,7 +224,7 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
     model = task.build_model()
     check_same_shapes(saved["model"], model, run.source)
     model.load_state_dict(saved["model"])
-    target = torch.device(device) if device else pick_device(trainer_config(run.cfg).device)
+    target = torch.device(device) if device else pick_device(run_config(run.cfg).trainer.device)
     return Trained(task=task, model=model.to(target).eval(), cfg=run.cfg, source=run.source, device=target,
                    step=saved["step"], data_loaded=data_loaded)
 
@@ -236,8 +236,9 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     run's seed, threads and subnormal flushing applied first (the same numbers as in training). A command
     that opens a run context (evaluate.py, predict.py) calls ``read_trained`` and ``build_trained`` around it."""
     run = read_trained(path, checkpoint, overrides, expect_tasks)
-    apply_process_settings(run.cfg["seed"], trainer_config(run.cfg))
-    return build_trained(run, splits, device)
+    config = run_config(run.cfg)
+    apply_process_settings(config.seed, config.trainer)
+    return build_trained(run, splits, device or str(pick_device(config.trainer.device)))
 
 
 def write_model_file(path: Path, task: Task, config: Mapping[str, Any], weights: Mapping[str, Any],
