@@ -13,7 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from sru.checks import check_layer_sizes, state_dtype
+from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.cpu.gemm import check_library
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
@@ -57,6 +59,18 @@ class RecurrentCellBase(nn.Module):
         if value not in BACKENDS:
             raise ValueError(f"{type(self).__name__} expected backend in {BACKENDS}, got {value!r}")
         self.__dict__["backend"] = value
+
+    @property
+    def gemm(self) -> str:
+        """The CPU GEMM library of the projections: auto / mkl / onednn (sru/ops/cpu/gemm.py)."""
+        return self.__dict__.get("gemm", "auto")
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        self.__dict__["gemm"] = check_library(value, type(self).__name__)
+        for module in self.modules():  # SRU++: the dispatched Linear layers of the transform
+            if isinstance(module, DispatchedLinear):
+                module.gemm = value
 
     @property
     def _skip_scale(self) -> float:
@@ -115,7 +129,7 @@ class RecurrentCellBase(nn.Module):
                 mask_pad=mask_pad, backend=self.backend)
 
     def extra_repr(self) -> str:
-        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend"
+        shown = [f"{name}={value!r}" if isinstance(value, str) and name in ("backend", "gemm")
                  else f"{name}={value}"
                  for name, default in self._REPR_DEFAULTS
                  for value in (getattr(self, name),) if value != default]
@@ -145,6 +159,15 @@ class StackBase(nn.Module):
     def backend(self, value: str) -> None:
         for cell in self.rnn_lst:
             cell.backend = value
+
+    @property
+    def gemm(self) -> str:
+        return self.rnn_lst[0].gemm
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.gemm = value
 
     def _stack_c(self, c_last, batch: int) -> Tensor:
         """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with

@@ -14,10 +14,12 @@ from torch import Tensor
 from . import cpu  # noqa: F401  (registers the sru:: custom ops; builds nothing)
 from .backends import (BACKENDS, check_backend_name, cpu_kernel_available, resolve,
                        triton_available)
+from .cpu.gemm import clear_cpu_gemm_cache, cpu_gemm_report
 from .reference import elementwise_recurrence_reference
 from .spec import Masks, RecurrenceSpec, split_flat
 
-__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends",
+__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends", "clear_cpu_gemm_cache",
+           "cpu_gemm_report",
            "elementwise_recurrence", "elementwise_recurrence_reference"]
 
 # Kept under their old private names: sru.ops.cpu.paths and torch.compile'd code read them.

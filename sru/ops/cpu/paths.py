@@ -53,7 +53,8 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
             return None
         plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
                      cell.normalize_after, cell.hidden_size, cell.num_directions,
-                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale))
+                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale,
+                     cell.gemm))
     return plan if cpu_kernel_available() else None
 
 
@@ -117,7 +118,7 @@ def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]
         if lib is None:
             return None
         plan = sru.__dict__["_stack_plan"] = StackPlan(lib, cells, x.dtype)
-    if not plan.usable:
+    if not plan.usable or not plan.gemm_is_mkl(length * batch):  # oneDNN: the inference path
         return None
     out = plan.run(x.contiguous(), c0, mask_pad)
     if out is None or not sru.batch_first:
