@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from sru.checks import check_layer_sizes, state_dtype
 from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
-from sru.ops.cpu.gemm import check_library
+from sru.ops.cpu.gemm import check_library, reattach_int8
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
@@ -94,6 +94,7 @@ class RecurrentCellBase(nn.Module):
         for name, default in self._PICKLE_DEFAULTS:
             self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
+        reattach_int8(self)  # a quantised cell (sru.quantize_dynamic) copied or unpickled
 
     @staticmethod
     def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:

@@ -28,6 +28,7 @@ import os
 import statistics
 import threading
 import time
+import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -250,7 +251,14 @@ def uses_onednn(rows: int, weight: Tensor, library: str, backward: bool, oi: boo
 def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -> Tensor:
     """x (rows, in) times the weight (in, out), or (out, in) with ``oi`` (then x Wᵀ),
     differentiable, each of the three products through the chosen library: ``torch.mm`` itself
-    whenever every product resolves to MKL (or the tensors are not dispatchable)."""
+    whenever every product resolves to MKL (or the tensors are not dispatchable). ``int8``
+    (cells quantised by ``sru.quantize_dynamic``): the int8 copy attached to the weight, in
+    inference; with autograd the (dequantised) float weight."""
+    if library == "int8":
+        int8 = weight.__dict__.get("_sru_int8")
+        if int8 is not None and not (torch.is_grad_enabled() and x.requires_grad):
+            return int8_linear(x, *int8, None)
+        return x.mm(weight.t() if oi else weight)
     if dispatchable(x, weight):
         backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
         if uses_onednn(x.shape[0], weight, library, backward, oi):
@@ -270,6 +278,58 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
+# --- int8 (issue 54) --------------------------------------------------------------------------
+
+_int8_packs = WeakIdKeyDictionary()  # int8 weight -> (stamp, packed params)
+
+
+def attach_int8(weight: Tensor, q: Tensor, scale: Tensor) -> None:
+    """Point the float ``weight`` (in, out) of a quantised cell at its int8 copy (out, in)."""
+    weight.__dict__["_sru_int8"] = (q, scale)
+
+
+def reattach_int8(cell) -> None:
+    """After a copy or unpickling of a quantised cell (``gemm == "int8"``): point its float
+    weights at its int8 buffers again (a tensor's Python attributes do not survive deepcopy)."""
+    if cell.__dict__.get("gemm") != "int8":
+        return
+    for name in ("weight_proj", "weight"):
+        param, q = cell._parameters.get(name), cell._buffers.get(f"{name}_int8")
+        if param is not None and q is not None:
+            attach_int8(param, q, cell._buffers[f"{name}_scale"])
+
+
+def _int8_packed(q: Tensor, scale: Tensor):
+    stamp = (q._version, scale._version, q.data_ptr())
+    entry = _int8_packs.get(q)
+    if entry is None or entry[0] != stamp:
+        with warnings.catch_warnings():  # quantised tensors are deprecated, their kernels are not
+            warnings.simplefilter("ignore")
+            qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
+        entry = _int8_packs[q] = (stamp, torch.ops.quantized.linear_prepack(qw, None))
+    return entry[1]
+
+
+def _reduce_range() -> bool:
+    """fbgemm's AVX2 int8 kernels can saturate on 8-bit activations; VNNI cannot."""
+    return not getattr(torch.cpu, "_is_vnni_supported", lambda: False)()
+
+
+def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """``F.linear(x, q * scale, bias)`` with the int8 weight q (out, in): torch's dynamic
+    quantised linear (activation scale computed per call) on float32 CPU tensors without
+    autograd; the dequantised weight in float32 otherwise (autograd, export, other devices)."""
+    if (x.dtype == torch.float32 and x.is_cpu and type(x) is Tensor and not torch.is_grad_enabled()
+            and not torch.compiler.is_compiling() and not exporting() and x.dim() >= 1):
+        flat = x.reshape(-1, x.shape[-1]).contiguous()
+        out = torch.ops.quantized.linear_dynamic(flat, _int8_packed(q, scale), _reduce_range())
+        if bias is not None:
+            out = out.add_(bias)
+        return out.view(*x.shape[:-1], q.shape[0])
+    weight = q.to(x.dtype) * scale.to(x.dtype)[:, None]
+    return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
+
+
 def cpu_gemm_report() -> List[dict]:
     """Every choice ``auto`` made in this process: product, row bucket, widths, weight layout,
     threads, both libraries' median ms and the choice."""
@@ -283,3 +343,4 @@ def clear_cpu_gemm_cache() -> None:
     with _lock:
         _choices.clear()
         _packs.clear()
+        _int8_packs.clear()

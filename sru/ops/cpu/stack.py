@@ -123,7 +123,7 @@ class StackPlan:
         found = self._mkl_rows.get(key)
         if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
             found = self._mkl_rows[key] = all(
-                cpu_gemm.requested(library) != "onednn" if rows <= SMALL_ROWS
+                library != "int8" and cpu_gemm.requested(library) != "onednn" if rows <= SMALL_ROWS
                 else cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
                 for d_in, d_out, library in self.products)
         return found
