@@ -23,6 +23,7 @@ weight tensor and rebuilt when the weight's version counter or storage changes (
 in-place step bumps the version; writes through ``param.data`` do not, so after such a write call
 ``clear_cpu_gemm_cache()``).
 """
+import functools
 import logging
 import os
 import statistics
@@ -42,6 +43,7 @@ ENV_VAR = "SRU_CPU_GEMM"
 TIE_MARGIN = 1.03  # oneDNN must beat MKL by more than this to be chosen by ``auto``
 _log = logging.getLogger(__name__)
 _choices: Dict[tuple, dict] = {}  # (kind, row bucket, d_in, d_out, threads) -> measurement
+_routes: Dict[tuple, bool] = {}  # matmul's memo of uses_onednn per (library, env, bucket, shape, ...)
 _packs = WeakIdKeyDictionary()   # weight -> {(kind, bucket): (version, data_ptr, packed)}
 _lock = threading.Lock()
 _warned: set = set()
@@ -53,40 +55,50 @@ def check_library(value, owner: str = "gemm") -> str:
     return value
 
 
+@functools.lru_cache(maxsize=None)
 def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
 def row_bucket(rows: int) -> int:
     """The power of two at or above ``rows`` (capped at 4096): shapes in one bucket share a choice."""
-    return min(1 << max(rows - 1, 0).bit_length(), 4096)
+    return 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length()
 
 
-def dispatchable(*tensors: Tensor) -> bool:
+_PLAIN = (Tensor, torch.nn.Parameter)
+
+
+def dispatchable(a: Tensor, b: Tensor) -> bool:
     """Plain eager float32 CPU tensors, outside autocast / compile / export / functorch and
-    outside any Python dispatch mode (a mode would see the one-time measurement's products)."""
-    return (all(type(t) in (Tensor, torch.nn.Parameter) and t.dtype == torch.float32 and t.is_cpu
-                for t in tensors)
+    outside any Python dispatch mode (a mode would see the one-time measurement's products).
+    Cheapest tests first: this runs before every projection."""
+    return (a.dtype is torch.float32 and b.dtype is torch.float32 and type(a) in _PLAIN
+            and type(b) in _PLAIN and a.is_cpu and b.is_cpu
             and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
-            and not torch._C._are_functorch_transforms_active() and not exporting()
-            and torch._C._len_torch_dispatch_stack() == 0)
+            and not torch._C._are_functorch_transforms_active()
+            and torch._C._len_torch_dispatch_stack() == 0 and not exporting())
 
 
 def env_override() -> str:
     return os.environ.get(ENV_VAR, "auto")
 
 
+_env_parsed = ["auto", "auto"]  # [raw value, its meaning]: parsed again only when it changes
+
+
 def requested(library: str) -> str:
     """The module's choice, with ``auto`` overridden by the environment variable if set."""
-    if library == "auto":
-        env = env_override().strip().lower() or "auto"
-        if env not in LIBRARIES:
-            if env not in _warned:
-                _warned.add(env)
-                _log.warning("%s=%r is not one of %s; using auto", ENV_VAR, env, LIBRARIES)
-            return "auto"
-        return env
-    return library
+    if library != "auto":
+        return library
+    raw = os.environ.get(ENV_VAR, "auto")
+    if raw is _env_parsed[0] or raw == _env_parsed[0]:
+        return _env_parsed[1]
+    env = raw.strip().lower() or "auto"
+    if env not in LIBRARIES:
+        _log.warning("%s=%r is not one of %s; using auto", ENV_VAR, raw, LIBRARIES)
+        env = "auto"
+    _env_parsed[:] = [raw, env]
+    return env
 
 
 # --- the two routes --------------------------------------------------------------------------
@@ -261,7 +273,13 @@ def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -
         return x.mm(weight.t() if oi else weight)
     if dispatchable(x, weight):
         backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
-        if uses_onednn(x.shape[0], weight, library, backward, oi):
+        rows = x.shape[0]
+        key = (library, os.environ.get(ENV_VAR), 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length(),
+               weight.shape, oi, backward, torch.get_num_threads())
+        onednn = _routes.get(key)
+        if onednn is None:  # one dict lookup per call once the shape was seen (this runs per projection)
+            onednn = _routes[key] = uses_onednn(rows, weight, library, backward, oi)
+        if onednn:
             if not backward:
                 return _onednn("fwd", x.contiguous(), weight, oi)
             return _Matmul.apply(x.contiguous(), weight, library, oi)
@@ -342,5 +360,6 @@ def clear_cpu_gemm_cache() -> None:
     """Forget every choice and packed weight (after writing weights through ``.data``)."""
     with _lock:
         _choices.clear()
+        _routes.clear()
         _packs.clear()
         _int8_packs.clear()
