@@ -1,4 +1,4 @@
-"""predict.py / evaluate.py ``precision=fp32|bf16|int8`` (tasks/engine/precision.py, issue 54): int8 on
+"""predict.py / evaluate.py ``precision=fp32|bf16|int8`` (tasks/engine/inference/precision.py, issue 54): int8 on
 every task's tiny run gives results of the right shape, translation's int8 hypotheses stay close to
 fp32's, evaluate reports the fp32 metric beside with compare=fp32, and a precision that cannot run
 gets one line."""
@@ -11,10 +11,10 @@ from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 from test_classification_e2e import tiny_classification_overrides
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
-from tasks.engine.evaluate_cmd import evaluate_run
-from tasks.engine.inference import InferenceInputError
-from tasks.engine.precision import check_precision
-from tasks.engine.predict_cmd import load_predictor
+from tasks.engine.inference.evaluate_cmd import evaluate_run
+from tasks.engine.inference.loader import InferenceInputError
+from tasks.engine.inference.precision import check_precision
+from tasks.engine.inference.predict_cmd import load_predictor
 
 
 def test_bad_precision_gets_one_line():

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from sru.linear import dispatch_linears
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import typed
+from tasks.engine.config.schema import typed
 from tasks.translation.schema import TransformerConfig
 
 NORMS = ("pre", "post")

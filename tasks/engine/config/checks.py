@@ -1,0 +1,57 @@
+"""One validation pass over a composed config, before any data is loaded or any model is built.
+
+    check_run_config(cfg)      # seed, trainer.* (schema + the rules across keys), the environment
+
+Command-line overrides arrive as whatever YAML makes of them (``trainer.max_steps=abc`` is the string
+"abc"); unchecked, a wrong value surfaces minutes later as a TypeError deep inside the loop, or is
+accepted silently (``max_steps=-1`` trains 0 steps). Every error names the key, the value received
+and what is allowed. The types and ranges of the keys live in the schemas (``trainer_schema.py``,
+``tasks/common/model_schemas.py``, each task's ``schema.py``); the task's keys and its model's are
+checked by ``Task.check_config()``, also before data loading.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+import torch
+
+from tasks.engine.errors import ConfigError
+from tasks.engine.config.schema import check_number, typed
+from tasks.engine.config.trainer_schema import TrainerConfig
+
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def check_trainer(trainer: Mapping[str, Any]) -> TrainerConfig:
+    """The trainer schema, then what no single key says: a budget is set, the device exists, the
+    precision runs on it. Returns the typed trainer config."""
+    t = typed(trainer, TrainerConfig, "trainer", see="conf/trainer/default.yaml")
+    if t.max_epochs is None and t.max_steps is None:
+        raise ConfigError("trainer: expected trainer.max_epochs or trainer.max_steps to be set, received both null")
+    device = t.device
+    if not DEVICE_PATTERN.match(device):
+        raise ConfigError(f"trainer.device: expected auto, cpu, cuda or cuda:N, received {device!r}")
+    cuda = torch.cuda.is_available()
+    if device.startswith("cuda") and not cuda:
+        raise ConfigError(f"trainer.device={device}: CUDA is not available here; use trainer.device=cpu or auto")
+    if t.precision == "fp16" and (device == "cpu" or not cuda):
+        raise ConfigError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
+    return t
+
+
+def check_run_config(cfg: Mapping[str, Any]) -> None:
+    """Everything the runner can check before the task touches data (task and model keys: the task's
+    check_config)."""
+    check_number("seed", cfg["seed"], 0, integer=True, allow_none=True)
+    check_lr_moves(check_trainer(cfg["trainer"]))
+
+
+def check_lr_moves(t: TrainerConfig) -> None:
+    """A run of train.py whose lr is 0 throughout trains silently for nothing (fit() itself allows it: a test
+    may want weights that never change)."""
+    optimizer, scheduler = t.optimizer, t.scheduler
+    rises = scheduler.name == "cosine" and scheduler.min_lr > 0  # lr -> min_lr from 0
+    if optimizer.lr == 0 and not rises:
+        raise ConfigError("trainer.optimizer.lr=0: no step would change a weight (every schedule scales lr; only "
+                          "cosine with min_lr > 0 rises from 0). Set trainer.optimizer.lr > 0")

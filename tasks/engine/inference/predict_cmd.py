@@ -1,0 +1,177 @@
+"""``python predict.py run=<run dir | model file> [input=<file>|-] [output=<file>|-] [batch_size=N]
+[precision=fp32|bf16|int8] [<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
+
+Reads one input per line (stdin by default; words without ``=`` are inputs too, e.g. audio files) and
+writes one result per input, in input order, in the field's formats (docs/inference.md): translations
+and LM text as plain lines, classification / QA / transcripts as JSON lines, a SQuAD v1.1 file in gives
+the official ``{id: answer}`` JSON out. A bad line is reported on stderr with its number, the other
+lines are still written, and the exit status is 2. ``export=<file>`` writes the run's self-contained
+model file instead (for runs made before every run wrote model.pt).
+
+    from tasks.engine.inference.predict_cmd import load_predictor
+    predictor = load_predictor("model.pt")
+    predictor.predict(["Click OK."])           # a translation model: English in, German out
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import nullcontext, redirect_stdout
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from omegaconf import OmegaConf
+
+from tasks.engine.inference.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
+from tasks.engine.run.devices import autocast
+from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.inference.loader import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
+                                    read_trained, write_model_file)
+from tasks.engine.inference.precision import apply_precision, check_precision
+from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.run.context import open_run
+
+OPTIONS = {"run": None, "checkpoint": "best", "input": "-", "output": "-", "batch_size": None, "device": None,
+           "export": None, "precision": None}
+PROGRESS_ABOVE = 200  # inputs: a progress bar on stderr beyond this many
+
+
+class Predictor:
+    """``predict(inputs)`` -> results (the task's ``predict`` hook); ``task`` and ``model`` are the loaded ones."""
+
+    def __init__(self, trained: Trained, options: Optional[Dict[str, Any]] = None, precision: Optional[str] = None):
+        self.trained, self.task = trained, trained.task
+        # fp32 / bf16 / int8 (tasks/engine/inference/precision.py): int8 quantises a copy here, at load time
+        self.model, self.precision = apply_precision(trained.model, check_precision(precision, trained.device),
+                                                     trained.device)
+        known = dict(self.task.predict_options)
+        unknown = sorted(set(options or {}) - set(known) - {"batch_size"})
+        if unknown:
+            raise InferenceInputError(f"{unknown[0]}: not an option of task={self.task.name}; its options are "
+                                      f"{sorted(known)} (with their defaults {known}) and batch_size")
+        self.options = {**known, "batch_size": None, **(options or {})}
+
+    def predict(self, inputs: Sequence[Any], show_progress: bool = False) -> List[Any]:
+        bar = None
+        if show_progress and len(inputs) > PROGRESS_ABOVE:
+            from tqdm import tqdm
+            bar = tqdm(total=len(inputs), unit="input", file=sys.stderr, dynamic_ncols=True)
+        with torch.no_grad(), autocast(self.trained.device, self.precision), \
+                (bar if bar is not None else nullcontext()):
+            results = self.task.predict(self.model, list(inputs), self.options,
+                                        bar.update if bar is not None else (lambda n: None))
+        if len(results) != len(inputs):
+            raise RuntimeError(f"task={self.task.name}'s predict returned {len(results)} results for "
+                               f"{len(inputs)} inputs")
+        return results
+
+
+def load_predictor(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (), device: Optional[str] = None,
+                   precision: Optional[str] = None, **options: Any) -> Predictor:
+    """A notebook's way in: ``load_predictor("model.pt").predict([...])``; ``precision="int8"`` or ``"bf16"``
+    as the command's option."""
+    return Predictor(load_trained(path, checkpoint, overrides, device=device), options, precision)
+
+
+def read_lines(source: str, positional: List[str]) -> List[str]:
+    if positional:
+        return positional
+    if source == "-":
+        return sys.stdin.read().splitlines()
+    path = Path(source).expanduser()
+    if path.is_dir():
+        raise InferenceInputError(f"input={path}: a directory, not a file; pass a file with one input per line")
+    if not path.is_file():
+        raise InferenceInputError(f"input={path}: no such file; pass a file with one input per line, or - for stdin")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def run_predict(argv: List[str]) -> int:
+    task_options: Dict[str, Any] = {}
+    options, overrides, positional = split_arguments(argv, OPTIONS, extra=task_options)
+    if not options["run"]:
+        raise InferenceInputError("run=<run dir | model file> is required, e.g. python predict.py run=model.pt < input.txt")
+    run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    ask_for_device(run, options["device"])
+    # signals, seed, threads, device: the run context training uses; no run directory (only named files written)
+    with open_run(run.cfg, None, lock=False) as ctx:
+        trained = build_trained(run, device=ctx.device)
+        if options["export"]:
+            return export(trained, Path(str(options["export"])).expanduser())
+        predictor = Predictor(trained, {**task_options, "batch_size": options["batch_size"]}, options["precision"])
+        return predict_lines(predictor, options, positional)
+
+
+def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: List[str]) -> int:
+    """Read the inputs, predict, write one result per input in input order; 2 when a line was bad."""
+    task = predictor.task
+    raw = read_lines(str(options["input"]), positional)
+    document = task.read_document("\n".join(raw)) if not positional else None
+    inputs, errors = ([], []) if document is None else (document, [])
+    if document is None:
+        for number, line in enumerate(raw, 1):
+            try:
+                inputs.append((number, task.parse_input(line)))
+            except ValueError as err:
+                errors.append((number, str(err)))
+                print(f"[predict] error: {options['input'] if not positional else 'argument'} line {number}: "
+                      f"{err}", file=sys.stderr, flush=True)
+        if not inputs and not errors:
+            raise InferenceInputError(f"input={options['input']}: empty; give one input per line")
+        numbered, inputs = inputs, [x for _, x in inputs]
+    t0 = time.perf_counter()
+    results = predictor.predict(inputs, show_progress=True)
+    seconds = time.perf_counter() - t0
+    if document is not None:
+        lines = [task.format_document(document, results)]
+    else:
+        by_number = {n: task.format_result(r) for (n, _), r in zip(numbered, results)}
+        by_number.update({n: task.format_result({"line": n, "error": e}) if task.predict_json else ""
+                          for n, e in errors})
+        lines = [by_number[n] for n in sorted(by_number)]
+    summary = task.predict_summary(results, predictor.options)
+    write_lines(str(options["output"]), lines + ([summary] if summary else []))
+    audio = sum(r.get("seconds", 0.0) for r in results if isinstance(r, dict))
+    rtf = f"; real-time factor {seconds / audio:.4f} ({audio:.1f} s of audio)" if audio else ""
+    print(f"[predict] {len(results)} inputs in {seconds:.2f} s ({len(results) / max(seconds, 1e-9):.1f}/s{rtf})",
+          file=sys.stderr, flush=True)
+    return EXIT_BAD_INPUT if errors else 0
+
+
+def write_lines(target: str, lines: List[str]) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if target == "-":
+        sys.__stdout__.write(text)
+        sys.__stdout__.flush()
+        return
+    write_text_atomic(Path(target).expanduser(), text)
+
+
+def export(trained: Trained, path: Path) -> int:
+    if path.exists():
+        raise InferenceInputError(f"export={path}: the file exists and is never overwritten; remove it or pick "
+                                  f"another name")
+    config = OmegaConf.to_container(trained.cfg, resolve=True)
+    weights = {k: v.cpu() for k, v in trained.model.state_dict().items()}
+    write_model_file(path, trained.task, config, weights, trained.step)
+    print(f"[predict] wrote {path} ({path.stat().st_size / 2**20:.1f} MiB) from {trained.source}", file=sys.stderr)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    # stdout carries the results alone: what the task prints while loading and predicting goes to stderr
+    try:
+        with one_line_errors("predict"), redirect_stdout(sys.stderr):
+            status = run_predict(list(sys.argv[1:] if argv is None else argv))
+    except TrainingInterrupted as stop:  # SIGTERM / SIGINT: results are written only at the end, atomically
+        print(f"[predict] stopped by {stop.signal_name}; no results written", file=sys.stderr, flush=True)
+        raise SystemExit(128 + stop.signum) from None
+    except KeyboardInterrupt:  # Ctrl-C before the run context was entered (while reading the model file)
+        print("[predict] stopped by SIGINT; no results written", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+    raise SystemExit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""How one crashing job of a sweep is reported without taking the sweep down.
+
+In multirun mode (`python train.py -m ...`, `hparams_search=...`, submitit launchers) train.py wraps a job in
+`report_failures`: if the job raises, the exception is
+  1. written to `<job run dir>/failure.json` (error, traceback, overrides) — collect_results marks the run failed;
+  2. appended as one JSON line to `<sweep dir>/failures.jsonl` — one place to see every failed job of a sweep;
+  3. logged, and the job returns the WORST value of the monitored metric (+inf when smaller is better, -inf when
+     larger is better) instead of raising.
+Why return a value at all: Hydra's basic sweeper would re-raise a job's exception once its batch finishes,
+failing the whole sweep. The project's Optuna sweeper (hydra_plugins/sru_optuna_sweeper) reads failure.json and
+records a FAIL trial instead of the value. Single runs (no -m) still raise, so a bug is never silent there.
+Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/run/interrupts.py raises
+TrainingInterrupted, a BaseException, which no `except Exception` here sees; docs/failures.md).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+def is_multirun() -> bool:
+    """True inside a Hydra multirun job (any sweeper or launcher)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def worst_value(mode: str) -> float:
+    if mode not in ("min", "max"):
+        raise ValueError(f"monitor mode must be 'min' or 'max', received {mode!r}")
+    return math.inf if mode == "min" else -math.inf
+
+
+def record_failure(error: BaseException, run_dir: str | os.PathLike, sweep_dir: str | os.PathLike | None,
+                   overrides: list[str]) -> dict:
+    """Write failure.json into the job's run dir and append the same record to the sweep's failures.jsonl."""
+    record = {
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "run_dir": str(run_dir),
+        "overrides": list(overrides),
+        "error": f"{type(error).__name__}: {error}",
+        "traceback": "".join(traceback.format_exception(error)),
+    }
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    (Path(run_dir) / "failure.json").write_text(json.dumps(record, indent=1) + "\n")
+    if sweep_dir is not None:
+        Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+        # one short write in append mode: lines from parallel jobs do not interleave
+        with open(Path(sweep_dir) / "failures.jsonl", "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+    return record
+
+
+class JobOutcome:
+    """Filled by `report_failures`: `failed` and, when failed, the value the job should return."""
+
+    def __init__(self):
+        self.failed = False
+        self.value = None
+
+
+def _mode_of(mode: str | Callable[[], str]) -> str:
+    """The monitored metric's mode; "min" when even finding it fails (e.g. the config itself is bad)."""
+    try:
+        return mode() if callable(mode) else mode
+    except Exception:  # noqa: BLE001 - the original error is what gets reported
+        return "min"
+
+
+@contextlib.contextmanager
+def report_failures(mode: str | Callable[[], str] = "min"):
+    """Inside a multirun job: record any exception and set `outcome.value` to the worst metric value.
+
+    `mode` is "min"/"max" or a function returning it (asked only on failure, e.g. the task's monitor_mode).
+
+        with report_failures(lambda: task_class(cfg.task.name).monitor_mode) as outcome:
+            value = fit(...)
+        return outcome.value if outcome.failed else value
+    """
+    outcome = JobOutcome()
+    if not is_multirun():
+        yield outcome
+        return
+    try:
+        yield outcome
+    except Exception as error:  # noqa: BLE001 - reported, not swallowed: see the module docstring
+        from hydra.core.hydra_config import HydraConfig
+
+        outcome.failed, outcome.value = True, worst_value(_mode_of(mode))
+        if int(os.environ.get("RANK", "0")) != 0:  # a multi-process (SLURM DDP) job: rank 0 reports
+            return
+        hc = HydraConfig.get()
+        record = record_failure(error, hc.runtime.output_dir, hc.sweep.dir, list(hc.overrides.task))
+        log.error("sweep job %s failed (%s); recorded in %s/failures.jsonl, continuing the sweep\n%s",
+                  hc.job.num, record["error"], hc.sweep.dir, record["traceback"])
