@@ -52,11 +52,19 @@ def test_int8_and_bf16_close_to_fp32(option, packed):
 
 
 def test_bf16_projections_fp32_recurrence():
-    model, x = model_and_input("plain")
-    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
-        U = model.rnn_lst[0].compute_U(x)
-        h, c = model(x)
-    assert U.dtype == torch.bfloat16 and c.dtype == torch.float32
+    model, x = model_and_input("layer_norm")
+    with torch.no_grad():
+        want, U32 = model(x)[0], model.rnn_lst[0].compute_U(x)
+        with torch.autocast("cpu", torch.bfloat16):
+            U = model.rnn_lst[0].compute_U(x)
+            h, c = model(x)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                model(x)
+    assert 1e-4 < rel_err(U.float(), U32) < BF16_TOL  # U from a bf16 GEMM (returned as float32 in inference)
+    assert c.dtype == torch.float32 and h.dtype == torch.float32
+    # inference: the projections as oneDNN bf16 GEMMs on prepacked bf16 weights, not re-cast per call
+    assert any("_linear_pointwise" in e.name for e in prof.events())
+    assert 1e-4 < rel_err(h, want) < BF16_TOL  # really bf16, and close
 
 
 @pytest.mark.parametrize("attention", [True, False])

@@ -266,6 +266,10 @@ def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -
     whenever every product resolves to MKL (or the tensors are not dispatchable). ``int8``
     (cells quantised by ``sru.quantize_dynamic``): the int8 copy attached to the weight, in
     inference; with autograd the (dequantised) float weight."""
+    if torch.is_autocast_enabled("cpu"):
+        if bf16_autocast_inference(x, weight):
+            return bf16_matmul(x, weight, oi)
+        return x.mm(weight.t() if oi else weight)  # autocast decides the dtype, as before
     if library == "int8":
         int8 = weight.__dict__.get("_sru_int8")
         if int8 is not None and not (torch.is_grad_enabled() and x.requires_grad):
@@ -294,6 +298,26 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
     if bias is not None:
         out = out + bias
     return out.view(*x.shape[:-1], weight.shape[0])
+
+
+# --- bf16 under autocast (issue 54) -------------------------------------------------------------
+
+def bf16_autocast_inference(x: Tensor, weight: Tensor) -> bool:
+    """Inference of float32 CPU tensors under ``torch.autocast("cpu", torch.bfloat16)``: the
+    projection runs in bf16 through oneDNN with the weight's bf16 copy prepacked (autocast would
+    cast the weight again at every call)."""
+    return (not torch.is_grad_enabled() and torch.get_autocast_dtype("cpu") is torch.bfloat16
+            and x.dtype is torch.float32 and weight.dtype is torch.float32 and type(x) in _PLAIN
+            and x.is_cpu and weight.is_cpu and onednn_available() and not torch.compiler.is_compiling()
+            and not exporting())
+
+
+def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
+    """U in bf16 (fp32 accumulation inside oneDNN), returned as float32 for the fp32 recurrence."""
+    packed = _packed(weight, lambda w: (w if oi else w.t()).to(torch.bfloat16), ("bf16", oi),
+                     row_bucket(x.shape[0]))
+    out = torch.ops.mkldnn._linear_pointwise(x.contiguous().to(torch.bfloat16), packed, None, "none", [], "")
+    return out.float()
 
 
 # --- int8 (issue 54) --------------------------------------------------------------------------
