@@ -93,6 +93,20 @@ def test_onednn_route_runs_onednn_and_mkl_does_not(training):
     assert not onednn_ran(step)
 
 
+def test_inference_mode_and_weights_made_in_it():
+    """Inference tensors have no version counter: the packs key on storage and shape there."""
+    model = sru.SRU(16, 16, num_layers=2, gemm="onednn").eval()
+    x = torch.randn(3, 2, 16)
+    with torch.no_grad():
+        want = model(x)[0]
+    for lib in LIBS:
+        model.gemm = lib
+        with torch.inference_mode():
+            assert rel_err(model(x)[0], want) < 2e-5
+            made_here = sru.SRU(16, 16, num_layers=1, gemm=lib).eval()
+            assert made_here(x)[0].shape == (3, 2, 16)
+
+
 @pytest.mark.parametrize("attention", [True, False])
 def test_srupp_equal_across_libraries(attention):
     torch.manual_seed(0)

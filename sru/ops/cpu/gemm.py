@@ -106,6 +106,12 @@ def requested(library: str) -> str:
 # a/b per kind: fwd (X, W) -> Y = X W_io; dx (dY, W) -> dX = dY W_ioᵀ; dw (X, dY) -> the weight's
 # gradient in the weight's own layout.
 
+def _version(t: Tensor) -> int:
+    """The version counter; inference tensors (made under ``torch.inference_mode``) have none, and
+    their storage and shape key the pack alone."""
+    return -1 if t.is_inference() else t._version
+
+
 def _packed(weight: Tensor, plain_of: Callable[[Tensor], Tensor], tag: tuple, bucket: int) -> Tensor:
     """``plain_of(weight)`` in oneDNN's blocked layout, cached per weight tensor and rebuilt when
     the weight's version counter, storage or shape changed."""
@@ -114,7 +120,7 @@ def _packed(weight: Tensor, plain_of: Callable[[Tensor], Tensor], tag: tuple, bu
         if slots is None:
             slots = _packs[weight] = {}
         key = (tag, bucket)
-        stamp = (weight._version, weight.data_ptr(), tuple(weight.shape))
+        stamp = (_version(weight), weight.data_ptr(), tuple(weight.shape))
         entry = slots.get(key)
         if entry is None or entry[0] != stamp:
             plain = plain_of(weight.detach()).contiguous()
@@ -346,7 +352,7 @@ def reattach_int8(cell) -> None:
 
 
 def _int8_packed(q: Tensor, scale: Tensor):
-    stamp = (q._version, scale._version, q.data_ptr())
+    stamp = (_version(q), _version(scale), q.data_ptr())
     entry = _int8_packs.get(q)
     if entry is None or entry[0] != stamp:
         with warnings.catch_warnings():  # quantised tensors are deprecated, their kernels are not
