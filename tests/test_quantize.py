@@ -123,3 +123,22 @@ def test_bf16_emulation_warns_once(monkeypatch):
         warnings.simplefilter("error")
         q.warn_if_bf16_emulated()  # once only
     assert isinstance(bf16_native(), bool)
+
+
+@pytest.mark.slow
+def test_torch_export_of_a_quantized_model_runs_the_dequantized_weights():
+    model, x = model_and_input("plain")
+    quantized = sru.quantize_dynamic(model)
+
+    class Outputs(torch.nn.Module):
+        def __init__(self, rnn):
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+    exported = torch.export.export(Outputs(quantized), (x,))
+    with torch.no_grad():
+        got = exported.module()(x)
+        # the int8-rounded weights in fp32: close to both the int8 run and fp32
+        assert rel_err(got, quantized(x)[0]) < INT8_TOL and rel_err(got, model(x)[0]) < INT8_TOL
