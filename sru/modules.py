@@ -19,8 +19,7 @@ from sru.checks import check_cell_input, check_stack_input, empty_outputs
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
 from sru.ops.cpu import gemm as cpu_gemm
-from sru.ops.cpu.fused_layer import linear_recurrence_cpu
-from sru.ops.cpu.paths import fuse_layer, inference_plan, run_inference_path, stack_inference
+from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_inference_path, stack_inference
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
 
@@ -130,9 +129,9 @@ class SRUCell(RecurrentCellBase):
         input, mask_c = self._dropout(input, batch)
 
         if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
-            h, c = linear_recurrence_cpu(input, self.weight, self.weight_c, self.bias, c0,
-                                         Masks(mask_c, mask_pad), self.recurrence_spec(),
-                                         gemm=self.gemm)
+            h, c = linear_recurrence(input, self.weight, self.weight_c, self.bias, c0,
+                                     Masks(mask_c, mask_pad), self.recurrence_spec(),
+                                     gemm=self.gemm)
         else:
             U, V = self.compute_UV(input, c0, mask_pad)
             h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)

@@ -67,7 +67,8 @@ def test_translation_int8_hypotheses_close_to_fp32(run_train, tmp_path):
     from sacrebleu.metrics import BLEU
     run_dir = tmp_path / "run"
     run_train(tiny_translation_overrides("transformer_sru", tmp_path / "cache", steps=80), run_dir)
-    pairs = (ROOT / "tests" / "fixtures" / "translation" / "pairs.jsonl").read_text().splitlines()
+    from tasks.translation.data import SAMPLE_PAIRS
+    pairs = SAMPLE_PAIRS.read_text().splitlines()
     sources = [json.loads(line)["en"] for line in pairs]
     fp32 = load_predictor(run_dir).predict(sources)
     int8 = load_predictor(run_dir, precision="int8").predict(sources)

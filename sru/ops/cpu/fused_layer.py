@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..spec import SKIP_SCALED_X, Masks, RecurrenceSpec
 from .kernel import KernelOptions, backward as kernel_backward, forward as kernel_forward
-from .autograd import _library
+from .autograd import require_library
 from . import gemm as cpu_gemm
 
 
@@ -30,7 +30,7 @@ class _LinearRecurrence(torch.autograd.Function):
                 options: KernelOptions,
                 packing: Optional[Tuple[Tensor, Tensor]], gemm: str) -> Tuple[Tensor, Tensor]:
         U = _matmul(x, weight, gemm)
-        h, c_last, c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+        h, c_last, c_all = kernel_forward(require_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
                                           options, True, packing)
         ctx.save_for_backward(x, weight, weight_c, bias, c0, mask_c, mask_pad)
         # Plain attributes, not saved tensors: backward overwrites them (see there), which
@@ -52,14 +52,14 @@ class _LinearRecurrence(torch.autograd.Function):
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         if ctx.states_overwritten:  # a second backward (retain_graph=True): recompute them
             U = _matmul(x, weight, ctx.gemm)
-            c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+            c_all = kernel_forward(require_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
                                    options, True, packing)[2]
         # U and c_all are ours alone (never returned) and this is their last use: the kernel
         # writes grad_U over U and the skip gradient over c_all (see kernel.backward).
         ctx.states_overwritten, ctx.U, ctx.c_all = True, None, None
         grads = (grad_h.contiguous(), None if grad_c_last is None else grad_c_last.contiguous())
         grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel_backward(
-            _library(), grads, (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
+            require_library(), grads, (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
             need_grad_mask_c, reuse=(U, c_all), packing=packing)
         rows = x.numel() // x.shape[-1]
         grad_U2 = grad_U.view(rows, -1)
@@ -83,10 +83,9 @@ def _matmul(x: Tensor, weight: Tensor, gemm: str) -> Tensor:
     return cpu_gemm.product("fwd", x.view(-1, x.shape[-1]), weight, weight, gemm).view(*x.shape[:-1], -1)
 
 
-def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
-                          c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
-                          packing: Optional[Tuple[Tensor, Tensor]] = None,
-                          gemm: str = "auto") -> Tuple[Tensor, Tensor]:
+def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
+                      c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
+                      packing: Optional[Tuple[Tensor, Tensor]] = None, gemm: str = "auto") -> Tuple[Tensor, Tensor]:
     """``elementwise_recurrence(x @ weight, x, ...)`` with has_skip_term=True and k = 3,
     fused as described above. Expects what ``sru.modules`` checks before calling it: CPU
     tensors of one dtype (float32 or float64), x (L, B, d_in) with d_in == dirs*hidden_size,

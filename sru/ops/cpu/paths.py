@@ -9,6 +9,9 @@
   layer;
 - the general path: U from the weight (or ``custom_m``), then ``sru.ops.elementwise_recurrence``
   (any backend, autograd, torch.compile, autocast, half precision).
+
+These functions are the CPU backend's whole-layer and whole-stack entry points (``paths`` of its entry
+in sru/ops/backends.py): the layer reaches them through that table, never by importing this module.
 """
 from typing import List, Optional, Sequence, Tuple
 
@@ -16,8 +19,11 @@ import torch
 from torch import Tensor
 
 from .build import cpu_kernel_available, load_library
+from .fused_layer import linear_recurrence
 from .inference import forward_stack, kernel_cell, skip_mode
 from .stack import StackPlan
+
+__all__ = ["fuse_layer", "inference_plan", "linear_recurrence", "run_inference_path", "stack_inference"]
 
 _KERNEL_DTYPES = (torch.float32, torch.float64)
 
@@ -78,7 +84,7 @@ def run_inference_path(plan: List[tuple], input: Tensor, c0: Optional[Tensor],
 
 def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
     """Whether the matmul and the recurrence can run as one CPU autograd function
-    (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
+    (``sru.ops.cpu.fused_layer``: the skip gradient is added inside the backward GEMM).
 
     Only when training in eager mode (under torch.compile the custom ops make one graph),
     with the plain weight (no projection, no custom_m), k = 3 and the skip input being
