@@ -12,8 +12,9 @@ before.
 
 Products (``kind``), with the SRU's weight W (in, out): ``fwd`` U = X W, ``dx`` dX = dU Wᵀ,
 ``dw`` dW = Xᵀ dU. Only float32 on plain eager CPU tensors is dispatched; every other case
-(float64, bf16/autocast, compile, export, functorch, CUDA) is ``torch.mm`` as before. fp32 stays
-fp32: oneDNN computes in fp32 (only the summation order differs from MKL's).
+(float64, compile, export, functorch, CUDA) is ``torch.mm`` as before. fp32 stays fp32: oneDNN
+computes in fp32 (only the summation order differs). Two more routes serve issue 54: bf16 under
+autocast in inference (``bf16_matmul``) and ``gemm="int8"`` for ``sru.quantize_dynamic``'s cells.
 
 Forcing: ``SRU(..., gemm="mkl"|"onednn")`` per module, or the environment variable
 ``SRU_CPU_GEMM=mkl|onednn|auto`` for modules left at ``gemm="auto"``.
@@ -128,12 +129,7 @@ def _packed(weight: Tensor, plain_of: Callable[[Tensor], Tensor], tag: tuple, bu
         return entry[1]
 
 
-def _transpose(t: Tensor) -> Tensor:
-    return t.t()
-
-
-def _same(t: Tensor) -> Tensor:
-    return t
+_transpose, _same = Tensor.t, (lambda t: t)  # noqa: E731  (how a pack reads the weight)
 
 
 def _onednn(kind: str, a: Tensor, b: Tensor, oi: bool) -> Tensor:
