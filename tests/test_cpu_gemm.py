@@ -178,13 +178,13 @@ def test_choice_is_cached_per_thread_count(monkeypatch):
         calls.append(args)
         return real(*args, **kwargs)
     monkeypatch.setattr(gemm, "measure", counting)
-    x, w = torch.randn(40, 16), torch.randn(16, 24)
+    x, w = torch.randn(40, 256), torch.randn(256, 512)
     threads = torch.get_num_threads()
     try:
         gemm.matmul(x, w)
         gemm.matmul(x, w)
         assert len(calls) == 1  # measured once, then cached
-        gemm.matmul(torch.randn(50, 16), w)  # same row bucket (64)
+        gemm.matmul(torch.randn(50, 256), w)  # same row bucket (64)
         assert len(calls) == 1
         torch.set_num_threads(1 if threads > 1 else 2)
         gemm.matmul(x, w)
@@ -197,15 +197,17 @@ def test_choice_is_cached_per_thread_count(monkeypatch):
 
 
 def test_auto_picks_the_faster_library_on_either_kind_of_cpu(monkeypatch, caplog):
-    """Intel-like timings keep MKL (ties too); AMD-like ones (oneDNN 2x) pick oneDNN."""
-    x, w = torch.randn(40, 16), torch.randn(16, 24)
+    """Intel-like timings keep MKL (ties too); AMD-like ones (oneDNN 2x) pick oneDNN; products
+    under SMALL_WORK multiply-adds stay on MKL unmeasured (the same library in every process)."""
+    x, w = torch.randn(40, 256), torch.randn(256, 512)
     for timings, want in (({"mkl_ms": 1.0, "onednn_ms": 0.99}, "mkl"),
                           ({"mkl_ms": 1.0, "onednn_ms": 1.2}, "mkl"),
                           ({"mkl_ms": 2.2, "onednn_ms": 1.0}, "onednn")):
         gemm.clear_cpu_gemm_cache()
         monkeypatch.setattr(gemm, "measure", lambda *a, t=timings, **k: dict(t))
         with caplog.at_level(logging.DEBUG, logger="sru.ops.cpu.gemm"):
-            assert gemm.choose("fwd", 40, 16, 24) == want
+            assert gemm.choose("fwd", 40, 256, 512) == want
+            assert gemm.choose("fwd", 40, 16, 24) == "mkl"
         assert f"-> {want}" in caplog.text
         assert (want == "onednn") == onednn_ran(lambda: gemm.matmul(x, w))
 

@@ -41,6 +41,7 @@ from ..export import exporting
 
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
+SMALL_WORK = 1 << 22  # multiply-adds below which auto keeps MKL unmeasured (noise > difference; stable)
 TIE_MARGIN = 1.05  # oneDNN must beat MKL by more than this (paired median) to be chosen by ``auto``
 _log = logging.getLogger(__name__)
 _choices: Dict[tuple, dict] = {}  # (kind, row bucket, d_in, d_out, threads) -> measurement
@@ -199,6 +200,8 @@ def choose(kind: str, rows: int, d_in: int, d_out: int, library: str = "auto", o
         return "mkl"
     if library != "auto":
         return library
+    if rows * d_in * d_out < SMALL_WORK:  # tiny products: the same library in every process
+        return "mkl"
     key = (kind, row_bucket(rows), d_in, d_out, oi, torch.get_num_threads())
     found = _choices.get(key)
     if found is None:
