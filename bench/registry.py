@@ -12,7 +12,7 @@ exposes two closures, so the timing loop knows nothing about what it times:
 """
 import contextlib
 import dataclasses
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
