@@ -13,7 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from sru.checks import check_layer_sizes, state_dtype
+from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.cpu.gemm import check_library, reattach_int8
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
@@ -59,6 +61,18 @@ class RecurrentCellBase(nn.Module):
         self.__dict__["backend"] = value
 
     @property
+    def gemm(self) -> str:
+        """The CPU GEMM library of the projections: auto / mkl / onednn (sru/ops/cpu/gemm.py)."""
+        return self.__dict__.get("gemm", "auto")
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        self.__dict__["gemm"] = check_library(value, type(self).__name__)
+        for module in self.modules():  # SRU++: the dispatched Linear layers of the transform
+            if isinstance(module, DispatchedLinear):
+                module.gemm = value
+
+    @property
     def _skip_scale(self) -> float:
         """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
         return self._scale_x_value if self.rescale else 1.0
@@ -80,6 +94,7 @@ class RecurrentCellBase(nn.Module):
         for name, default in self._PICKLE_DEFAULTS:
             self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
+        reattach_int8(self)  # a quantised cell (sru.quantize_dynamic) copied or unpickled
 
     @staticmethod
     def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
@@ -115,7 +130,7 @@ class RecurrentCellBase(nn.Module):
                 mask_pad=mask_pad, backend=self.backend)
 
     def extra_repr(self) -> str:
-        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend"
+        shown = [f"{name}={value!r}" if isinstance(value, str) and name in ("backend", "gemm")
                  else f"{name}={value}"
                  for name, default in self._REPR_DEFAULTS
                  for value in (getattr(self, name),) if value != default]
@@ -145,6 +160,15 @@ class StackBase(nn.Module):
     def backend(self, value: str) -> None:
         for cell in self.rnn_lst:
             cell.backend = value
+
+    @property
+    def gemm(self) -> str:
+        return self.rnn_lst[0].gemm
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.gemm = value
 
     def _stack_c(self, c_last, batch: int) -> Tensor:
         """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with

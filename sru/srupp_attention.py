@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sru.linear import DispatchedLinear  # nn.Linear through the CPU GEMM dispatch
+
 
 def _shape(t) -> tuple:
     return tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
@@ -38,8 +40,8 @@ class SRUppProjectedLinear(nn.Module):
         self.out_features = out_features
         self.proj_features = proj_features
         self.dropout = nn.Dropout(dropout)
-        self.linear1 = nn.Linear(in_features, proj_features, bias=False)
-        self.linear2 = nn.Linear(proj_features, out_features, bias=False)
+        self.linear1 = DispatchedLinear(in_features, proj_features, bias=False)
+        self.linear2 = DispatchedLinear(proj_features, out_features, bias=False)
         self.layer_norm: Optional[nn.LayerNorm] = nn.LayerNorm(proj_features) if layer_norm else None
         self.reset_parameters()
 
@@ -79,9 +81,9 @@ class SRUppAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.attn_dropout = float(attn_dropout)
         self.rezero_init_alpha = float(rezero_init_alpha)
-        self.linear1 = nn.Linear(in_features, proj_features, bias=False)
-        self.linear2 = nn.Linear(proj_features, proj_features * 2, bias=False)
-        self.linear3 = nn.Linear(proj_features, out_features, bias=False)
+        self.linear1 = DispatchedLinear(in_features, proj_features, bias=False)
+        self.linear2 = DispatchedLinear(proj_features, proj_features * 2, bias=False)
+        self.linear3 = DispatchedLinear(proj_features, out_features, bias=False)
         # ReZero: the attention starts switched off (alpha = 0) and is learned in.
         self.alpha = nn.Parameter(torch.tensor([self.rezero_init_alpha]))
         self.normalize_after = normalize_after

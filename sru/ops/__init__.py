@@ -12,10 +12,12 @@ from typing import Optional, Tuple, Union
 from torch import Tensor
 
 from .backends import BACKENDS, available_backends, check_backend_name, resolve
+from .cpu.gemm import clear_cpu_gemm_cache, cpu_gemm_report
 from .reference import elementwise_recurrence_reference
 from .spec import Masks, RecurrenceSpec, split_flat
 
-__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends",
+__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends", "clear_cpu_gemm_cache",
+           "cpu_gemm_report",
            "elementwise_recurrence", "elementwise_recurrence_reference"]
 
 

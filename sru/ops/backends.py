@@ -137,8 +137,8 @@ def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> b
 
 
 def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
-                      masks, spec, packing=None):
-    return _PATHS[x.device.type].linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing)
+                      masks, spec, packing=None, gemm: str = "auto"):
+    return _PATHS[x.device.type].linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
 
 
 def stack_inference(sru, input, c0, mask_pad):

@@ -1,5 +1,7 @@
 """``python evaluate.py run=<run dir | model file> [split=test] [checkpoint=best] [output=metrics.json]
-[out_dir=<folder>] [device=cpu] [task.*=...]`` (also ``sru-evaluate``): score a trained model on a split.
+[out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
+``sru-evaluate``): score a trained model on a split (precision: tasks/engine/inference/precision.py; default the
+run's own trainer.precision).
 
 The same metrics, decoding settings and predictions files as the evaluation inside training
 (``predictions_<split>.json``, ``hyp_``/``ref_``/``src_<split>.txt``, ``transcripts_<split>.jsonl``),
@@ -24,6 +26,7 @@ from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
 from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
+from tasks.engine.inference.precision import apply_precision, check_precision
 from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
 
@@ -63,7 +66,17 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        metrics = evaluate(task, trained.model, split, ctx.device, ctx.config.trainer.precision, run_dir=folder)
+        asked = check_precision(options["precision"], ctx.device)
+        compare = check_precision(options["compare"], ctx.device, "compare")
+        model, precision = apply_precision(trained.model, asked, ctx.device, ctx.config.trainer.precision)
+        baseline = None
+        if compare is not None:  # the same split in the compared precision, reported beside
+            compare_model, compare_precision = apply_precision(trained.model, compare, ctx.device)
+            baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
+        metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
+        if baseline is not None:
+            metrics[f"compare_{compare}"] = baseline
+            print(f"[evaluate] {split} {task.monitor} in {compare}: {baseline[task.monitor]:.4f}", flush=True)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)

@@ -1,5 +1,5 @@
 """``python predict.py run=<run dir | model file> [input=<file>|-] [output=<file>|-] [batch_size=N]
-[<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
+[precision=fp32|bf16|int8] [<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
 
 Reads one input per line (stdin by default; words without ``=`` are inputs too, e.g. audio files) and
 writes one result per input, in input order, in the field's formats (docs/inference.md): translations
@@ -26,10 +26,12 @@ from omegaconf import OmegaConf
 from tasks.engine.inference.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
 from tasks.engine.inference.options import PREDICT, check_for_task, command_options, parse_options, parse_value
 from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.run.devices import autocast
 from tasks.engine.inference.loader import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
                                     read_trained, write_model_file)
 from tasks.engine.inference.input_lines import BadLine, read_lines
 from tasks.engine.inference.output_paths import check_output_file, write_output
+from tasks.engine.inference.precision import apply_precision, check_precision
 from tasks.engine.run.context import open_run
 
 OPTIONS = command_options(PREDICT)
@@ -39,8 +41,11 @@ PROGRESS_ABOVE = 200  # inputs: a progress bar on stderr beyond this many
 class Predictor:
     """``predict(inputs)`` -> results (the task's ``predict`` hook); ``task`` and ``model`` are the loaded ones."""
 
-    def __init__(self, trained: Trained, options: Optional[Dict[str, Any]] = None):
-        self.trained, self.task, self.model = trained, trained.task, trained.model
+    def __init__(self, trained: Trained, options: Optional[Dict[str, Any]] = None, precision: Optional[str] = None):
+        self.trained, self.task = trained, trained.task
+        # fp32 / bf16 / int8 (tasks/engine/inference/precision.py): int8 quantises a copy here, at load time
+        self.model, self.precision = apply_precision(trained.model, check_precision(precision, trained.device),
+                                                     trained.device)
         known = dict(self.task.predict_options)
         given = {name: parse_value(name, value) for name, value in (options or {}).items() if value is not None}
         check_for_task(PREDICT, self.task.name, known, given, trained.cfg)
@@ -51,7 +56,8 @@ class Predictor:
         if show_progress and len(inputs) > PROGRESS_ABOVE:
             from tqdm import tqdm
             bar = tqdm(total=len(inputs), unit="input", file=sys.stderr, dynamic_ncols=True)
-        with torch.no_grad(), (bar if bar is not None else nullcontext()):
+        with torch.no_grad(), autocast(self.trained.device, self.precision), \
+                (bar if bar is not None else nullcontext()):
             results = self.task.predict(self.model, list(inputs), self.options,
                                         bar.update if bar is not None else (lambda n: None))
         if len(results) != len(inputs):
@@ -61,9 +67,10 @@ class Predictor:
 
 
 def load_predictor(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (), device: Optional[str] = None,
-                   **options: Any) -> Predictor:
-    """A notebook's way in: ``load_predictor("model.pt").predict([...])``."""
-    return Predictor(load_trained(path, checkpoint, overrides, device=device), options)
+                   precision: Optional[str] = None, **options: Any) -> Predictor:
+    """A notebook's way in: ``load_predictor("model.pt").predict([...])``; ``precision="int8"`` or ``"bf16"``
+    as the command's option."""
+    return Predictor(load_trained(path, checkpoint, overrides, device=device), options, precision)
 
 
 def run_predict(argv: List[str]) -> int:
@@ -77,7 +84,7 @@ def run_predict(argv: List[str]) -> int:
                           [options["input"], *positional] if not positional else positional)
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
     task_options = {k: options[k] for k in given if k not in ("run", "checkpoint", "input", "output", "device",
-                                                               "export")}
+                                                               "export", "precision")}
     check_for_task(PREDICT, run.task.name, run.task.predict_options, task_options, run.cfg)
     ask_for_device(run, options["device"])
     # signals, seed, threads, device: the run context training uses; no run directory (only named files written)
@@ -85,7 +92,7 @@ def run_predict(argv: List[str]) -> int:
         trained = build_trained(run, device=ctx.device)
         if options["export"] is not None:
             return export(trained, Path(str(options["export"])).expanduser())
-        predictor = Predictor(trained, task_options)
+        predictor = Predictor(trained, task_options, options["precision"])
         return predict_lines(predictor, options, positional)
 
 
