@@ -11,6 +11,8 @@ runs the general path (matmul, then the recurrence):
     linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing=None)   ... then run it
     stack_inference(sru, input, c0, mask_pad) -> (h, c) | None   a whole stack in inference, one call
 
+and ``matmul(x, weight, library)``, the layer's products U = x W (the CPU GEMM dispatch, sru/ops/cpu/gemm.py).
+
 Adding a backend means its own folder under sru/ops/ and one entry here; nothing else names it
 (``BACKENDS``, ``available_backends``, the config schema's choices and the tests read this table).
 ``export`` is not a user choice: while ``torch.onnx.export`` / ``torch.export`` trace, every backend
