@@ -18,8 +18,8 @@ from sru.custom_m import custom_m_UV
 from sru.checks import check_cell_input, check_stack_input, empty_outputs
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
-from sru.ops.cpu import gemm as cpu_gemm
-from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_inference_path, stack_inference
+from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, matmul, run_inference_path,
+                              stack_inference)
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
 
@@ -150,8 +150,8 @@ class SRUCell(RecurrentCellBase):
         the CPU GEMM dispatch (``torch.mm`` off CPU / fp32: sru/ops/cpu/gemm.py)."""
         x = input.reshape(-1, input.size(-1))  # a view when input is contiguous
         if self.weight_proj is not None:
-            x = cpu_gemm.matmul(x, self.weight_proj, self.gemm)
-        return cpu_gemm.matmul(x, self.weight, self.gemm).view(input.size(0), input.size(1), -1)
+            x = matmul(x, self.weight_proj, self.gemm)
+        return matmul(x, self.weight, self.gemm).view(input.size(0), input.size(1), -1)
 
     def compute_UV(self, input: Tensor, c0: Optional[Tensor] = None,
                    mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:

@@ -11,6 +11,8 @@ runs the general path (matmul, then the recurrence):
     linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing=None)   ... then run it
     stack_inference(sru, input, c0, mask_pad) -> (h, c) | None   a whole stack in inference, one call
 
+and ``matmul(x, weight, library)``, the layer's products U = x W (the CPU GEMM dispatch, sru/ops/cpu/gemm.py).
+
 Adding a backend means its own folder under sru/ops/ and one entry here; nothing else names it
 (``BACKENDS``, ``available_backends``, the config schema's choices and the tests read this table).
 ``export`` is not a user choice: while ``torch.onnx.export`` / ``torch.export`` trace, every backend
@@ -25,6 +27,7 @@ import torch
 from torch import Tensor
 
 import sru.ops.export as export_backend
+from .cpu import gemm as cpu_gemm
 from .cpu.build import cpu_kernel_available, load_error
 from .export import exporting
 
@@ -146,3 +149,9 @@ def stack_inference(sru, input, c0, mask_pad):
         return None
     paths = _PATHS.get(input.device.type)
     return None if paths is None else paths.stack_inference(sru, input, c0, mask_pad)
+
+
+def matmul(x: Tensor, weight: Tensor, library: str = "auto") -> Tensor:
+    """The layer's products U = x W: the CPU GEMM dispatch (sru/ops/cpu/gemm.py: MKL or oneDNN by a measured
+    choice; ``torch.mm`` off CPU and outside fp32), reached through this door like the entries above."""
+    return cpu_gemm.matmul(x, weight, library)
