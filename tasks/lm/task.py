@@ -19,7 +19,6 @@ from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task
-from tasks.engine.config.schema import as_plain
 from tasks.lm.generate import generate, log_probability, perplexity
 from tasks.lm.data import EOS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
@@ -52,8 +51,7 @@ class LanguageModelingTask(Task):
     def setup(self) -> None:
         t0 = time.time()
         t = self.task_cfg
-        data = as_plain(t.data)  # the data readers (tasks/lm/data.py) take the section as a mapping
-        texts = load_texts(data, self.splits)
+        texts = load_texts(t.data, self.splits)
         tokens = {s: tokenize(texts[s], self.level) for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps the vocabulary it was trained with
             specials = (UNK,) if self.level == "char" else (UNK, EOS)
@@ -64,7 +62,7 @@ class LanguageModelingTask(Task):
         sizes = {"train": t.batch_size, "valid": t.eval_batch_size, "test": t.eval_batch_size}
         for s in self.splits:
             size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
-            stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(data, s), size_key)
+            stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(t.data, s), size_key)
             # DDP: each rank reads a contiguous slice of the batch columns (global batch = all ranks' columns);
             # training needs equal slices, evaluation only sums.
             self.streams[s] = stream[:, distributed.shard_slice(sizes[s], even=(s == "train"))]
