@@ -23,6 +23,7 @@ encoder, which would see the tokens it predicts. New encoders are one line of th
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any, Callable, Dict, List, Mapping
 
@@ -36,7 +37,7 @@ from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
-from tasks.engine.config.schema import as_plain, typed
+from tasks.engine.config.schema import typed
 
 # The one table of encoders: ``model=<name>`` -> class, and the schema of its config group. A new
 # encoder is one line in each.
@@ -75,10 +76,11 @@ def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> Any:
 
 
 def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False) -> nn.Module:
-    """Build the encoder named ``cfg["name"]`` with the other keys of ``cfg`` as keyword arguments."""
-    check_encoder_config(cfg, causal)
-    kwargs = dict(as_plain(cfg))
-    name = kwargs.pop("name")
+    """Build the encoder named ``cfg.name`` with the other keys of its typed config (the schema's fields,
+    ``check_encoder_config``) as keyword arguments. ``cfg``: the model section, composed or typed."""
+    model = check_encoder_config(cfg, causal)
+    kwargs = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name != "name"}
+    name = model.name
     if "causal" in inspect.signature(ENCODERS[name].__init__).parameters:
         kwargs["causal"] = causal  # encoders with attention mask the future themselves (SRU++)
     try:
