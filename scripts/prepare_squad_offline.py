@@ -35,7 +35,7 @@ def main() -> None:
     params = {"seed": args.seed, "max_context_words": args.max_context_words,
               "questions_per_context": args.questions_per_context, "fractions": [0.8, 0.1, 0.1],
               "prose": args.prose}
-    paths = prepare_offline(cache_root({"cache_dir": args.out}), wiki, params)
+    paths = prepare_offline(cache_root(args.out), wiki, params)
     for split, path in paths.items():
         examples = load_squad_file(path)  # validates what was written
         types = Counter(ex.extra.get("type") for ex in examples)

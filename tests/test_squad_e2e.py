@@ -83,7 +83,9 @@ def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
     """The hub's flat rows (one per question) regroup into articles/paragraphs the v1.1 loader accepts."""
     import datasets
 
+    from tasks.engine.config.schema import typed
     from tasks.squad.data import load_squad_file, split_files
+    from tasks.squad.schema import SquadDataConfig
 
     rows = [{"id": "h1", "title": "Zürich", "context": "Zürich lies on the Limmat.", "question": "Where?",
              "answers": {"text": ["the Limmat"], "answer_start": [15]}},
@@ -92,7 +94,8 @@ def test_hub_rows_convert_to_valid_v11_files(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(datasets, "load_dataset",
                         lambda name, config=None: calls.append(name) or {"train": rows, "validation": rows[:1]})
-    data = compose(["task=squad", "task.data.source=hub", f"task.data.cache_dir={tmp_path}"]).task.data
+    data = typed(compose(["task=squad", "task.data.source=hub", f"task.data.cache_dir={tmp_path}"]).task.data,
+                 SquadDataConfig, "task.data")
     paths = split_files(data)
     train = load_squad_file(paths["train"])
     assert [ex.qid for ex in train] == ["h1", "h2"] and train[1].answers == ["Zürich", "Zürich"]

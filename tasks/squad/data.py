@@ -21,10 +21,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tasks.common.corpora import gensim_wiki_path
 from tasks.engine.errors import not_a_file
+from tasks.squad.schema import SquadDataConfig
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("generated", "files", "hub")
@@ -152,43 +153,45 @@ def human_check_path(path: Any) -> Path:
     return p
 
 
-def cache_root(data_cfg: Mapping[str, Any]) -> Path:
-    root = data_cfg.get("cache_dir") or os.path.join(
+def cache_root(cache_dir: Optional[str]) -> Path:
+    """Where generated / converted files are kept: ``task.data.cache_dir``; null: $SRU_CACHE/squad."""
+    root = cache_dir or os.path.join(
         os.environ.get("SRU_CACHE", os.path.expanduser("~/.cache/sru-experiments")), "squad")
     return Path(os.path.expanduser(str(root)))
 
 
-def split_files(data_cfg: Mapping[str, Any], needed: Sequence[str] = SPLITS) -> Dict[str, Path]:
-    """The SQuAD v1.1 JSON file of each split for the configured source (generated/converted on first use);
-    ``files``: only the ``needed`` splits must be given (evaluate.py scores one file)."""
-    source = data_cfg.get("source")
+def split_files(data: SquadDataConfig, needed: Sequence[str] = SPLITS) -> Dict[str, Path]:
+    """The SQuAD v1.1 JSON file of each split for the typed ``task.data`` section's source (generated/converted
+    on first use); ``files``: only the ``needed`` splits must be given (evaluate.py scores one file)."""
+    source = data.source
     if source == "generated":
         from tasks.squad.offline_corpus import prepare_offline
-        wiki = data_cfg.get("wiki_path")
+        wiki = data.wiki_path
         if not wiki:
             wiki = gensim_wiki_path()
-        params = {k: data_cfg[k] for k in ("seed", "max_context_words", "questions_per_context")}
-        params["fractions"] = list(data_cfg["split_fractions"])
-        params["prose"] = list(data_cfg["prose"])
-        return prepare_offline(cache_root(data_cfg), str(wiki), params)
+        params = {"seed": data.seed, "max_context_words": data.max_context_words,
+                  "questions_per_context": data.questions_per_context}
+        params["fractions"] = list(data.split_fractions)
+        params["prose"] = list(data.prose)
+        return prepare_offline(cache_root(data.cache_dir), str(wiki), params)
     if source == "files":
-        files = dict(data_cfg.get("files") or {})
-        files["test"] = files.get("test") or files.get("valid")
+        files = {s: getattr(data.files, s) for s in SPLITS}
+        files["test"] = files["test"] or files["valid"]
         missing = [s for s in needed if not files.get(s)]
         if missing:
             raise ValueError(f"task.data.source=files: expected task.data.files.{missing[0]} "
                              "(SQuAD v1.1 JSON, e.g. train-v1.1.json / dev-v1.1.json); test defaults to valid")
         return {s: Path(os.path.expanduser(str(files[s]))) for s in needed}
     if source == "hub":
-        return _hub_to_files(data_cfg)
+        return _hub_to_files(data)
     raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")
 
 
-def _hub_to_files(data_cfg: Mapping[str, Any]) -> Dict[str, Path]:
+def _hub_to_files(data: SquadDataConfig) -> Dict[str, Path]:
     """Convert the hub's flat rows (id, title, context, question, answers{text, answer_start}) to v1.1 JSON."""
-    name, config = data_cfg["hub_name"], data_cfg["hub_config"]
-    names = dict(data_cfg["hub_splits"])
-    folder = cache_root(data_cfg) / f"hub-{re.sub(r'[^A-Za-z0-9_.-]', '_', f'{name}-{config}')}"
+    name, config = data.hub_name, data.hub_config
+    names = dict(data.hub_splits)
+    folder = cache_root(data.cache_dir) / f"hub-{re.sub(r'[^A-Za-z0-9_.-]', '_', f'{name}-{config}')}"
     paths = {s: folder / f"{names[s]}-v1.1.json" for s in SPLITS}
     if all(p.is_file() for p in paths.values()):
         return paths

@@ -14,8 +14,9 @@ the two encoders' forward passes (the paper's "RNN time" share of an epoch).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -83,15 +84,14 @@ class PartlyTunedEmbedding(nn.Module):
 
 
 class DocumentReader(nn.Module):
-    def __init__(self, embedding: Tensor, num_features: int, model_cfg: Mapping[str, Any], emb_dropout: float = 0.2,
+    def __init__(self, embedding: Tensor, num_features: int, model_cfg: Any, emb_dropout: float = 0.2,
                  fixed_rows_from: Optional[int] = None, padding_idx: int = 0):
         super().__init__()
         vocab, dim = embedding.shape
         self.embedding = PartlyTunedEmbedding(embedding, fixed_rows_from, padding_idx)
         self.emb_dropout = nn.Dropout(emb_dropout)
         self.align = AlignedQuestionEmbedding(dim)
-        cfg = dict(model_cfg)
-        cfg["bidirectional"] = True  # the reader's encoders read both ways (DrQA)
+        cfg = dataclasses.replace(model_cfg, bidirectional=True)  # the reader's encoders read both ways (DrQA)
         self.doc_rnn = build_encoder(cfg, 2 * dim + num_features)
         self.question_rnn = build_encoder(cfg, dim)
         hidden = self.doc_rnn.output_size * self.doc_rnn.num_layers  # all layers concatenated

@@ -24,7 +24,6 @@ from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
-from tasks.engine.config.schema import as_plain
 from tasks.squad.schema import SquadConfig
 
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
@@ -57,13 +56,13 @@ class SquadTask(Task):
     def check_config(self) -> None:
         super().check_config()  # model name, task.* types and ranges
         overlay = {k: v for k, v in (self.task_cfg.encoder or {}).items() if v is not None}  # null: none
-        check_encoder_config({**as_plain(self.cfg["model"]), **overlay}, causal=self.causal)
+        check_encoder_config({**self.cfg["model"], **overlay}, causal=self.causal)
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
         t, data = self.task_cfg, self.task_cfg.data
-        self.files = split_files(as_plain(data), self.splits)  # the file readers take the section as a mapping
+        self.files = split_files(data, self.splits)
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
         if data.max_train_examples and "train" in examples:  # null: all
             examples["train"] = examples["train"][:data.max_train_examples]
@@ -168,18 +167,17 @@ class SquadTask(Task):
         """The paragraph encoder's input: word + aligned question embedding + token features."""
         return 2 * self.task_cfg.embedding.dim + NUM_FEATURES
 
-    def encoder_config(self) -> Dict[str, Any]:
-        """cfg.model with the non-null ``task.encoder`` keys written over it (the model groups are sized
+    def encoder_config(self) -> Any:
+        """cfg.model with the non-null ``task.encoder`` keys written over it, typed (the model groups are sized
         for the LM; the reader's default is DrQA's width at 2 layers so a CPU epoch takes minutes)."""
-        cfg = dict(as_plain(self.cfg["model"]))
+        model = check_encoder_config(self.cfg["model"])
         changed = {k: v for k, v in (self.task_cfg.encoder or {}).items()  # task.encoder null: no overlay
-                   if v is not None and cfg.get(k) != v}
+                   if v is not None and getattr(model, k, None) != v}
         if changed and not self.restored:  # a training-time notice: a trained model's loader stays quiet
-            was = ", ".join(f"model.{k}={cfg.get(k)}" for k in changed)
+            was = ", ".join(f"model.{k}={getattr(model, k, None)}" for k in changed)
             print(f"[squad] task.encoder sets {', '.join(f'{k}={v}' for k, v in changed.items())} (over {was}); "
                   f"set task.encoder.<key>=null to use the model group's value", flush=True)
-        cfg.update(changed)
-        return cfg
+        return check_encoder_config({**self.cfg["model"], **changed})  # the overlaid keys checked too
 
     # ---- loss, decoding, metrics --------------------------------------------------------------
     def _scores(self, model: nn.Module, batch: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor]:
