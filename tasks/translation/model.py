@@ -23,7 +23,7 @@ incremental decoding state, so step-by-step decoding equals decoding the whole p
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from sru.linear import dispatch_linears
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
-from tasks.translation.schema import TransformerConfig
+from tasks.translation.schema import SRUSublayerConfig, TransformerConfig
 
 NORMS = ("pre", "post")
 SRU_MODES = ("none", "replace_ffn", "before_ffn")
@@ -83,16 +83,16 @@ class FeedForward(nn.Sequential):
 class SRUSublayer(nn.Module):
     """sru.SRU with d_model in and out (k = 3: the input itself is the highway path)."""
 
-    def __init__(self, d_model: int, cfg: Mapping[str, Any], bidirectional: bool):
+    def __init__(self, d_model: int, cfg: SRUSublayerConfig, bidirectional: bool):
         super().__init__()
         from sru import SRU
 
         if bidirectional and d_model % 2:
             raise ValueError(f"model.sru.encoder_bidirectional=true needs an even model.d_model, received {d_model}")
-        self.rnn = SRU(d_model, d_model // 2 if bidirectional else d_model, num_layers=int(cfg["num_layers"]),
-                       dropout=float(cfg["dropout"]), rnn_dropout=float(cfg["rnn_dropout"]),
-                       bidirectional=bidirectional, highway_bias=float(cfg["highway_bias"]),
-                       rescale=bool(cfg["rescale"]), projection_size=int(cfg["projection_size"]))
+        self.rnn = SRU(d_model, d_model // 2 if bidirectional else d_model, num_layers=int(cfg.num_layers),
+                       dropout=float(cfg.dropout), rnn_dropout=float(cfg.rnn_dropout),
+                       bidirectional=bidirectional, highway_bias=float(cfg.highway_bias),
+                       rescale=bool(cfg.rescale), projection_size=int(cfg.projection_size))
 
     def forward(self, x: Tensor, c0: Optional[Tensor] = None, mask_pad: Optional[Tensor] = None):
         return self.rnn(x, c0, mask_pad=mask_pad)
@@ -101,16 +101,16 @@ class SRUSublayer(nn.Module):
 class Layer(nn.Module):
     """One encoder layer (self-attention [, SRU] [, FFN]) or decoder layer (+ cross-attention)."""
 
-    def __init__(self, cfg: Mapping[str, Any], decoder: bool):
+    def __init__(self, cfg: TransformerConfig, decoder: bool):
         super().__init__()
-        d, heads, sru_mode = int(cfg["d_model"]), int(cfg["attention_heads"]), cfg["sru"]["mode"]
-        self.pre_norm = cfg["norm"] == "pre"
-        self.drop = nn.Dropout(float(cfg["dropout"]))
-        self.self_attn = Attention(d, heads, float(cfg["attention_dropout"]))
-        self.cross_attn = Attention(d, heads, float(cfg["attention_dropout"])) if decoder else None
-        self.sru = (SRUSublayer(d, cfg["sru"], bidirectional=not decoder and bool(cfg["sru"]["encoder_bidirectional"]))
+        d, heads, sru_mode = int(cfg.d_model), int(cfg.attention_heads), cfg.sru.mode
+        self.pre_norm = cfg.norm == "pre"
+        self.drop = nn.Dropout(float(cfg.dropout))
+        self.self_attn = Attention(d, heads, float(cfg.attention_dropout))
+        self.cross_attn = Attention(d, heads, float(cfg.attention_dropout)) if decoder else None
+        self.sru = (SRUSublayer(d, cfg.sru, bidirectional=not decoder and bool(cfg.sru.encoder_bidirectional))
                     if sru_mode != "none" else None)
-        self.ffn = (FeedForward(d, int(cfg["ffn_dim"]), float(cfg["activation_dropout"]))
+        self.ffn = (FeedForward(d, int(cfg.ffn_dim), float(cfg.activation_dropout))
                     if sru_mode != "replace_ffn" else None)
         n_norms = 1 + (decoder) + (self.sru is not None) + (self.ffn is not None)
         self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(n_norms))
@@ -163,25 +163,27 @@ class Layer(nn.Module):
 
 
 class Seq2SeqTransformer(nn.Module):
-    def __init__(self, vocab_size: int, pad_id: int, cfg: Mapping[str, Any]):
+    def __init__(self, vocab_size: int, pad_id: int, cfg: Any):
+        """``cfg``: the model section, typed (``check_model_config``) or composed (typed here)."""
         super().__init__()
-        d = int(cfg["d_model"])
+        cfg = check_model_config(cfg)
+        d = int(cfg.d_model)
         self.pad_id, self.d_model = pad_id, d
-        self.max_positions = int(cfg["max_positions"])
+        self.max_positions = int(cfg.max_positions)
         self.embed_scale = math.sqrt(d)
         self.src_embed = nn.Embedding(vocab_size, d, padding_idx=pad_id)
-        self.tgt_embed = self.src_embed if cfg["share_all_embeddings"] else nn.Embedding(vocab_size, d, padding_idx=pad_id)
+        self.tgt_embed = self.src_embed if cfg.share_all_embeddings else nn.Embedding(vocab_size, d, padding_idx=pad_id)
         for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
             nn.init.normal_(emb.weight, 0.0, d ** -0.5)  # fairseq's init: unit-variance inputs after the scale
             nn.init.zeros_(emb.weight[pad_id])
         self.output = nn.Linear(d, vocab_size, bias=False)
-        if cfg["share_all_embeddings"] or cfg["share_decoder_input_output_embed"]:
+        if cfg.share_all_embeddings or cfg.share_decoder_input_output_embed:
             self.output.weight = self.tgt_embed.weight
         self.register_buffer("positions", sinusoidal_positions(self.max_positions, d), persistent=False)
-        self.drop = nn.Dropout(float(cfg["dropout"]))
-        self.encoder = nn.ModuleList(Layer(cfg, decoder=False) for _ in range(int(cfg["encoder_layers"])))
-        self.decoder = nn.ModuleList(Layer(cfg, decoder=True) for _ in range(int(cfg["decoder_layers"])))
-        pre = cfg["norm"] == "pre"
+        self.drop = nn.Dropout(float(cfg.dropout))
+        self.encoder = nn.ModuleList(Layer(cfg, decoder=False) for _ in range(int(cfg.encoder_layers)))
+        self.decoder = nn.ModuleList(Layer(cfg, decoder=True) for _ in range(int(cfg.decoder_layers)))
+        pre = cfg.norm == "pre"
         self.encoder_norm = nn.LayerNorm(d) if pre else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d) if pre else nn.Identity()
         dispatch_linears(self)  # every Linear through sru's CPU GEMM dispatch (docs/ops.md)
@@ -234,10 +236,11 @@ class Seq2SeqTransformer(nn.Module):
                 "layers": [{k: pick(k, t) for k, t in cache.items()} for cache in state["layers"]]}
 
 
-def check_model_config(cfg: Mapping[str, Any]) -> TransformerConfig:
+def check_model_config(cfg: Any) -> TransformerConfig:
     """Model keys of model=transformer / transformer_sru (the schema), before any data is loaded; returns
-    them typed (the model itself is built from the mapping, ``Seq2SeqTransformer``)."""
-    model = typed(cfg, TransformerConfig, "model", see=f"conf/model/{cfg.get('name')}.yaml")
+    them typed (``Seq2SeqTransformer`` is built from the typed section). ``cfg``: composed or typed."""
+    name = cfg.name if isinstance(cfg, TransformerConfig) else cfg.get("name")
+    model = typed(cfg, TransformerConfig, "model", see=f"conf/model/{name}.yaml")
     if model.d_model % model.attention_heads:
         raise ConfigError(f"model.d_model={model.d_model} must be divisible by "
                           f"model.attention_heads={model.attention_heads}")

@@ -76,8 +76,8 @@ class TranslationTask(Task):
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)
-        # the model's own mapping: Seq2SeqTransformer is built from it (check_config reads it typed)
-        self.model_cfg = as_plain(cfg["model"]) if "model" in cfg else None
+        # the model section: typed by check_config (Seq2SeqTransformer types a composed one itself)
+        self.model_cfg = cfg["model"] if "model" in cfg else None
         self.src, self.tgt = self.task_cfg.src_lang, self.task_cfg.tgt_lang
         self.subwords: Optional[Subwords] = None
         self.examples: Dict[str, List[Dict[str, Any]]] = {}
@@ -92,7 +92,7 @@ class TranslationTask(Task):
         t = self.task_cfg
         if self.src == self.tgt:
             raise ConfigError(f"task.src_lang and task.tgt_lang must differ, received {self.src!r} for both")
-        model = check_model_config(self.model_cfg)
+        model = self.model_cfg = check_model_config(self.model_cfg)
         if t.max_subwords + 2 > model.max_positions:
             raise ValueError(f"task.max_subwords={t.max_subwords} needs model.max_positions >= "
                              f"{t.max_subwords + 2}, received {model.max_positions}")
