@@ -2,6 +2,7 @@
 tokenizer/vocabulary, pretrained vectors."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 from collections import Counter
@@ -10,22 +11,30 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import compose
 
 from tasks.classification.data import collate, encode, load_classification_data, tokenize_rows
+from tasks.classification.schema import ClassificationDataConfig
 from tasks.classification.sources import read_table
 from tasks.classification.splits import cross_validation_split, stratified_folds
 from tasks.common.text import Vocabulary
 from tasks.common.tokenize import tokenize
 from tasks.common.vectors import embedding_matrix, load_vectors
+from tasks.engine.config.schema import SplitPaths, typed
 
 FIX = Path(__file__).parent / "fixtures" / "classification"
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # the hub code path below must never need the network
 
 
-def data_cfg(**kw):
+def data_cfg(**kw) -> ClassificationDataConfig:
+    """The typed ``task.data`` section (no preset, every other key null as in the YAML) with ``kw`` set;
+    ``files``: a {split: path} mapping, the splits not named null."""
     base = dict(name=None, source=None, cv_folds=10, fold=0, valid_fraction=0.1, split_seed=1234)
     base.update(kw)
-    return base
+    if "files" in base:
+        base["files"] = SplitPaths(**{"train": None, "valid": None, "test": None, **base["files"]})
+    return dataclasses.replace(typed(compose(["task=classification"]).task.data, ClassificationDataConfig,
+                                     "task.data"), **base)
 
 
 @pytest.mark.parametrize("name,text_col,label_col,labels", [

