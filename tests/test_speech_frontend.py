@@ -8,6 +8,7 @@ from conftest import model_config
 
 from tasks.common.batching import pad_collate
 from tasks.speech.model import ConvFrontEnd, CTCModel
+from tasks.speech.schema import FrontEndConfig
 
 MODELS = {name: model_config(name, hidden_size=8, num_layers=2, bidirectional=True) for name in ("sru", "lstm")}
 
@@ -28,7 +29,7 @@ def test_frontend_keeps_length_and_ignores_padding():
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_ctc_model_with_frontend_for_each_encoder(model):
     torch.manual_seed(0)
-    m = CTCModel(12, 7, MODELS[model], dropout=0.0, frontend={"layers": 2, "channels": 10, "kernel_size": 3}).eval()
+    m = CTCModel(12, 7, MODELS[model], dropout=0.0, frontend=FrontEndConfig(layers=2, channels=10, kernel_size=3)).eval()
     assert m.frontend is not None and m.encoder.input_size == 10
     xs = [torch.randn(n, 12) for n in (6, 3)]
     x, mask_pad, _ = pad_collate(xs, 0.0)
@@ -40,7 +41,7 @@ def test_ctc_model_with_frontend_for_each_encoder(model):
 
 
 def test_frontend_off_by_default_and_even_kernel_refused():
-    m = CTCModel(12, 7, MODELS["sru"], frontend={"layers": 0, "channels": 10, "kernel_size": 5})
+    m = CTCModel(12, 7, MODELS["sru"], frontend=FrontEndConfig(layers=0, channels=10, kernel_size=5))
     assert m.frontend is None and m.encoder.input_size == 12
     assert CTCModel(12, 7, MODELS["lstm"]).frontend is None
     with pytest.raises(ValueError, match="odd"):

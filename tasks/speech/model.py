@@ -8,6 +8,7 @@ from typing import Any, Mapping, Optional
 from torch import Tensor, nn
 
 from tasks.common.encoders import build_encoder
+from tasks.speech.schema import FrontEndConfig
 
 
 class ConvFrontEnd(nn.Module):
@@ -40,12 +41,12 @@ class ConvFrontEnd(nn.Module):
 
 class CTCModel(nn.Module):
     def __init__(self, input_size: int, num_labels: int, model_cfg: Mapping[str, Any], dropout: float = 0.1,
-                 frontend: Optional[Mapping[str, Any]] = None):
+                 frontend: Optional[FrontEndConfig] = None):
         super().__init__()
-        layers = frontend["layers"] if frontend else 0  # task.frontend (conf/task/speech.yaml); None: no front-end
+        layers = frontend.layers if frontend else 0  # task.frontend (conf/task/speech.yaml); None: no front-end
         # the same front-end whatever the encoder (model=sru | lstm): the encoder reads its channels
-        self.frontend = ConvFrontEnd(input_size, int(frontend["channels"]), layers,
-                                     int(frontend["kernel_size"])) if layers else None
+        self.frontend = ConvFrontEnd(input_size, int(frontend.channels), layers,
+                                     int(frontend.kernel_size)) if layers else None
         self.encoder = build_encoder(model_cfg, self.frontend.output_size if self.frontend else input_size)
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(self.encoder.output_size, num_labels)

@@ -24,7 +24,6 @@ from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.engine.config.schema import as_plain
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import (audio_info, batched_log_probs, char_lm_from_state, char_lm_state,
@@ -223,9 +222,9 @@ class SpeechRecognitionTask(Task):
 
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
-        # the model's layers take their sections as mappings, as before (task.frontend null: none)
+        # task.frontend null: none
         return CTCModel(self.encoder_input_size(), len(self.vocab), self.cfg["model"], dropout=self.task_cfg.dropout,
-                        frontend=as_plain(self.task_cfg.frontend))
+                        frontend=self.task_cfg.frontend)
 
     # ---- loss, decoding, metrics --------------------------------------------------------------
     def _forward(self, model: nn.Module, batch: Dict[str, Any]) -> Tuple[Tensor, Tensor, LoggingOutput]:
