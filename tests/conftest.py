@@ -21,6 +21,16 @@ def compose(overrides: Sequence[str] = ()):
     return runner_compose(overrides, CONF)
 
 
+def typed_data(task: str, schema: type, **values):
+    """The typed ``task.data`` section of ``task=<task>`` (``schema``) with ``values`` set: what the data
+    readers take."""
+    import dataclasses
+
+    from tasks.engine.config.schema import typed
+
+    return dataclasses.replace(typed(compose([f"task={task}"]).task.data, schema, "task.data"), **values)
+
+
 @functools.lru_cache(maxsize=None)
 def _model_group(name: str) -> str:
     from omegaconf import OmegaConf

@@ -17,7 +17,7 @@ from typing import Any, Callable, List
 
 import pytest
 import torch
-from conftest import ROOT, compose
+from conftest import ROOT, compose, typed_data
 
 from tasks.classification.sources import read_table
 from tasks.common.vectors import load_vectors
@@ -31,6 +31,7 @@ from tasks.lm.data import read_text
 from tasks.speech.data import read_manifest
 from tasks.squad.data import load_squad_file
 from tasks.translation.data import load_files
+from tasks.translation.schema import TranslationDataConfig
 from tasks.translation.subwords import train_subwords
 
 
@@ -149,7 +150,8 @@ def lm_text(tmp: Path, name: str):
 
 
 def translation_files(tmp: Path, train: str, **extra):
-    data = {"files": {"train": str(tmp / train), **extra}, "valid_size": 1, "test_size": 1, "split_seed": 1}
+    data = typed_data("translation", TranslationDataConfig, source="files", files={"train": str(tmp / train), **extra},
+                      valid_size=1, test_size=1, split_seed=1)
     return load_files(data, ("de", "en"))
 
 

@@ -2,7 +2,6 @@
 tokenizer/vocabulary, pretrained vectors."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import struct
 from collections import Counter
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import compose
+from conftest import typed_data
 
 from tasks.classification.data import collate, encode, load_classification_data, tokenize_rows
 from tasks.classification.schema import ClassificationDataConfig
@@ -20,7 +19,7 @@ from tasks.classification.splits import cross_validation_split, stratified_folds
 from tasks.common.text import Vocabulary
 from tasks.common.tokenize import tokenize
 from tasks.common.vectors import embedding_matrix, load_vectors
-from tasks.engine.config.schema import SplitPaths, typed
+from tasks.engine.config.schema import SplitPaths
 
 FIX = Path(__file__).parent / "fixtures" / "classification"
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # the hub code path below must never need the network
@@ -33,8 +32,7 @@ def data_cfg(**kw) -> ClassificationDataConfig:
     base.update(kw)
     if "files" in base:
         base["files"] = SplitPaths(**{"train": None, "valid": None, "test": None, **base["files"]})
-    return dataclasses.replace(typed(compose(["task=classification"]).task.data, ClassificationDataConfig,
-                                     "task.data"), **base)
+    return typed_data("classification", ClassificationDataConfig, **base)
 
 
 @pytest.mark.parametrize("name,text_col,label_col,labels", [

@@ -1,16 +1,14 @@
 """End-to-end language modeling on the tiny fixture, plus the LM data pipeline's contracts."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
 import pytest
 import torch
-from conftest import LM_FIXTURE, compose, tiny_lm_overrides
+from conftest import LM_FIXTURE, compose, tiny_lm_overrides, typed_data
 
 from tasks.common.text import Vocabulary
-from tasks.engine.config.schema import typed
 from tasks.engine.results import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
 from tasks.lm.schema import LMDataConfig
@@ -18,7 +16,7 @@ from tasks.lm.schema import LMDataConfig
 
 def lm_data(**overrides) -> LMDataConfig:
     """The typed ``task.data`` section of task=lm with ``overrides`` (the readers take the typed section)."""
-    return dataclasses.replace(typed(compose(["task=lm"]).task.data, LMDataConfig, "task.data"), **overrides)
+    return typed_data("lm", LMDataConfig, **overrides)
 
 
 @pytest.mark.slow

@@ -3,16 +3,18 @@ LibreOffice help page pair (HTML), GNOME help Mallard page pairs, Fish Fillets L
 Ding dictionary fixture. Alignment, cleaning, deduplication, the document split and the cached files."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, typed_data
 from tasks.corpora.parallel_text import (Document, align_help_pages, align_mallard_pages, dedupe, dialog_pairs,
                                       keep_pair, normalise, read_fillets, read_gnome, read_libreoffice,
                                       split_by_document)
 from tasks.translation.data import load_pairs
 from tasks.corpora.parallel_corpus import REAL_HINT, build_corpus, near_duplicates, prepare_real
+from tasks.translation.schema import RealCorpusConfig, TranslationDataConfig
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
 REAL = FIX / "real"
@@ -26,8 +28,8 @@ def real_config(**real):
            "min_words": 1, "max_words": 60, "valid_fraction": 0.0, "test_fraction": 0.0, "min_valid": 1,
            "min_test": 2, "max_pairs": None}
     cfg.update(real)
-    return {"source": "real", "real": cfg, "dictionary_path": str(FIX / "de-en.ding"), "min_words": 5,
-            "split_seed": 1234}
+    return typed_data("translation", TranslationDataConfig, source="real", real=RealCorpusConfig(**cfg),
+                      dictionary_path=str(FIX / "de-en.ding"), min_words=5, split_seed=1234)
 
 
 def test_help_pages_align_by_id_without_markup_hidden_variants_or_code():
@@ -133,15 +135,15 @@ def test_real_corpus_from_fixtures_no_test_sentence_in_training(tmp_path, capsys
     assert en == [r[0] for r in rows["test"]]
     assert len((folder / "test.de").read_text(encoding="utf-8").splitlines()) == len(en)
     assert json.loads((folder / "stats.json").read_text())["overlap"] == stats["overlap"]
-    pairs = load_pairs(real_config() | {"cache_dir": str(tmp_path)}, ("en", "de"))
+    pairs = load_pairs(dataclasses.replace(real_config(), cache_dir=str(tmp_path)), ("en", "de"))
     assert "real corpus files: " + str(folder) in capsys.readouterr().out
     assert pairs["test"][0] == {"en": rows["test"][0][0], "de": rows["test"][0][1], "domain": rows["test"][0][2]}
     assert prepare_real(real_config(), tmp_path) == folder and "building" not in capsys.readouterr().out  # cached
 
 
 def test_missing_packages_name_the_apt_line(tmp_path, capsys):
-    none = real_config(libreoffice_help=str(tmp_path / "no"), gnome_help=str(tmp_path / "no"),
-                       fillets_scripts=str(tmp_path / "no")) | {"dictionary_path": str(tmp_path / "no")}
+    none = dataclasses.replace(real_config(libreoffice_help=str(tmp_path / "no"), gnome_help=str(tmp_path / "no"),
+                                           fillets_scripts=str(tmp_path / "no")), dictionary_path=str(tmp_path / "no"))
     with pytest.raises(FileNotFoundError, match=REAL_HINT):
         build_corpus(none)
     assert REAL_HINT == ("apt-get install libreoffice-help-en-us libreoffice-help-de gnome-user-docs "
@@ -151,7 +153,7 @@ def test_missing_packages_name_the_apt_line(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"unknown \['wikipedia'\]"):
         build_corpus(real_config(sources=["libreoffice", "wikipedia"]))
     with pytest.raises(ValueError, match="must be en and de"):
-        load_pairs(real_config() | {"cache_dir": str(tmp_path)}, ("en", "fr"))
+        load_pairs(dataclasses.replace(real_config(), cache_dir=str(tmp_path)), ("en", "fr"))
 
 
 def test_dictionary_part_is_capped_by_whole_blocks_and_near_duplicates_are_found():

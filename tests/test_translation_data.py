@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, typed_data
 from tasks.translation.data import (DICTIONARY_HINT, SAMPLE_PAIRS, load_files, load_pairs, prepare_dictionary,
                                      read_parallel_text, read_tsv)
 from tasks.corpora.ding import clean_part, pairs_from_ding_line
-from tasks.translation.schema import SubwordConfig
+from tasks.translation.schema import SubwordConfig, TranslationDataConfig
 from tasks.translation.subwords import Subwords, train_subwords
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
@@ -21,7 +21,11 @@ def dictionary_config(tmp_path, **extra):
     cfg = {"source": "dictionary", "dictionary_path": str(FIX / "de-en.ding"), "cache_dir": str(tmp_path),
            "min_words": 5, "max_words": 30, "valid_size": 4, "test_size": 5, "split_seed": 1234}
     cfg.update(extra)
-    return cfg
+    return typed_data("translation", TranslationDataConfig, **cfg)
+
+
+def files_config(files, **extra):
+    return typed_data("translation", TranslationDataConfig, source="files", files=files, **extra)
 
 
 def test_ding_line_gives_aligned_sentence_pairs_without_annotations():
@@ -79,8 +83,8 @@ def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path):
     message = str(err.value)
     assert "train.en has 3 lines" in message and "train.de has 2 lines" in message
     with pytest.raises(ValueError, match="train.de has 2 lines"):  # the same through the prefix form
-        load_files({"files": {"train": str(tmp_path / "train")}, "valid_size": 1, "test_size": 1,
-                    "split_seed": 0}, ("en", "de"))
+        load_files(files_config({"train": str(tmp_path / "train")}, valid_size=1, test_size=1, split_seed=0),
+                   ("en", "de"))
 
 
 def test_local_files_jsonl_tsv_and_text_agree(tmp_path):
@@ -90,11 +94,11 @@ def test_local_files_jsonl_tsv_and_text_agree(tmp_path):
     (tmp_path / "p.de").write_text("".join(p["de"] + "\n" for p in pairs), encoding="utf-8")
     for spec in (str(SAMPLE_PAIRS), str(tmp_path / "p.tsv"), str(tmp_path / "p"),
                  {"en": str(tmp_path / "p.en"), "de": str(tmp_path / "p.de")}):
-        got = load_files({"files": {"train": spec, "valid": spec, "test": spec}, "valid_size": 1, "test_size": 1,
-                          "split_seed": 0}, ("en", "de"))
+        got = load_files(files_config({"train": spec, "valid": spec, "test": spec}, valid_size=1, test_size=1,
+                                      split_seed=0), ("en", "de"))
         assert got["train"] == got["test"] == [{"en": p["en"], "de": p["de"]} for p in pairs]
-    carved = load_files({"files": {"train": str(SAMPLE_PAIRS)}, "valid_size": 2, "test_size": 3,
-                         "split_seed": 0}, ("en", "de"))
+    carved = load_files(files_config({"train": str(SAMPLE_PAIRS)}, valid_size=2, test_size=3, split_seed=0),
+                         ("en", "de"))
     assert [len(carved[s]) for s in ("train", "valid", "test")] == [3, 2, 3]
     (tmp_path / "bad.tsv").write_text("source\ttarget\na\tb\n")
     with pytest.raises(ValueError, match="bad.tsv: the header row"):

@@ -12,9 +12,13 @@ text across the whole corpus (``parallel_text.dedupe``) -> split by document per
 -> measure the overlap that remains between test/valid and train (verbatim and near-duplicates).
 Cached under ``cache_dir/real-<key>/`` as plain text, one sentence a line: ``<split>.en``, ``<split>.de``,
 ``<split>.source`` (which package) and ``<split>.doc`` (which document), plus ``stats.json``.
+
+``data`` below is the typed ``task.data`` section (tasks/translation/schema.py: TranslationDataConfig, its
+``real`` a RealCorpusConfig), read by attribute; not imported here, as the corpora import no task.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -35,12 +39,12 @@ REAL_HINT = "apt-get install " + " ".join(PACKAGES.values())
 NEAR_DUPLICATE = 0.9   # difflib similarity of two normalised sentences at or above which they count as near-duplicates
 
 
-def _roots(real: Mapping[str, Any], dictionary_path: str) -> Dict[str, List[Path]]:
+def _roots(real: Any, dictionary_path: str) -> Dict[str, List[Path]]:
     """The files or folders each source reads; a source is installed when all of them exist."""
-    lo = Path(str(real["libreoffice_help"])).expanduser()
+    lo = Path(str(real.libreoffice_help)).expanduser()
     return {"libreoffice": [lo / "en-US", lo / "de"],
-            "gnome": [Path(str(real["gnome_help"])).expanduser() / "C", Path(str(real["gnome_help"])).expanduser() / "de"],
-            "fillets": [Path(str(real["fillets_scripts"])).expanduser()],
+            "gnome": [Path(str(real.gnome_help)).expanduser() / "C", Path(str(real.gnome_help)).expanduser() / "de"],
+            "fillets": [Path(str(real.fillets_scripts)).expanduser()],
             "dictionary": [Path(dictionary_path).expanduser()]}
 
 
@@ -63,7 +67,7 @@ def read_dictionary_documents(path: Path, block_lines: int, min_words: int) -> I
         yield Document("dictionary", f"lines {start + 1}-{start + block_lines}", pairs)
 
 
-def read_documents(source: str, roots: List[Path], real: Mapping[str, Any], min_words_dictionary: int,
+def read_documents(source: str, roots: List[Path], real: Any, min_words_dictionary: int,
                    skipped: List[str]) -> Iterator[Document]:
     if source == "libreoffice":
         return read_libreoffice(*roots)
@@ -72,7 +76,7 @@ def read_documents(source: str, roots: List[Path], real: Mapping[str, Any], min_
     if source == "fillets":
         return read_fillets(roots[0])
     if source == "dictionary":
-        return read_dictionary_documents(roots[0], int(real["dictionary_block_lines"]), min_words_dictionary)
+        return read_dictionary_documents(roots[0], int(real.dictionary_block_lines), min_words_dictionary)
     raise ValueError(f"task.data.real.sources: unknown source {source!r}; expected some of {list(PACKAGES)}")
 
 
@@ -133,11 +137,12 @@ def overlap_report(splits: Mapping[str, Sequence[Tuple[str, str, str, str]]]) ->
 
 
 # ---- the prepare step ---------------------------------------------------------------------------------
-def build_corpus(data: Mapping[str, Any], log=print) -> Tuple[Dict[str, List[Tuple[str, str, str, str]]], Dict[str, Any]]:
-    """Rows (en, de, source, doc) per split and the statistics, from the installed packages."""
-    real = data["real"]
-    roots = _roots(real, str(data["dictionary_path"]))
-    wanted = list(real["sources"])
+def build_corpus(data: Any, log=print) -> Tuple[Dict[str, List[Tuple[str, str, str, str]]], Dict[str, Any]]:
+    """Rows (en, de, source, doc) per split and the statistics, from the installed packages (``data``: the
+    typed ``task.data`` section)."""
+    real = data.real
+    roots = _roots(real, str(data.dictionary_path))
+    wanted = list(real.sources)
     unknown = [s for s in wanted if s not in PACKAGES]
     if unknown:
         raise ValueError(f"task.data.real.sources: unknown {unknown}; expected some of {list(PACKAGES)}")
@@ -149,33 +154,33 @@ def build_corpus(data: Mapping[str, Any], log=print) -> Tuple[Dict[str, List[Tup
     if missing:
         log(f"[translation] real corpus without {missing} (not installed); for the full corpus: "
             f"apt-get install {' '.join(PACKAGES[s] for s in missing)}")
-    min_words, max_words = int(real["min_words"]), int(real["max_words"])
+    min_words, max_words = int(real.min_words), int(real.max_words)
     documents, read_counts, kept_counts, skipped = [], Counter(), Counter(), []
-    caps = dict(real.get("max_pairs") or {})
+    caps = dict(real.max_pairs or {})
     for source in installed:
         t0 = time.time()
         docs = []
-        for doc in read_documents(source, roots[source], real, int(data["min_words"]), skipped):
+        for doc in read_documents(source, roots[source], real, int(data.min_words), skipped):
             read_counts[source] += len(doc.pairs)
             doc.pairs = [p for p in doc.pairs if keep_pair(p[0], p[1], min_words, max_words)]
             kept_counts[source] += len(doc.pairs)
             docs.append(doc)
-        documents.extend(sample_documents(docs, caps.get(source), f"{data['split_seed']}:{source}"))
+        documents.extend(sample_documents(docs, caps.get(source), f"{data.split_seed}:{source}"))
         log(f"[translation] {source}: {read_counts[source]:,} aligned pairs, {kept_counts[source]:,} after cleaning "
             f"({time.time() - t0:.1f}s)")
     documents, removed = dedupe(documents)
     unique = Counter()
     for doc in documents:
         unique[doc.source] += len(doc.pairs)
-    sizes = {s: (max(int(real["min_valid"]), round(float(real["valid_fraction"]) * n)),
-                 max(int(real["min_test"]), round(float(real["test_fraction"]) * n))) for s, n in unique.items()}
-    by_split = split_by_document(documents, sizes, int(data["split_seed"]))
+    sizes = {s: (max(int(real.min_valid), round(float(real.valid_fraction) * n)),
+                 max(int(real.min_test), round(float(real.test_fraction) * n))) for s, n in unique.items()}
+    by_split = split_by_document(documents, sizes, int(data.split_seed))
     rows = {split: [(en, de, d.source, d.doc_id) for d in docs for en, de in d.pairs] for split, docs in by_split.items()}
     stats: Dict[str, Any] = {
         "sources": installed, "missing": missing, "gnome_pages_skipped": len(skipped),
         "aligned": dict(read_counts), "after_cleaning": dict(kept_counts), "max_pairs": caps, "after_dedupe": dict(unique),
         "removed_by_dedupe": removed, "per_split": {}, "overlap": overlap_report(rows),
-        "settings": {"min_words": min_words, "max_words": max_words, "split_seed": int(data["split_seed"])}}
+        "settings": {"min_words": min_words, "max_words": max_words, "split_seed": int(data.split_seed)}}
     for split, docs in by_split.items():
         for source in installed:
             mine = [d for d in docs if d.source == source]
@@ -192,16 +197,17 @@ def _write_lines(path: Path, lines: Sequence[str]) -> None:
     os.replace(tmp, path)   # atomic: an interrupted prepare never leaves half a file in the cache
 
 
-def corpus_folder(data: Mapping[str, Any], cache_dir: Path) -> Path:
-    real = data["real"]
-    roots = _roots(real, str(data["dictionary_path"]))
-    present = [s for s in real["sources"] if s in roots and all(p.exists() for p in roots[s])]
-    settings = {k: real[k] for k in real if k not in ("libreoffice_help", "gnome_help", "fillets_scripts")}
-    key = cache_key([_fingerprint(roots[s]) for s in present], settings, data["split_seed"], data["min_words"], 1)
+def corpus_folder(data: Any, cache_dir: Path) -> Path:
+    real = data.real
+    roots = _roots(real, str(data.dictionary_path))
+    present = [s for s in real.sources if s in roots and all(p.exists() for p in roots[s])]
+    settings = {f.name: getattr(real, f.name) for f in dataclasses.fields(real)  # the paths: in the fingerprints
+                if f.name not in ("libreoffice_help", "gnome_help", "fillets_scripts")}
+    key = cache_key([_fingerprint(roots[s]) for s in present], settings, data.split_seed, data.min_words, 1)
     return cache_dir / f"real-{key}"
 
 
-def prepare_real(data: Mapping[str, Any], cache_dir: Path, log=print) -> Path:
+def prepare_real(data: Any, cache_dir: Path, log=print) -> Path:
     """The corpus folder, built on first use (the whole step takes well under a minute)."""
     folder = corpus_folder(data, cache_dir)
     if (folder / "stats.json").is_file():
@@ -218,7 +224,7 @@ def prepare_real(data: Mapping[str, Any], cache_dir: Path, log=print) -> Path:
     return folder
 
 
-def load_real(data: Mapping[str, Any], cache_dir: Path, log=print) -> Dict[str, List[Dict[str, str]]]:
+def load_real(data: Any, cache_dir: Path, log=print) -> Dict[str, List[Dict[str, str]]]:
     """Every split as ``{"en", "de", "domain"}`` pairs, read from the cached plain text files."""
     folder = prepare_real(data, cache_dir, log)
     out = {}

@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence
 from tasks.engine.errors import not_a_file, override
 from tasks.corpora.ding import cache_key, pairs_from_ding_line
 from tasks.corpora.parallel_corpus import load_real
+from tasks.translation.schema import TranslationDataConfig
 
 SPLITS = ("train", "valid", "test")
 Pair = Dict[str, str]
@@ -85,23 +86,23 @@ def write_jsonl(path: Path, pairs: Sequence[Pair]) -> None:
     os.replace(tmp, path)  # atomic: an interrupted prepare never leaves half a file in the cache
 
 
-def prepare_dictionary(data: Mapping[str, Any], cache_dir: Path) -> Dict[str, List[Pair]]:
+def prepare_dictionary(data: TranslationDataConfig, cache_dir: Path) -> Dict[str, List[Pair]]:
     """The offline default, extracted on first use and cached (see the module docstring)."""
-    path = Path(str(data["dictionary_path"])).expanduser()
+    path = Path(str(data.dictionary_path)).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"the offline De-En data needs the Ding dictionary at {path} (task.data."
                                 f"dictionary_path), which is missing. Install it with: {DICTIONARY_HINT}")
     stat = path.stat()
-    settings = {k: data[k] for k in ("min_words", "max_words", "valid_size", "test_size", "split_seed")}
+    settings = {k: getattr(data, k) for k in ("min_words", "max_words", "valid_size", "test_size", "split_seed")}
     folder = cache_dir / f"dictionary-{cache_key(str(path), stat.st_size, int(stat.st_mtime), settings)}"
     if all((folder / f"{s}.jsonl").is_file() for s in SPLITS):
         return {s: read_jsonl(folder / f"{s}.jsonl", ("de", "en")) for s in SPLITS}
     print(f"[translation] extracting sentence pairs from {path} (first use; cached in {folder}) ...", flush=True)
-    raw = read_ding_dictionary(path, int(data["min_words"]))
-    pairs = filter_and_dedup(raw, ("de", "en"), int(data["min_words"]), int(data["max_words"]))
-    print(f"[translation] {len(raw):,} pairs with >= {data['min_words']} words a side, {len(pairs):,} after "
-          f"the length filter (<= {data['max_words']} words) and deduplication", flush=True)
-    splits = carve_splits(pairs, int(data["valid_size"]), int(data["test_size"]), int(data["split_seed"]))
+    raw = read_ding_dictionary(path, int(data.min_words))
+    pairs = filter_and_dedup(raw, ("de", "en"), int(data.min_words), int(data.max_words))
+    print(f"[translation] {len(raw):,} pairs with >= {data.min_words} words a side, {len(pairs):,} after "
+          f"the length filter (<= {data.max_words} words) and deduplication", flush=True)
+    splits = carve_splits(pairs, int(data.valid_size), int(data.test_size), int(data.split_seed))
     folder.mkdir(parents=True, exist_ok=True)
     for s in SPLITS:
         write_jsonl(folder / f"{s}.jsonl", splits[s])
@@ -181,8 +182,8 @@ def read_split_files(spec: Any, langs: Sequence[str]) -> List[Pair]:
     return read_parallel_text({lang: Path(f"{path}.{lang}") for lang in langs})
 
 
-def load_files(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
-    files = data.get("files") or {}
+def load_files(data: TranslationDataConfig, langs: Sequence[str]) -> Dict[str, List[Pair]]:
+    files = data.files or {}
     if not files.get("train"):
         raise ValueError("task.data.source=files: expected task.data.files.train (and optionally valid/test): "
                          "a .jsonl/.tsv file, {<lang>: file, ...} or a prefix of <prefix>.<lang> files")
@@ -191,39 +192,39 @@ def load_files(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
         if not pairs:
             raise ValueError(f"task.data.files.{split}={files[split]}: empty, it holds no sentence pairs")
     if "valid" not in splits or "test" not in splits:  # carve the missing ones from train, deterministically
-        carved = carve_splits(splits["train"], int(data["valid_size"]) if "valid" not in splits else 0,
-                              int(data["test_size"]) if "test" not in splits else 0, int(data["split_seed"]))
+        carved = carve_splits(splits["train"], int(data.valid_size) if "valid" not in splits else 0,
+                              int(data.test_size) if "test" not in splits else 0, int(data.split_seed))
         splits = {"train": carved["train"], "valid": splits.get("valid", carved["valid"]),
                   "test": splits.get("test", carved["test"])}
     return splits
 
 
 # ---- the hub -----------------------------------------------------------------------------------------
-def load_hub(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
+def load_hub(data: TranslationDataConfig, langs: Sequence[str]) -> Dict[str, List[Pair]]:
     """wmt14 / wmt16 (config de-en) from the Hugging Face hub: needs network or a populated cache."""
     import datasets
 
-    names = {"train": "train", "valid": "validation", "test": "test", **dict(data.get("hub_splits") or {})}
+    names = {"train": "train", "valid": "validation", "test": "test", **dict(data.hub_splits or {})}
     try:
-        ds = datasets.load_dataset(data["hub_name"], data.get("hub_config"))
+        ds = datasets.load_dataset(data.hub_name, data.hub_config)
     except Exception as err:  # noqa: BLE001 - offline, missing dataset ...: one message with the way out
-        raise RuntimeError(f"task.data.source=hub: could not load {data['hub_name']!r} ({data.get('hub_config')}): "
+        raise RuntimeError(f"task.data.source=hub: could not load {data.hub_name!r} ({data.hub_config}): "
                            f"{err}. It needs network access or a local cache; offline, use the default "
                            f"task.data.source=real or task.data.source=files") from None
     out = {}
     for split, name in names.items():
         rows = ds[name]
-        limit = data.get("max_train_examples") if split == "train" else None
+        limit = data.max_train_examples if split == "train" else None
         if limit:
             rows = rows.select(range(min(int(limit), len(rows))))
         out[split] = [{lang: ex["translation"][lang] for lang in langs} for ex in rows]
     return out
 
 
-def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[Pair]]:
-    """Every split's sentence pairs for the configured source."""
-    source = data["source"]
-    cache_dir = Path(str(data["cache_dir"])).expanduser()
+def load_pairs(data: TranslationDataConfig, langs: Sequence[str]) -> Dict[str, List[Pair]]:
+    """Every split's sentence pairs for the source of the typed ``task.data`` section."""
+    source = data.source
+    cache_dir = Path(str(data.cache_dir)).expanduser()
     if source == "dictionary":
         if set(langs) != {"de", "en"}:
             raise ValueError(f"task.data.source=dictionary holds German-English pairs; task.src_lang/tgt_lang "
@@ -243,7 +244,7 @@ def load_pairs(data: Mapping[str, Any], langs: Sequence[str]) -> Dict[str, List[
     for split in SPLITS:
         if not splits.get(split):
             raise ValueError(f"task.data ({source}): the {split} split is empty")
-    splits["train"] = cap_training_pairs(splits["train"], data.get("max_train_examples"), int(data["split_seed"]))
+    splits["train"] = cap_training_pairs(splits["train"], data.max_train_examples, int(data.split_seed))
     return splits
 
 

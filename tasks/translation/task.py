@@ -30,7 +30,6 @@ from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
-from tasks.engine.config.schema import as_plain
 from tasks.translation.data import SPLITS, load_pairs
 from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
                                        statistics_by_domain, translation_statistics)
@@ -102,7 +101,7 @@ class TranslationTask(Task):
         t0 = time.time()
         t = self.task_cfg
         data = t.data
-        pairs = load_pairs(as_plain(data), (self.src, self.tgt))  # the corpus readers take the section as a mapping
+        pairs = load_pairs(data, (self.src, self.tgt))
         if self.subwords is None:
             sentences = [p[lang] for p in pairs["train"] for lang in (self.src, self.tgt)]
             self.subwords = train_subwords(sentences, t.subwords, Path(str(data.cache_dir)).expanduser())
