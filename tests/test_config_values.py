@@ -44,6 +44,9 @@ NOT_A_SECOND_DEFAULT = {
     ("tasks/classification/data.py", "text_column"): "null in conf/task/classification.yaml, the rule beside it",
     ("tasks/classification/data.py", "label_column"): "null in conf/task/classification.yaml, the rule beside it",
     ("tasks/classification/data.py", "subset"): "null in conf/task/classification.yaml, the rule beside it",
+    # found when the scan learned the typed form (x.key or value); older than it, left for their owners
+    ("tasks/classification/cross_validation.py", "max_epochs"): "a results column: null (no limit) written as 0",
+    ("tasks/paper/recurrent_share.py", "seed"): "to remove: seed is set in conf/config.yaml",
 }
 
 
@@ -92,7 +95,8 @@ def _schema_keys():
 
 
 def _fallbacks(path: Path, keys):
-    """``x.get("key", value)`` (value not None) and ``x.get("key") or value`` for a schema key."""
+    """``x.get("key", value)`` (value not None), ``x.get("key") or value`` and, on a typed section,
+    ``x.key or value`` for a schema key."""
     for node in ast.walk(ast.parse(path.read_text())):
         call, fallback = None, None
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and isinstance(node.values[-1], ast.Constant):
@@ -104,6 +108,9 @@ def _fallbacks(path: Path, keys):
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "get"
                 and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value in keys):
             yield call.args[0].value, node.lineno, ast.unparse(fallback)
+        elif (isinstance(node, ast.BoolOp) and isinstance(call, ast.Attribute) and call.attr in keys
+              and not (isinstance(call.value, ast.Name) and call.value.id == "self")):  # self.x: a module's own
+            yield call.attr, node.lineno, ast.unparse(fallback)
 
 
 def test_no_code_fallback_supplies_a_second_value_for_a_config_key():
@@ -114,7 +121,7 @@ def test_no_code_fallback_supplies_a_second_value_for_a_config_key():
             if (rel, key) in NOT_A_SECOND_DEFAULT:
                 exempt_seen.add((rel, key))
             else:
-                found.append(f"{rel}:{line}: .get({key!r}) -> {value}")
+                found.append(f"{rel}:{line}: {key!r} -> {value}")
     assert not found, "a config key's value belongs in conf/ (null + the rule beside it for 'derive it'):\n" + \
         "\n".join(found)
     stale = set(NOT_A_SECOND_DEFAULT) - exempt_seen
@@ -122,12 +129,12 @@ def test_no_code_fallback_supplies_a_second_value_for_a_config_key():
 
 
 def test_the_scan_finds_the_fallbacks_it_forbids(tmp_path):
-    """The scan above is not blind: both forms of fallback are reported."""
+    """The scan above is not blind: every form of fallback is reported."""
     code = tmp_path / "loop.py"
     code.write_text('p = int(explosion.get("patience") or 1)\nw = cfg.get("warmup_steps", 0)\n'
-                    'ok = cfg.get("factor", None)\n')
-    assert sorted(k for k, _, _ in _fallbacks(code, {"patience", "warmup_steps", "factor"})) == [
-        "patience", "warmup_steps"]
+                    'ok = cfg.get("factor", None)\nm = cfg.min_lr or 0.0\n')
+    assert sorted(k for k, _, _ in _fallbacks(code, {"patience", "warmup_steps", "factor", "min_lr"})) == [
+        "min_lr", "patience", "warmup_steps"]
 
 
 @functools.lru_cache(maxsize=None)
