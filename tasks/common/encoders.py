@@ -60,7 +60,7 @@ MODEL_SCHEMAS: Dict[str, type] = {
 def check_encoder_config(cfg: Mapping[str, Any], causal: bool = False) -> Any:
     """Reject an encoder config before any data is loaded: unknown name or keys, bad types and ranges
     (``MODEL_SCHEMAS``), and a bidirectional encoder for a causal task. Returns it typed (its schema's
-    instance). ``cfg``: the composed section, or an instance of its schema (returned as it is)."""
+    instance). ``cfg``: the composed section, or an instance of its schema."""
     name = cfg.name if dataclasses.is_dataclass(cfg) else cfg.get("name")
     if name not in ENCODERS:
         raise ConfigError(f"model.name: expected one of {sorted(ENCODERS)}, received {name!r}. "
