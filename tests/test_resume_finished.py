@@ -4,8 +4,8 @@ while max_steps is larger, or early stopping. Rows of docs/failures.md's resume 
 from __future__ import annotations
 
 import pytest
-from test_reliability_processes import _lm, _run_dirs, _train
-from test_saved_runs_untouched import _hashes
+from test_reliability_processes import lm_cli_args, run_dirs_under, train_cli
+from test_saved_runs_untouched import file_hashes
 
 pytestmark = pytest.mark.slow
 
@@ -16,14 +16,14 @@ pytestmark = pytest.mark.slow
       "trainer.early_stopping_patience=0"], "it stopped early (1 evaluations without improvement"),
 ], ids=["ended-by-epochs", "ended-by-early-stopping"])
 def test_resume_of_a_run_ended_by_any_budget_changes_nothing(budget, reason, tmp_path):
-    args = [a for a in _lm(4) if a != "test_after_training=false"] + budget  # with its test: results.json
-    done = _train(tmp_path, args)
+    args = [a for a in lm_cli_args(4) if a != "test_after_training=false"] + budget  # with its test: results.json
+    done = train_cli(tmp_path, args)
     assert done.returncode == 0, done.stderr[-3000:]
-    (run,) = _run_dirs(tmp_path / "outputs")
-    before = _hashes(run)
+    (run,) = run_dirs_under(tmp_path / "outputs")
+    before = file_hashes(run)
     assert "results.json" in before
-    proc = _train(tmp_path, [f"resume={run}"])
+    proc = train_cli(tmp_path, [f"resume={run}"])
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith(f"[train] resume: {run} is finished at step ") and reason in line, line
-    assert _hashes(run) == before and not list((run / ".hydra").glob("resume-*"))
+    assert file_hashes(run) == before and not list((run / ".hydra").glob("resume-*"))

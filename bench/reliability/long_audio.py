@@ -93,9 +93,9 @@ def main() -> None:
                 print(f"| {minutes:g} min | {name} | {shown} | {seconds:.0f} s |", flush=True)
             wav.unlink()
     import torch
-    with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    print(f"\nCPU: {cpu}, {os.cpu_count()} cores; torch {torch.__version__}, "
+    from tasks.engine.run.devices import cpu_model  # the one machine description
+
+    print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; torch {torch.__version__}, "
           f"capability {torch.backends.cpu.get_cpu_capability()}")
 
 

@@ -71,9 +71,9 @@ def main() -> None:
     for load, a, b in (("busy", "default", "1 thread"), ("idle", "default", "2 threads")):
         ratio = [x / y for x, y in zip(rates[(load, a)], rates[(load, b)])]
         print(f"{load}: {a} / {b} = {statistics.median(ratio):.2f} (per round {', '.join(f'{x:.2f}' for x in ratio)})")
-    with open("/proc/cpuinfo") as f:
-        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    print(f"\nCPU: {model}, {os.cpu_count()} cores; torch {torch.__version__}, "
+    from tasks.engine.run.devices import cpu_model  # the one machine description
+
+    print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; torch {torch.__version__}, "
           f"capability {torch.backends.cpu.get_cpu_capability()}")
 
 

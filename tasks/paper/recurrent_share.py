@@ -73,7 +73,8 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
     task.setup()
     model: nn.Module = task.build_model().train()
     trainer = run_config(cfg).trainer
-    step = TrainStep(task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer, torch.device("cpu"))
+    train_step = TrainStep(task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer,
+                           torch.device("cpu"))
     encoders = recurrent_modules(model)
     if not encoders:
         return {"share": float("nan"), "note": "no SRU/LSTM encoder in this model"}
@@ -87,8 +88,8 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
             calls.clear()
             model.zero_grad(set_to_none=True)
             t0 = _cpu()
-            loss, logging_output = step.forward(task.move_to_device(batch, torch.device("cpu")))
-            step.backward(loss, logging_output)
+            loss, logging_output = train_step.forward(task.move_to_device(batch, torch.device("cpu")))
+            train_step.backward(loss, logging_output)
             step = _cpu() - t0
             replay = list(calls)
             for h in hooks:  # the replays must not record themselves
