@@ -3,7 +3,7 @@
     python scripts/prepare_squad_offline.py                       # into ~/.cache/sru-experiments/squad/
     python scripts/prepare_squad_offline.py --out data/squad --wiki enwiki-pages-articles.xml.bz2
 
-`python train.py task=squad` runs the same generator on first use (tasks/corpora/squad_questions.py); this script
+`python train.py task=squad` runs the same generator on first use (tasks/squad/offline_corpus.py); this script
 is for looking at the questions or writing them elsewhere. Prints the three files and a few examples.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import random
 from collections import Counter
 
 from tasks.squad.data import cache_root, load_squad_file
-from tasks.corpora.squad_questions import prepare_offline
+from tasks.squad.offline_corpus import prepare_offline
 
 
 def main() -> None:
@@ -23,7 +23,8 @@ def main() -> None:
     ap.add_argument("--wiki", default=None, help="MediaWiki XML dump (.xml/.bz2/.gz); default: gensim's sample")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--max-context-words", type=int, default=120)
-    ap.add_argument("--questions-per-context", type=int, default=3)
+    ap.add_argument("--questions-per-context", type=int, default=4)
+    ap.add_argument("--prose", nargs="+", default=["wiki", "bbc"], help="offline prose: wiki and/or bbc")
     ap.add_argument("--show", type=int, default=5, help="print this many random training questions")
     args = ap.parse_args()
     wiki = args.wiki
@@ -32,7 +33,8 @@ def main() -> None:
         wiki = gensim_wiki_path()
     # the same parameters (and so the same cache key) as conf/task/squad.yaml's defaults
     params = {"seed": args.seed, "max_context_words": args.max_context_words,
-              "questions_per_context": args.questions_per_context, "fractions": [0.8, 0.1, 0.1]}
+              "questions_per_context": args.questions_per_context, "fractions": [0.8, 0.1, 0.1],
+              "prose": args.prose}
     paths = prepare_offline(cache_root({"cache_dir": args.out}), wiki, params)
     for split, path in paths.items():
         examples = load_squad_file(path)  # validates what was written

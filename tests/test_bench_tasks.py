@@ -55,7 +55,7 @@ def test_lm_sru_vs_lstm_report(tmp_path):
 def test_squad_times_both_reader_encoders(tmp_path):
     overrides = ["task.data.source=files", *(f"task.data.files.{s}={SQUAD}" for s in ("train", "valid", "test")),
                  "task.encoder.hidden_size=8", "task.encoder.num_layers=1", "task.embedding.dim=8",
-                 "task.batch_size=2"]
+                 "task.embedding.path=null", "task.batch_size=2"]
     result = run_bench(tmp_path, "squad", overrides)
     assert result["items"] == "nsentences"
     for model in ("sru", "lstm"):

@@ -19,7 +19,7 @@ def tiny_squad_overrides(model: str, steps: int = 40):
         # train = valid = test: a memorisation check of the pipeline (real runs use the generated splits)
         *(f"task.data.files.{split}={TINY}" for split in ("train", "valid", "test")),
         "task.encoder.hidden_size=16", "task.encoder.num_layers=2", "model.dropout=0.0",
-        "task.embedding.dim=16", "task.emb_dropout=0.0", "task.batch_size=4", "task.eval_batch_size=3",
+        "task.embedding.dim=16", "task.embedding.path=null", "task.emb_dropout=0.0", "task.batch_size=4", "task.eval_batch_size=3",
         "trainer.optimizer.name=adamax", "trainer.optimizer.lr=0.02", "trainer.grad_clip=20",
         f"trainer.max_steps={steps}", "trainer.max_epochs=null", "trainer.eval_every_steps=20",
         "trainer.log_every_steps=5", "trainer.progress_bar=false", "trainer.plot=false",
@@ -35,6 +35,10 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
     test = summary["test"]
     assert summary["monitor"] == "f1" and test["f1"] >= 60.0, out  # 7 memorisable questions
     assert test["baseline_random_em"] <= test["em"]
+    # the hand-written check set is scored beside every test evaluation, its predictions kept
+    human = json.loads((tmp_path / "predictions_human.json").read_text(encoding="utf-8"))
+    assert len(human) >= 100 and 0 <= test["human_em"] <= test["human_f1"] <= 100
+    assert "[squad] human check set: EM" in out
     timed = [r for r in read_metrics(tmp_path, "valid") if "epoch_seconds" in r]
     assert timed and all(0 < r["encoder_seconds"] < r["epoch_seconds"] for r in timed)  # time per epoch, RNN share
     assert "[squad] epoch 0:" in out
@@ -118,9 +122,18 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     counts = Counter(w.lower() for ex in load_squad_file(TINY) for w in tokenize(ex.question)[0])
     top = sorted(counts, key=lambda w: (-counts[w], w))[:3]
     assert task.fixed_rows_from == 5 and task.vocab.itos[2:5] == top  # the top question words come first
-    assert torch.allclose(model.embedding.weight[task.vocab.stoi["limmat"]], torch.full((8,), 0.1))
+    limmat = torch.tensor([task.vocab.stoi["limmat"]])
+    assert torch.allclose(model.embedding(limmat), torch.full((1, 8), 0.1))
     batch = next(iter(task.batches("train", 0, 0)))
     loss, _ = task.compute_loss(model, batch, "train")
     loss.backward()
-    grad = model.embedding.weight.grad
-    assert grad[task.fixed_rows_from:].abs().sum() == 0 and grad[2:task.fixed_rows_from].abs().sum() > 0
+    # only the top rows are parameters (and all get gradients); the rest is a fixed buffer
+    assert model.embedding.weight.shape[0] == task.fixed_rows_from and not model.embedding.fixed.requires_grad
+    assert model.embedding.weight.grad[2:].abs().sum() > 0
+    assert len(model.embedding.fixed) == len(task.vocab) - task.fixed_rows_from
+    # saved as one table, as before the split (checkpoints keep their layout), and loaded back into the split
+    state = model.state_dict()
+    assert tuple(state["embedding.weight"].shape) == (len(task.vocab), 8) and "embedding.fixed" not in state
+    fresh = task.build_model()
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.embedding(torch.arange(len(task.vocab))), model.embedding(torch.arange(len(task.vocab))))

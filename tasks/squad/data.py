@@ -10,7 +10,7 @@ at least one answer and every answer text sits at its ``answer_start`` in the co
 this is refused with the file and the question id, because a silently misaligned answer would train on
 the wrong span and make EM/F1 meaningless.
 
-Sources (``task.data.source``): ``generated`` (default, offline: tasks/corpora/squad_questions.py), ``files``
+Sources (``task.data.source``): ``generated`` (default, offline: tasks/squad/offline_corpus.py), ``files``
 (local v1.1 JSON per split) and ``hub`` (Hugging Face ``squad``, needs network or a cache; converted
 once to v1.1 JSON so its predictions can be rescored with the official script like any other file).
 """
@@ -143,6 +143,15 @@ def load_squad_file(path: Any) -> List[SquadExample]:
     return parse_squad(obj, p)
 
 
+def human_check_path(path: Any) -> Path:
+    """``task.human_check``: an absolute path, one relative to the working directory, or else to the repository
+    root (the committed tasks/squad/human_dev-v1.1.json wherever the run starts)."""
+    p = Path(os.path.expanduser(str(path)))
+    if not p.is_absolute() and not p.is_file():
+        p = Path(__file__).resolve().parents[2] / p
+    return p
+
+
 def cache_root(data_cfg: Mapping[str, Any]) -> Path:
     root = data_cfg.get("cache_dir") or os.path.join(
         os.environ.get("SRU_CACHE", os.path.expanduser("~/.cache/sru-experiments")), "squad")
@@ -154,12 +163,13 @@ def split_files(data_cfg: Mapping[str, Any], needed: Sequence[str] = SPLITS) -> 
     ``files``: only the ``needed`` splits must be given (evaluate.py scores one file)."""
     source = data_cfg.get("source")
     if source == "generated":
-        from tasks.corpora.squad_questions import prepare_offline
+        from tasks.squad.offline_corpus import prepare_offline
         wiki = data_cfg.get("wiki_path")
         if not wiki:
             wiki = gensim_wiki_path()
         params = {k: data_cfg[k] for k in ("seed", "max_context_words", "questions_per_context")}
         params["fractions"] = list(data_cfg["split_fractions"])
+        params["prose"] = list(data_cfg["prose"])
         return prepare_offline(cache_root(data_cfg), str(wiki), params)
     if source == "files":
         files = dict(data_cfg.get("files") or {})

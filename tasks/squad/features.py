@@ -6,6 +6,9 @@ Token features of each paragraph token (DrQA's "exact match" and "token features
   2 term frequency   occurrences of the (lower-cased) token in the paragraph / paragraph length
   3 capitalised      first character upper case (DrQA uses NER tags; capitalisation is the tagger-free cue)
   4 numeric          holds a digit
+  5 stem match       the token's stem (lower-cased, cut to 5 letters) is a question word's stem: "discovered" in
+                     the paragraph for "discover" in "What did Fleming discover?" (do-support and voice changes
+                     put a verb's other form in the question; DrQA uses the lemma)
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from tasks.common.text import Vocabulary
 
 from .data import SquadExample, char_to_token_span, tokenize
 
-NUM_FEATURES = 5
+NUM_FEATURES = 6
+STEM_LETTERS = 5
 
 
 @dataclass
@@ -41,14 +45,21 @@ class EncodedExample:
                        question_ids=vocab.encode(self.question_words))
 
 
+def stem(word: str) -> str:
+    """A crude, tagger-free stem: the first STEM_LETTERS letters of an alphabetic word of 4+ letters."""
+    w = word.lower()
+    return w[:STEM_LETTERS] if len(w) >= 4 and w.isalpha() else ""
+
+
 def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]) -> Tensor:
     exact = set(question_tokens)
     uncased = {t.lower() for t in question_tokens}
+    stems = {stem(t) for t in question_tokens} - {""}
     lower = [t.lower() for t in context_tokens]
     counts = Counter(lower)
     n = max(len(context_tokens), 1)
     rows = [[float(t in exact), float(lo in uncased), counts[lo] / n, float(t[:1].isupper()),
-             float(any(ch.isdigit() for ch in t))] for t, lo in zip(context_tokens, lower)]
+             float(any(ch.isdigit() for ch in t)), float(stem(t) in stems)] for t, lo in zip(context_tokens, lower)]
     return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
 
 

@@ -87,7 +87,7 @@ def question_type(question: str) -> str:
 def first_of_type(context: str, question: str) -> str:
     """The first span in the context of the type the question asks for (a date also answers "when"
     as a year does); the first name when there is none; the first word when there is no name."""
-    from tasks.corpora.squad_questions import find_spans
+    from tasks.squad.offline_corpus import find_spans
     wanted = question_type(question)
     spans = sorted(find_spans(context), key=lambda c: c[1])
     accept = {"date": ("date", "year")}.get(wanted, (wanted,))

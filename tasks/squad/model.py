@@ -44,19 +44,50 @@ class AlignedQuestionEmbedding(nn.Module):
         return _masked_softmax(scores, q_mask_pad.unsqueeze(1), -1).bmm(q_emb)
 
 
+class PartlyTunedEmbedding(nn.Module):
+    """DrQA's tune_partial: rows [0, fixed_rows_from) are trained (``weight``), the pretrained rows past the
+    top-N question words stay fixed (``fixed``, a buffer; the state dict holds them as one table). Kept apart so that the optimiser neither gets a
+    dense gradient over the whole table nor updates it: with 38k x 300 spaCy vectors that was ~0.2 CPU-s a
+    step. ``fixed_rows_from`` None: every row is trained."""
+
+    def __init__(self, table: Tensor, fixed_rows_from: Optional[int] = None, padding_idx: int = 0):
+        super().__init__()
+        k = table.shape[0] if fixed_rows_from is None else min(int(fixed_rows_from), table.shape[0])
+        self.padding_idx = padding_idx
+        self.weight = nn.Parameter(table[:k].clone())
+        self.register_buffer("fixed", table[k:].clone(), persistent=False)  # saved inside "weight", below
+
+    def forward(self, ids: Tensor) -> Tensor:
+        k = self.weight.shape[0]
+        tuned = F.embedding(ids.clamp(max=k - 1), self.weight, self.padding_idx)
+        if self.fixed.shape[0] == 0:
+            return tuned
+        fixed = F.embedding((ids - k).clamp(min=0), self.fixed)
+        return torch.where((ids < k).unsqueeze(-1), tuned, fixed)
+
+    # saved as one table, ``weight`` (vocab, dim), as before the split: checkpoints and exported models keep
+    # their layout, and ones saved before load as they are
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        weight = self.weight if keep_vars else self.weight.detach()
+        destination[prefix + "weight"] = torch.cat([weight, self.fixed]) if len(self.fixed) else weight
+
+    def _load_from_state_dict(self, state, prefix, *args, **kwargs):
+        whole = state.get(prefix + "weight")
+        k = self.weight.shape[0]
+        if whole is not None and whole.shape[0] == k + len(self.fixed) and len(self.fixed):
+            with torch.no_grad():
+                self.fixed.copy_(whole[k:])
+            state = dict(state)
+            state[prefix + "weight"] = whole[:k]
+        super()._load_from_state_dict(state, prefix, *args, **kwargs)
+
+
 class DocumentReader(nn.Module):
     def __init__(self, embedding: Tensor, num_features: int, model_cfg: Mapping[str, Any], emb_dropout: float = 0.2,
                  fixed_rows_from: Optional[int] = None, padding_idx: int = 0):
         super().__init__()
         vocab, dim = embedding.shape
-        self.embedding = nn.Embedding(vocab, dim, padding_idx=padding_idx)
-        self.embedding.weight.data.copy_(embedding)
-        if fixed_rows_from is not None and fixed_rows_from < vocab:
-            # DrQA's tune_partial: pretrained rows past the top-N question words stay fixed
-            keep = torch.ones(vocab, 1)
-            keep[fixed_rows_from:] = 0.0
-            self.register_buffer("grad_keep", keep, persistent=False)
-            self.embedding.weight.register_hook(lambda g: g * self.grad_keep)
+        self.embedding = PartlyTunedEmbedding(embedding, fixed_rows_from, padding_idx)
         self.emb_dropout = nn.Dropout(emb_dropout)
         self.align = AlignedQuestionEmbedding(dim)
         cfg = dict(model_cfg)

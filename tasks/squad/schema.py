@@ -19,6 +19,7 @@ class SquadDataConfig:
     hub_splits: Dict[str, Any] = key()
     cache_dir: Optional[str] = key()
     wiki_path: Optional[str] = key()
+    prose: List[Literal["wiki", "bbc"]] = key()
     seed: int = key(low=0)
     split_fractions: List[float] = key(low=0, low_open=True, length=3)
     max_context_words: int = key(low=1)
@@ -47,4 +48,5 @@ class SquadConfig:
     min_freq: int = key(low=1)
     max_vocab: Optional[int] = key(low=2)
     emb_dropout: float = key(**Rate)
+    human_check: Optional[str] = key()
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -26,7 +27,7 @@ from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.config.schema import as_plain
 from tasks.squad.schema import SquadConfig
 
-from .data import SPLITS, SquadExample, load_squad_file, parse_squad, split_files
+from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
 from .features import NUM_FEATURES, EncodedExample, collate, encode_split
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader
@@ -228,6 +229,8 @@ class SquadTask(Task):
             extra.update(self.baseline_metrics(split))
         if self.last_epoch and split == "valid":
             extra.update(self.last_epoch)
+        if split == "test" and self.task_cfg.human_check and self.model is not None:
+            extra.update(self.score_human_check(run_dir))
         if run_dir is not None:
             path = Path(run_dir) / f"predictions_{split}.json"
             predictions = {r["id"]: r["answer"] for r in records}
@@ -237,6 +240,28 @@ class SquadTask(Task):
                   f"random EM {extra.get('baseline_random_em', 0):.1f}); predictions {path} ; data {self.files[split]}",
                   flush=True)
         return extra
+
+    def score_human_check(self, run_dir: Optional[Path]) -> Dict[str, float]:
+        """EM / F1 of the current model on the hand-written check set (``task.human_check``), as predict.py
+        answers it; its predictions go to ``predictions_human.json``."""
+        path = human_check_path(self.task_cfg.human_check)
+        examples = load_squad_file(path)
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            results = self.predict(self.model, examples, {}, lambda n: None)
+        self.model.train(was_training)
+        em = f1 = 0.0
+        for ex, r in zip(examples, results):
+            e, f = score(r["answer"], ex.answers)
+            em, f1 = em + e, f1 + f
+        out = reduce_squad({"n": float(len(examples)), "em": em, "f1": f1}, "human_")
+        if run_dir is not None:
+            (Path(run_dir) / "predictions_human.json").write_text(
+                json.dumps({r["id"]: r["answer"] for r in results}, ensure_ascii=False, indent=0), encoding="utf-8")
+        print(f"[squad] human check set: EM {out['human_em']:.2f} F1 {out['human_f1']:.2f} on {len(examples)} "
+              f"hand-written questions ({path})", flush=True)
+        return out
 
     def state_dict(self) -> Dict[str, Any]:
         return self.inference_state() if self.vocab is not None else {"vocab": {}}

@@ -1,21 +1,18 @@
-"""Offline SQuAD v1.1-format extractive QA generated from real prose (gensim's Wikipedia sample).
+"""Offline SQuAD v1.1-format extractive QA with natural questions, generated from real prose (gensim's
+Wikipedia sample).
 
     paths = prepare_offline(cache_dir, wiki_path)     # {"train": .../train-v1.1.json, "valid": ..., "test": ...}
 
-How a question is made (rule based, no NLP models): a sentence of a paragraph is chosen, a span of one
-of five types is found in it by the patterns below, and replaced in place by a wh-phrase; the answer is
-that span, with its character offset in the paragraph:
-
-    date          "on 7 November 2012", "in May 1968"      -> "when"
-    year          "in 1840"                                 -> "what year"
-    number        "about 30 percent", "1,200 members"      -> "how many"
-    name          capitalised word sequence ("Peter Kropotkin", "Bank of England") -> "who"
-                  (the rules cannot tell people from places: "who" stands for any capitalised name)
-    noun phrase   determiner + up to 3 content words ("the state") -> "what" (the determiner goes too)
-
-e.g. "Proudhon wrote the book in 1840." -> "Proudhon wrote the book in what year?" answer "1840".
-Articles (pages) are split 80/10/10 by a seeded shuffle, so no paragraph is in two splits. The result is
-written as SQuAD v1.1 JSON and read back by the same loader as the real SQuAD files.
+Each paragraph (cut at sentence ends to about ``max_context_words``) is parsed by spaCy's en_core_web_md
+(tasks/squad/parser.py); tasks/squad/natural_questions.py turns each sentence into candidate questions
+written as people ask them (wh-word first, inversion and do-support, subject questions, passive <-> active,
+which + noun, how many / how long), the answer a span typed by NER and the parse. Malformed candidates are
+dropped (``rejection``, ``copies_sentence``); of the rest, up to ``questions_per_context`` per paragraph are
+kept, at most two per sentence, the construction rarest so far first. Articles (pages) are split 80/10/10
+by a seeded shuffle, so no paragraph is in two splits. The result is written as SQuAD v1.1 JSON (each
+question also carries its ``type`` = answer type and ``construction``) with ``stats.json`` beside it, and
+read back by the same loader as the real SQuAD files. The regex span finder below serves the trivial
+"first span of the asked type" baseline (tasks/squad/metrics.py).
 """
 from __future__ import annotations
 
@@ -23,12 +20,16 @@ import hashlib
 import json
 import random
 import re
+import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.corpora.wiki_prose import split_sentences, wiki_articles
 
-GENERATOR_VERSION = 2  # bump when the rules change: the cache key changes with it
+GENERATOR_VERSION = 5  # bump when the rules change: the cache key changes with it
+PROSE_SOURCES = ("wiki", "bbc")  # gensim's Wikipedia sample; BBC News (tasks/corpora/bbc_news.py)
 SPLIT_FILES = {"train": "train-v1.1.json", "valid": "dev-v1.1.json", "test": "test-v1.1.json"}
 
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
@@ -92,16 +93,6 @@ def find_spans(sentence: str) -> List[Tuple[str, int, int, int, int]]:
     return found
 
 
-def make_question(sentence: str, rs: int, re_: int, wh: str) -> str:
-    """The sentence with [rs, re_) replaced by ``wh``, ending in a question mark."""
-    head = sentence[:rs].rstrip()
-    tail = sentence[re_:].strip()
-    tail = tail[:-1].rstrip() if tail[-1:] in (".", "!", "?") else tail
-    glue = "" if tail[:1] in (",", ";", ":", ")") or re.match(r"['’]s\b", tail) else " "  # "who's", "who,"
-    question = f"{head} {wh if head else wh.capitalize()}{glue}{tail}"
-    return re.sub(r"\s+", " ", question).strip().rstrip(",;:") + "?"
-
-
 def chunk_paragraph(paragraph: str, max_words: int) -> List[str]:
     """Cut a long paragraph at sentence boundaries into contexts of at most ~``max_words`` words."""
     chunks, start, words = [], None, 0
@@ -120,35 +111,6 @@ def chunk_paragraph(paragraph: str, max_words: int) -> List[str]:
     return chunks
 
 
-def questions_for_context(context: str, rng: random.Random, per_context: int, type_counts: Dict[str, int],
-                          min_words: int = 6, max_words: int = 45) -> List[Dict]:
-    """Up to ``per_context`` questions, each from a different sentence. The answer type is the one the
-    sentence offers that is rarest so far in ``type_counts`` (names are everywhere; dates and numbers
-    would otherwise be a small minority), then a span of that type uniformly."""
-    sentences = [(s, e) for s, e in split_sentences(context)
-                 if min_words <= len(context[s:e].split()) <= max_words and context[s].isalnum()]
-    rng.shuffle(sentences)
-    qas = []
-    for s, e in sentences:
-        sentence = context[s:e]
-        spans = [c for c in find_spans(sentence) if len(sentence[c[1]:c[2]].split()) <= 6]
-        if not spans:
-            continue
-        kinds = sorted({c[0] for c in spans}, key=TYPE_ORDER.index)
-        fewest = min(type_counts.get(k, 0) for k in kinds)
-        kind = rng.choice([k for k in kinds if type_counts.get(k, 0) == fewest])
-        type_counts[kind] = type_counts.get(kind, 0) + 1
-        kind, a, b, rs, re_ = rng.choice([c for c in spans if c[0] == kind])
-        question = make_question(sentence, rs, re_, WH[kind])
-        if len(question.split()) < 4:
-            continue
-        qas.append({"question": question, "answers": [{"text": sentence[a:b], "answer_start": s + a}],
-                    "type": kind})
-        if len(qas) >= per_context:
-            break
-    return qas
-
-
 def split_articles(titles: Sequence[str], fractions: Sequence[float], seed: int) -> Dict[str, str]:
     """title -> split, by a seeded shuffle of the titles (each article in exactly one split)."""
     order = sorted(titles)
@@ -161,40 +123,124 @@ def split_articles(titles: Sequence[str], fractions: Sequence[float], seed: int)
     return split
 
 
+@dataclass
+class TitleTopic:
+    """An article's title as the referent of a pronoun before the paragraph names anything ("It rises in ...")."""
+    text: str
+    label_: str
+
+
+def title_topic(title: str, doc) -> Optional[TitleTopic]:
+    """The title as a topic: a PERSON when a person named in the paragraph ends like it, else a thing."""
+    if "(" in title or title.lower().startswith("list of") or not title[:1].isupper():
+        return None
+    last = title.split()[-1]
+    person = any(e.label_ == "PERSON" and e.text.split()[-1] == last for e in doc.ents)
+    return TitleTopic(title, "PERSON" if person else "TITLE")
+
+
+def contexts_of(paragraphs: Sequence[str], max_words: int) -> List[str]:
+    """Paragraphs cut at sentence ends to at most ~``max_words`` words, and neighbouring short ones joined up
+    to that length (a news story's one-sentence paragraphs make a context of several sentences, where a
+    pronoun can point back to a name)."""
+    out: List[str] = []
+    for paragraph in paragraphs:
+        for chunk in chunk_paragraph(paragraph, max_words):
+            if out and len(out[-1].split()) + len(chunk.split()) <= max_words:
+                out[-1] = f"{out[-1]} {chunk}"
+            else:
+                out.append(chunk)
+    return out
+
+
+def questions_for_doc(doc, rng: random.Random, per_context: int, counts: Counter, stats: Counter,
+                      min_words: int = 5, max_words: int = 40, topic: Optional[TitleTopic] = None) -> List[Dict]:
+    """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence); ``topic``: what
+    a pronoun refers to before the paragraph names a subject (a Wikipedia article's title)."""
+    from tasks.squad.natural_questions import SentenceQuestions
+    from tasks.squad.question_checks import copies_sentence, rejection
+    topics, kept = ([topic] if topic else []), []
+    for n, sent in enumerate(doc.sents):
+        sq = SentenceQuestions(sent, topics, rng)
+        if min_words <= len(sent) <= max_words:
+            for c in sq.candidates():
+                stats["candidates"] += 1
+                answer = doc.text[c.answer_start:c.answer_end]
+                why = rejection(c.question, answer, sent.text) or (
+                    "copies_sentence" if copies_sentence(c.question, sent.text, answer) else None)
+                stats[f"dropped_{why}" if why else "accepted"] += 1
+                if not why:
+                    kept.append((n, c))
+        if sq.subject is not None and sq.subject.ent_type_ and sq.subject.lower_ not in ("he", "she", "it"):
+            topics += [e for e in doc.ents if e.start <= sq.subject.i < e.end]
+    rng.shuffle(kept)
+    chosen, per_sentence = [], Counter()
+    while kept and len(chosen) < per_context:
+        fewest = min(counts[c.construction] for _, c in kept)
+        n, c = next((n, c) for n, c in kept if counts[c.construction] == fewest)
+        kept = [(m, d) for m, d in kept if d is not c and not (m == n and per_sentence[n] >= 1)]  # two per sentence at most
+        per_sentence[n] += 1
+        counts[c.construction] += 1
+        chosen.append({"question": c.question, "answers": [{"text": doc.text[c.answer_start:c.answer_end],
+                                                            "answer_start": c.answer_start}],
+                       "type": c.answer_type, "construction": c.construction})
+    return chosen
+
+
 def generate(wiki_path: str, seed: int = 1234, fractions: Sequence[float] = (0.8, 0.1, 0.1),
-             max_context_words: int = 120, questions_per_context: int = 3, max_articles: Optional[int] = None,
-             progress: bool = True) -> Dict[str, Dict]:
-    """SQuAD v1.1 dicts per split ({"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]})."""
+             max_context_words: int = 120, questions_per_context: int = 4, max_articles: Optional[int] = None,
+             prose: Sequence[str] = ("wiki",), progress: bool = True) -> Tuple[Dict[str, Dict], Dict]:
+    """SQuAD v1.1 dicts per split ({"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]})
+    and the corpus statistics (candidates, drops by reason, kept per construction and answer type)."""
     if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6 or min(fractions) <= 0:
         raise ValueError(f"task.data.split_fractions: expected three positive numbers summing to 1, "
                          f"received {list(fractions)}")
+    from tasks.squad.parser import load_parser
     articles = []
-    for title, paragraphs in wiki_articles(wiki_path):
-        articles.append((title, paragraphs))
-        if progress and len(articles) % 25 == 0:
-            print(f"[squad] read {len(articles)} articles ...", flush=True)
-        if max_articles and len(articles) >= max_articles:
-            break
+    for name in prose:
+        if name not in PROSE_SOURCES:
+            raise ValueError(f"task.data.prose: expected names from {list(PROSE_SOURCES)}, received {name!r}")
+        if name == "wiki":
+            read = wiki_articles(wiki_path)
+        else:
+            from tasks.corpora.bbc_news import bbc_articles
+            read = bbc_articles()
+        for n, (title, paragraphs) in enumerate(read):
+            if max_articles and n >= max_articles:
+                break
+            articles.append((title, paragraphs, name))
     if len(articles) < 3:
         raise ValueError(f"{wiki_path}: found {len(articles)} article(s) with prose paragraphs; "
                          f"need at least 3 (one per split)")
-    assignment = split_articles([t for t, _ in articles], fractions, seed)
+    assignment = split_articles([t for t, _, _ in articles], fractions, seed)
+    nlp, t0 = load_parser(), time.time()
     out = {s: {"version": "1.1", "data": []} for s in SPLIT_FILES}
-    for title, paragraphs in articles:
+    stats, seen = Counter(), {}
+    for a, (title, paragraphs, source) in enumerate(articles):
         # per article: an article's questions do not depend on which other articles were read
-        rng, type_counts = random.Random(f"{seed}|{title}"), {}
+        rng, counts = random.Random(f"{seed}|{title}"), Counter()
+        contexts = list(enumerate(contexts_of(paragraphs, max_context_words)))
         entry = {"title": title, "paragraphs": []}
-        for p, paragraph in enumerate(paragraphs):
-            for c, context in enumerate(chunk_paragraph(paragraph, max_context_words)):
-                qas = questions_for_context(context, rng, questions_per_context, type_counts)
-                for q, qa in enumerate(qas):
-                    key = f"{title}|{p}|{c}|{q}|{qa['question']}".encode("utf-8")
-                    qa["id"] = hashlib.md5(key).hexdigest()[:24]
-                if qas:
-                    entry["paragraphs"].append({"context": context, "qas": qas})
+        for (p, context), doc in zip(contexts, nlp.pipe([x[1] for x in contexts], batch_size=32)):
+            if seen.setdefault(context, assignment[title]) != assignment[title]:
+                stats["contexts_in_two_splits_skipped"] += 1  # the same paragraph in two articles
+                continue
+            topic = title_topic(title, doc) if source == "wiki" else None
+            qas = questions_for_doc(doc, rng, questions_per_context, counts, stats, topic=topic)
+            for q, qa in enumerate(qas):
+                qa["id"] = hashlib.md5(f"{title}|{p}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
+                stats[f"construction_{qa['construction']}"] += 1
+                stats[f"answer_{qa['type']}"] += 1
+            stats["contexts"] += 1
+            if qas:
+                entry["paragraphs"].append({"context": context, "qas": qas})
         if entry["paragraphs"]:
             out[assignment[title]]["data"].append(entry)
-    return out
+        if progress and (a + 1) % 100 == 0:
+            print(f"[squad] parsed {a + 1}/{len(articles)} articles ({time.time() - t0:.0f}s, "
+                  f"{stats['accepted']:,} of {stats['candidates']:,} candidates accepted)", flush=True)
+    stats["kept"] = sum(v for k, v in stats.items() if k.startswith("construction_"))
+    return out, dict(sorted(stats.items()))
 
 
 def prepare_offline(cache_dir: Path, wiki_path: str, params: Optional[Mapping] = None) -> Dict[str, Path]:
@@ -208,8 +254,9 @@ def prepare_offline(cache_dir: Path, wiki_path: str, params: Optional[Mapping] =
     if all(p.is_file() for p in paths.values()):
         return paths
     print(f"[squad] generating SQuAD-format questions from {wiki_path} into {folder} (first use only)", flush=True)
-    sets = generate(wiki_path, **params)
+    sets, stats = generate(wiki_path, **params)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stats.json").write_text(json.dumps(stats, indent=1), encoding="utf-8")
     for split, path in paths.items():
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(sets[split], ensure_ascii=False), encoding="utf-8")
