@@ -27,6 +27,7 @@ class RecurrentCellBase(nn.Module):
     ``extra_repr`` shows when they differ from their default."""
 
     scale_x: Tensor
+    __jit_unused_properties__ = ["backend", "_skip_scale"]  # torch.jit.script: Python only
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
 
@@ -124,6 +125,8 @@ class RecurrentCellBase(nn.Module):
 
 class StackBase(nn.Module):
     """A stack of cells in ``rnn_lst`` with one backend."""
+
+    __jit_unused_properties__ = ["backend"]  # torch.jit.script: Python only
 
     def _set_options(self, input_size: int, hidden_size: int, num_layers: int,
                      bidirectional: bool, **options) -> None:
