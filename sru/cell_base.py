@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from sru.checks import check_layer_sizes, state_dtype
 from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
@@ -109,11 +110,15 @@ class RecurrentCellBase(nn.Module):
         autocast_off = torch.autocast(U.device.type, enabled=False) \
             if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
         with autocast_off:
-            return elementwise_recurrence(
-                cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
-                bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
-                scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
-                mask_pad=mask_pad, backend=self.backend)
+            try:
+                return elementwise_recurrence(
+                    cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
+                    bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
+                    scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
+                    mask_pad=mask_pad, backend=self.backend)
+            except TritonKernelError as err:  # one line that also names this layer
+                raise TritonKernelError(f"{type(self).__name__}({self.extra_repr()}): "
+                                        f"{err}") from None
 
     def extra_repr(self) -> str:
         shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend"
