@@ -76,8 +76,8 @@ class Variant:
 
 
 def variants(quick: bool = False) -> List[Variant]:
-    """The full matrix, or (quick) one all-flags variant per kernel, dtype, layout and
-    architecture at the largest block, with the skip mode rotating through K_SKIP."""
+    """The full matrix, or (quick) one all-flags variant per kernel, dtype and layout at the
+    largest block, with the skip mode and the architecture rotating."""
     found = []
     for kernel, dtype, packed, (k, skip), flags, arch in itertools.product(
             ("forward", "backward"), DTYPES, (False, True), K_SKIP, (False, True), ARCHS):
@@ -86,11 +86,21 @@ def variants(quick: bool = False) -> List[Variant]:
     if not quick:
         return found
     picked = []
-    for i, (kernel, dtype, packed, arch) in enumerate(itertools.product(
-            ("forward", "backward"), DTYPES, (False, True), ARCHS)):
+    for i, (kernel, dtype, packed) in enumerate(itertools.product(
+            ("forward", "backward"), DTYPES, (False, True))):
         k, skip = K_SKIP[i % len(K_SKIP)]
-        picked.append(Variant(kernel, dtype, packed, k, skip, True, 128, arch))
+        picked.append(Variant(kernel, dtype, packed, k, skip, True, 128, ARCHS[i % len(ARCHS)]))
     return picked
+
+
+def compile_all(chosen: List[Variant], workers: int = 1) -> List[Dict[str, object]]:
+    """``compile_variant`` over ``chosen``, in ``workers`` processes (compiles are CPU-bound)."""
+    if workers <= 1:
+        return [compile_variant(v) for v in chosen]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(compile_variant, chosen, chunksize=8))
 
 
 def _ptxas_usage(ptx: str, arch: int) -> Dict[str, int]:
@@ -161,8 +171,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="the representative subset")
     parser.add_argument("--markdown", action="store_true", help="print docs/gpu.md's table")
     parser.add_argument("--json", type=Path, help="also write every row to this file")
+    parser.add_argument("--workers", type=int, default=1, help="compile in this many processes")
     args = parser.parse_args(argv)
-    rows = [compile_variant(v) for v in variants(args.quick)]
+    rows = compile_all(variants(args.quick), args.workers)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     print(markdown(rows) if args.markdown else "\n".join(
