@@ -37,9 +37,9 @@ import torch
 from torch import nn
 
 from bench.harness import interleaved, machine_info, make_timer, markdown_table
-from tasks.engine.devices import move_to_device
-from tasks.engine.optim import build_optimizer
-from tasks.engine.registry import build_task
+from tasks.engine.run.devices import move_to_device
+from tasks.engine.training.optim import build_optimizer
+from tasks.engine.base import build_task
 from tasks.engine.runner import compose, find_conf_dir
 from tasks.squad.model import DocumentReader
 from tasks.translation.model import Seq2SeqTransformer, SRUSublayer

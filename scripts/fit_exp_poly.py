@@ -2,9 +2,9 @@
 
     python scripts/fit_exp_poly.py
 
-Prints the coefficients to paste into fast_exp and both errors (how: bench/exp_poly.py).
+Prints the coefficients to paste into fast_exp and both errors (how: bench/cpu_kernel.py, fit_exp_poly).
 """
-from bench.exp_poly import main
+from bench.cpu_kernel import fit_exp_poly as main
 
 if __name__ == "__main__":
     main()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tasks.speech.librispeech import write_librispeech_manifest
+from tasks.corpora.librispeech import write_librispeech_manifest
 
 
 def main(argv=None) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from tasks.speech.paths import default_cache_dir
-from tasks.speech.synth import OfflineSpec, prepare_offline_corpus
+from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 
 
 def main(argv=None) -> None:

@@ -65,9 +65,9 @@ def _subnormals_restored():
 
 
 def fit_in_run(cfg, task, run_dir, **kwargs):
-    """``fit`` inside the one run context, opened as the runner opens it (tasks/engine/run_context.py)."""
-    from tasks.engine.run_context import open_run
-    from tasks.engine.trainer import fit
+    """``fit`` inside the one run context, opened as the runner opens it (tasks/engine/run/context.py)."""
+    from tasks.engine.run.context import open_run
+    from tasks.engine.training.trainer import fit
 
     with open_run(cfg, run_dir) as ctx:
         return fit(cfg, task, ctx, **kwargs)
@@ -100,7 +100,7 @@ def check_attention_lm_run(run_dir: Path, summary) -> None:
     valid = read_metrics(run_dir, "valid")
     assert valid[-1]["ppl"] < valid[0]["ppl"]
     assert math.isfinite(summary["test"]["ppl"])
-    from tasks.engine.inference import load_trained
+    from tasks.engine.inference.loader import load_trained
     from tasks.lm.generate import generate
     trained = load_trained(run_dir, device="cpu")
     model, vocab = trained.model, trained.task.vocab

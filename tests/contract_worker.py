@@ -9,10 +9,10 @@ from pathlib import Path
 import torch
 from toy_task import ToyTask
 
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.runner import compose
-from tasks.engine.run_context import open_run
-from tasks.engine.trainer import evaluate_best, fit
+from tasks.engine.run.context import open_run
+from tasks.engine.training.trainer import evaluate_best, fit
 
 OVERRIDES = ["model=sru", "model.hidden_size=8", "model.num_layers=2", "model.dropout=0", "model.rnn_dropout=0",
              "logger=none", "trainer.progress_bar=false", "trainer.plot=false", "trainer.log_every_steps=1",

@@ -1,4 +1,4 @@
-"""Run under `torchrun --nproc_per_node=2`: exercises tasks/engine/distributed.py with a real gloo group.
+"""Run under `torchrun --nproc_per_node=2`: exercises tasks/engine/run/distributed.py with a real gloo group.
 
 Writes one JSON per rank into the directory given as argv[1]; tests/test_distributed.py checks them.
 """
@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from tasks.engine import distributed as D
+from tasks.engine.run import distributed as D
 
 
 def full_batch_grad(model, x, y):

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from tasks.engine.interrupts import write_text_atomic
-from tasks.engine.loggers import drop_records_after
+from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.training.loggers import drop_records_after
 
 
 def test_write_text_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path):

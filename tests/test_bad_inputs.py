@@ -21,12 +21,12 @@ from conftest import ROOT, compose
 
 from tasks.classification.sources import read_table
 from tasks.common.vectors import load_vectors
-from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.config_dir import check_config_dirs
+from tasks.engine.training.checkpoint import load_checkpoint
+from tasks.engine.config.user_dir import check_config_dirs
 from tasks.engine.errors import RunError
-from tasks.engine.run_lock import RunLock
+from tasks.engine.run.lock import RunLock
 from tasks.engine.runner import check_before_work, check_limits_not_below, find_latest_run, resolve_run_dir
-from tasks.engine.sweep_storage import check_storage
+from tasks.engine.sweeps.storage import check_storage
 from tasks.lm.data import read_text
 from tasks.speech.data import read_manifest
 from tasks.squad.data import load_squad_file
@@ -272,7 +272,7 @@ def subwords_on_many_characters(tmp: Path):
 
 
 def collect_results(path: Path):
-    from tasks.engine.collect_results import main
+    from tasks.engine.sweeps.collect import main
     main([str(path)])
 
 

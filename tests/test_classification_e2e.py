@@ -57,7 +57,7 @@ def test_tiny_classification_trains_end_to_end(model, run_train, tmp_path):
 
 @pytest.mark.slow
 def test_default_task_config_composes_for_every_model():
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     for model in ("sru", "lstm", "cnn"):
         cfg = compose(["task=classification", f"model={model}"])
         assert cfg.task.data.name == "mr" and cfg.task.data.cv_folds == 10
@@ -89,7 +89,7 @@ def test_last_pooling_reads_last_real_token_and_backward_first():
 
 def test_padding_does_not_change_a_sentence_prediction():
     """The same sentence alone or padded in a batch with a longer one gives the same logits (eval mode)."""
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     for model in ("sru", "lstm", "cnn"):
         task = build_task(compose(tiny_classification_overrides(model)))
         task.setup()
@@ -149,7 +149,7 @@ def test_cross_validation_driver_runs_folds_and_models(tmp_path):
 
 def test_train_batches_are_a_pure_function_of_seed_and_epoch():
     """Exact resume: batches from index k equal the uninterrupted order's tail; epochs reshuffle."""
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     task = build_task(compose(tiny_classification_overrides("cnn")))
     task.setup()
     full = [b["labels"].tolist() + b["tokens"][0].tolist() for b in task.batches("train", epoch=1, seed=3)]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.engine import collect_results
+from tasks.engine.sweeps import collect as collect_results
 
 
 def make_run(root: Path, name: str, overrides: list, valid: list, test=None, failed=False) -> Path:

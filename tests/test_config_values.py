@@ -23,11 +23,11 @@ from omegaconf import OmegaConf
 from sru import SRU
 from tasks.common.encoders import MODEL_SCHEMAS, check_encoder_config
 from tasks.engine.errors import ConfigError
-from tasks.engine.registry import available_tasks, build_task, task_class
-from tasks.engine.saved_config import fill_added_keys, group_choices
-from tasks.engine.schema import _optional
-from tasks.engine.trainer import check_trainer_config
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.base import available_tasks, build_task, task_class
+from tasks.engine.config.saved import fill_added_keys, group_choices
+from tasks.engine.config.schema import _optional
+from tasks.engine.training.trainer import check_trainer_config
+from tasks.engine.config.trainer_schema import TrainerConfig
 from tasks.translation.schema import SubwordConfig, TransformerConfig
 
 TASK_OPTIONS = sorted(p.stem for p in (ROOT / "conf" / "task").glob("*.yaml"))
@@ -83,7 +83,7 @@ def test_every_task_and_model_config_sets_every_schema_key(task, model):
 def test_a_missing_key_is_refused_naming_the_file_that_sets_it():
     model = OmegaConf.to_container(compose(["model=sru"]).model)
     del model["highway_bias"]
-    with pytest.raises(ConfigError, match=r"model.highway_bias: missing; .*conf/model/sru.yaml.*config_tree.compose"):
+    with pytest.raises(ConfigError, match=r"model.highway_bias: missing; .*conf/model/sru.yaml.*config.tree.compose"):
         check_encoder_config(model)
 
 

@@ -10,8 +10,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from tasks.common.encoders import ENCODERS, build_encoder
-from tasks.engine.registry import build_task
-from tasks.engine.trainer import check_trainer_config
+from tasks.engine.base import build_task
+from tasks.engine.training.trainer import check_trainer_config
 
 GROUPS = ["task", "model", "trainer", "logger", "paths", "debug", "hparams_search"]
 EXPERIMENTS = sorted(str(p.relative_to(CONF / "experiment").with_suffix(""))

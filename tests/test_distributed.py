@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tasks.engine import distributed as D
+from tasks.engine.run import distributed as D
 
 ROOT = Path(__file__).resolve().parents[1]
 

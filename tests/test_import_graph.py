@@ -1,5 +1,5 @@
 """The house's floors, checked from the source: every import (module level and inside functions) of
-``sru/`` and ``tasks/``, no circles, and no arrow from a lower floor to a higher one:
+``sru/`` and ``tasks/``, no circles, and no arrow from a lower floor to a higher one (docs/architecture.md):
 
     sru/            imports nothing of tasks/
     tasks/engine/   the machinery: imports sru at most, never tasks.common or a task folder
@@ -8,7 +8,12 @@
     tasks/paper/    the paper's tables, reproduction and report: the engine, and classification's data loader only
     tasks/<task>/   imports tasks.engine, tasks.common, tasks.corpora, sru and its own folder only
 
-(The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/registry.py``:
+Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
+``errors`` and ``results`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
+and the registry), ``training/`` and ``sweeps/``, ``inference/``, and at the top the train command
+(``runner``, ``run_start``).
+
+(The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/base.py``:
 a plugin lookup, not an import.)
 """
 from __future__ import annotations
@@ -77,6 +82,30 @@ ALLOWED = {
 }
 
 
+ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps")
+_GROUND = {"errors", "results"}
+ENGINE_ALLOWED = {
+    "errors": set(),
+    "results": set(),
+    "config": {"errors"},
+    "run": {"config", "errors"},
+    "base": {"run", "config", "errors"},
+    "training": {"base", "run", "config"} | _GROUND,
+    "sweeps": {"run"} | _GROUND,
+    "inference": {"training", "base", "run", "config"} | _GROUND,
+    "runner": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,
+    "run_start": {"runner", "training", "run"} | _GROUND,
+}
+
+
+def engine_part(module: str) -> str:
+    """``tasks.engine.run.lock`` -> ``run``; a module at the engine's root -> its own name."""
+    parts = module.split(".")
+    if parts[:2] != ["tasks", "engine"] or len(parts) < 3:
+        return "face"
+    return parts[2]
+
+
 def test_no_import_circles():
     edges = graph()
     state: Dict[str, int] = {}
@@ -108,6 +137,41 @@ def test_no_arrow_runs_back_up():
     assert not bad, "imports against the floors:\n" + "\n".join(sorted(bad))
 
 
+def test_engine_packages_keep_their_floors():
+    """The engine's own picture (docs/architecture.md): each package imports only the floors below it."""
+    bad, parts = [], set()
+    for source, targets in graph().items():
+        if floor_of(source) != "engine" or engine_part(source) == "face":
+            continue
+        part = engine_part(source)
+        parts.add(part)
+        allowed = ENGINE_ALLOWED.get(part)
+        assert allowed is not None, f"{source}: a new engine package or root module; give it a floor in ENGINE_ALLOWED"
+        bad += [f"{source} -> {t}" for t in targets
+                if floor_of(t) == "engine" and engine_part(t) not in allowed | {part, "face"}]
+    assert not bad, "imports against the engine's floors:\n" + "\n".join(sorted(bad))
+    assert set(ENGINE_PACKAGES) <= parts
+
+
+def test_an_engine_package_reaching_up_is_reported(tmp_path):
+    """The engine's floors are checked: the config package importing the trainer is named."""
+    edges = _tree(tmp_path, {"tasks/engine/training/trainer.py": "",
+                             "tasks/engine/config/checks.py": "from tasks.engine.training import trainer\n"})
+    assert "tasks.engine.training.trainer" in edges["tasks.engine.config.checks"]
+    assert engine_part("tasks.engine.training.trainer") not in ENGINE_ALLOWED[engine_part("tasks.engine.config.checks")]
+
+
+def test_no_folder_holds_more_than_15_modules():
+    """Past ~15 modules a folder wants subpackages named for what they do (how tasks/engine/ was split)."""
+    crowded = {}
+    for top in ("sru", "tasks", "bench"):
+        for folder in [ROOT / top, *(p for p in (ROOT / top).rglob("*") if p.is_dir())]:
+            modules = [p for p in folder.glob("*.py")]
+            if len(modules) > 15:
+                crowded[str(folder.relative_to(ROOT))] = len(modules)
+    assert not crowded, f"folders over 15 modules: {crowded}"
+
+
 def test_tasks_top_level_holds_only_engine_common_and_task_folders():
     top = sorted(p.name for p in (ROOT / "tasks").iterdir() if p.name != "__pycache__")
     loose = [name for name in top if name != "__init__.py" and not (ROOT / "tasks" / name / "__init__.py").is_file()]
@@ -131,8 +195,8 @@ def _tree(root: Path, files: Dict[str, str]) -> Dict[str, Set[str]]:
 def test_the_check_sees_imports_inside_functions(tmp_path):
     """The graph reads function-level and relative imports too: a lazy import cannot hide an arrow."""
     edges = _tree(tmp_path, {"tasks/common/encoders.py": "from . import batching\n", "tasks/common/batching.py": "",
-                             "tasks/engine/trainer.py": "def f():\n    from tasks.common import encoders\n"})
-    assert edges["tasks.engine.trainer"] == {"tasks.common", "tasks.common.encoders"}
+                             "tasks/engine/training/trainer.py": "def f():\n    from tasks.common import encoders\n"})
+    assert edges["tasks.engine.training.trainer"] == {"tasks.common", "tasks.common.encoders"}
     assert edges["tasks.common.encoders"] == {"tasks.common", "tasks.common.batching"}
     assert floor_of("tasks.common.encoders") not in ALLOWED["engine"]  # the arrow test would name it
 

@@ -23,9 +23,9 @@ from test_speech_e2e import manifests as speech_manifests  # noqa: F401 (a fixtu
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
 
-from tasks.engine.evaluate_cmd import evaluate_run
-from tasks.engine.inference import InferenceInputError
-from tasks.engine.predict_cmd import load_predictor
+from tasks.engine.inference.evaluate_cmd import evaluate_run
+from tasks.engine.inference.loader import InferenceInputError
+from tasks.engine.inference.predict_cmd import load_predictor
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

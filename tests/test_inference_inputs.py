@@ -9,9 +9,9 @@ import pytest
 import torch
 from conftest import compose
 
-from tasks.engine.cli_args import split_arguments
-from tasks.engine.inference import InferenceInputError, find_weights, read_saved
-from tasks.engine.registry import build_task
+from tasks.engine.inference.cli_args import split_arguments
+from tasks.engine.inference.loader import InferenceInputError, find_weights, read_saved
+from tasks.engine.base import build_task
 
 
 @pytest.mark.parametrize("line,message", [

@@ -61,7 +61,7 @@ def test_char_level_tokenizes_every_character():
 
 
 def test_missing_data_file_names_path_and_fix(tmp_path):
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     missing = tmp_path / "nope" / "train.txt"
     cfg = compose(tiny_lm_overrides() + [f"task.data.train_file={missing}"])
     task = build_task(cfg)
@@ -71,7 +71,7 @@ def test_missing_data_file_names_path_and_fix(tmp_path):
 
 
 def test_lm_state_is_carried_and_detached():
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     task = build_task(compose(tiny_lm_overrides("lstm")))
     task.setup()
     model = task.build_model()

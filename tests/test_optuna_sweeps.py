@@ -43,7 +43,7 @@ def finish(proc, log_path, timeout=400):
 
 
 def load(tmp_path, storage="sqlite"):
-    from tasks.engine.sweeps import open_storage
+    from tasks.engine.sweeps.study import open_storage
 
     return optuna.load_study(study_name="lm_optuna", storage=open_storage(storage_url(tmp_path, storage)))
 
@@ -119,7 +119,7 @@ def test_median_pruner_stops_a_bad_trial_early(tmp_path):
 def test_search_space_syntax_and_fixed_keys():
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    from tasks.engine.sweeps import search_space, trial_overrides
+    from tasks.engine.sweeps.study import search_space, trial_overrides
 
     params = {"trainer.optimizer.lr": "tag(log, interval(1e-4, 1e-2))", "model.dropout": "interval(0, 0.5)",
               "model.num_layers": "range(1, 4)", "model.name_x": "choice(a, b)"}

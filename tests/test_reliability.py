@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from conftest import ROOT, tiny_lm_overrides
 
-from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.errors import EXIT_INTERRUPTED
 from tasks.engine.results import read_metrics
 
@@ -118,7 +118,7 @@ def test_second_process_cannot_resume_a_live_run_and_sigint_saves(tmp_path):
 @pytest.mark.slow
 def test_second_signal_exits_at_once():
     code = ("import os, signal, time\n"
-            "from tasks.engine.interrupts import StopSignals\n"
+            "from tasks.engine.run.interrupts import StopSignals\n"
             "with StopSignals() as stop, stop.deferred():\n"
             "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2)\n"
             "    assert stop.requested(); print('first: a request', flush=True)\n"

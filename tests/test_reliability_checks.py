@@ -16,11 +16,11 @@ from conftest import compose, tiny_lm_overrides
 from omegaconf import OmegaConf
 
 from tasks.engine import runner
-from tasks.engine.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
+from tasks.engine.training.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
 from tasks.engine.errors import (CheckpointWriteError, DataError, NonFiniteError, ResumeError,
                                  RunLockedError)
 from tasks.engine.results import read_metrics
-from tasks.engine.run_lock import RunLock
+from tasks.engine.run.lock import RunLock
 
 
 # ---- item 2: nothing non-finite is ever saved ------------------------------------------------------
@@ -232,7 +232,7 @@ def test_sigterm_in_process_finishes_wandb_and_writes_last_but_not_best(run_trai
     import wandb
 
     from tasks.engine.errors import TrainingInterrupted
-    from tasks.engine.trainer import Trainer
+    from tasks.engine.training.trainer import Trainer
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conftest import ROOT, tiny_lm_overrides
 
-from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.training.checkpoint import load_checkpoint
 
 TIMEOUT_S = 180
 

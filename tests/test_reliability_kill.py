@@ -18,7 +18,7 @@ import torch
 from conftest import ROOT, tiny_lm_overrides
 from test_reliability_ddp import _children_with_rank
 
-from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.training.checkpoint import load_checkpoint
 
 pytestmark = pytest.mark.slow
 TIMEOUT_S = 300

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 
-from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.errors import EXIT_INTERRUPTED
 
 pytestmark = pytest.mark.slow
@@ -163,8 +163,8 @@ def test_second_sigterm_while_saving_leaves_no_tmp_and_keeps_the_previous_checkp
     code = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from tasks.engine.checkpoint import save_atomic
-        from tasks.engine.interrupts import StopSignals
+        from tasks.engine.training.checkpoint import save_atomic
+        from tasks.engine.run.interrupts import StopSignals
 
         class SignalsWhilePickled:  # pickling it (mid-save) delivers SIGTERM twice
             def __reduce__(self):

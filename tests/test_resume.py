@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import ROOT, tiny_lm_overrides
 
-from tasks.engine.checkpoint import load_checkpoint, save_atomic
+from tasks.engine.training.checkpoint import load_checkpoint, save_atomic
 from tasks.engine.results import read_metrics
 
 

@@ -1,6 +1,7 @@
 """A run saved before framework v4 (tests/fixtures/run_before_v4: 6 steps of a tiny PTB LM made by commit
 0f723df, its checkpoint and .hydra/ as that code wrote them) resumes under today's code: the config keys
-conf/ gained since are filled in, and the run ends at exactly the weights a fresh run of today reaches."""
+conf/ gained since are filled in, and the run ends at the weights a fresh run of today reaches: bit for bit on
+the machine that made the fixture, to fp32 rounding on another CPU."""
 from __future__ import annotations
 
 import shutil
@@ -29,5 +30,9 @@ def test_a_run_saved_before_v4_resumes_to_a_fresh_runs_weights(run_train, tmp_pa
     resumed = torch.load(old / "checkpoints" / "last.pt", weights_only=True)
     again = torch.load(fresh / "checkpoints" / "last.pt", weights_only=True)
     assert resumed["step"] == again["step"] == 12
+    # The fixture's first 6 steps were computed on another CPU, whose GEMM kernels may round differently
+    # (AMD vs Intel AVX-512/AMX paths of MKL): equal up to fp32 rounding, not bit for bit. Bitwise exact
+    # resume on one machine is tests/test_resume.py's job; here the question is whether the old run's state
+    # (optimiser moments, data position, RNG) is taken up correctly, which a wrong restore misses by far more.
     for name, value in again["model"].items():
-        assert torch.equal(resumed["model"][name], value), name
+        torch.testing.assert_close(resumed["model"][name], value, rtol=1e-5, atol=1e-6, msg=name)

@@ -12,9 +12,9 @@ from tasks.classification.schema import ClassificationConfig
 from tasks.common.encoders import check_encoder_config
 from tasks.common.model_schemas import CNNConfig, SRUConfig
 from tasks.engine.errors import ConfigError
-from tasks.engine.registry import build_task
-from tasks.engine.schema import SplitPaths, as_plain, typed
-from tasks.engine.trainer_schema import ExplosionConfig, OptimizerConfig, SchedulerConfig, TrainerConfig
+from tasks.engine.base import build_task
+from tasks.engine.config.schema import SplitPaths, as_plain, typed
+from tasks.engine.config.trainer_schema import ExplosionConfig, OptimizerConfig, SchedulerConfig, TrainerConfig
 
 
 def test_nested_sections_become_instances_of_their_schemas():

@@ -207,7 +207,7 @@ def test_missing_tools_say_which_apt_command(monkeypatch, tmp_path):
 
 
 def test_bad_task_keys_fail_before_data(tmp_path):
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     with pytest.raises(ValueError, match="task.decoder"):
         build_task(compose(["task=speech", "task.decoder=viterbi"])).check_config()
     with pytest.raises(ValueError, match="task.features.cmvn"):

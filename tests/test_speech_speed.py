@@ -11,7 +11,7 @@ import torch
 from conftest import compose
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.registry import build_task
+from tasks.engine.base import build_task
 from tasks.speech.features import change_speed
 
 SR = 16000

@@ -57,7 +57,7 @@ def test_tiny_squad_run_writes_rescorable_predictions(model, run_train, tmp_path
 
 
 def test_bad_task_config_fails_before_data_loading():
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     with pytest.raises(ValueError, match="task.data.source"):
         build_task(compose(["task=squad", "task.data.source=bogus"])).check_config()
     with pytest.raises(ValueError, match=r"model=cnn: task=squad accepts model= one of \['sru', 'lstm'\]"):
@@ -101,7 +101,7 @@ def test_pretrained_vectors_tune_only_the_top_question_words(tmp_path):
     """DrQA's tune_partial: with a vector file, only the N most frequent question words get gradients."""
     import torch
 
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
 
     words = ["what", "the", "zürich", "limmat", "athens", "city", "river"]
     vec = tmp_path / "vectors.txt"

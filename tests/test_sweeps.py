@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT, tiny_lm_overrides
 
-from tasks.engine import collect_results
+from tasks.engine.sweeps import collect as collect_results
 
 # a few steps only: these tests check the sweep machinery, not learning
 FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("trainer.max_steps")] + [

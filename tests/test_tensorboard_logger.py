@@ -7,7 +7,7 @@ from conftest import compose  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 from test_trainer import RegressionTask, _cfg  # noqa: E402
 
-from tasks.engine.loggers import build_loggers  # noqa: E402
+from tasks.engine.training.loggers import build_loggers  # noqa: E402
 from conftest import fit_in_run  # noqa: E402
 
 pytest.importorskip("tensorboard")

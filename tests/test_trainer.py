@@ -11,10 +11,10 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from tasks.engine.base import Task
-from tasks.engine.optim import get_lr
+from tasks.engine.training.optim import get_lr
 from tasks.engine.results import read_metrics
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import SchedulerConfig
+from tasks.engine.config.schema import typed
+from tasks.engine.config.trainer_schema import SchedulerConfig
 from conftest import fit_in_run
 
 

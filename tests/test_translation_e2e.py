@@ -58,7 +58,7 @@ def test_tiny_translation_trains_and_sacrebleu_cli_agrees(model, run_train, tmp_
 
 
 def test_task_refuses_a_shared_encoder_model_before_loading_data():
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     with pytest.raises(ValueError, match=r"model=sru: task=translation accepts model= one of \['transformer', 'transformer_sru'\]"):
         build_task(compose(["task=translation", "model=sru"])).check_config()
 

@@ -114,7 +114,7 @@ def test_beam_search_finds_a_better_scoring_hypothesis_than_greedy():
     ("model.dropout=1.5", "model.dropout"),
 ])
 def test_bad_model_config_fails_with_the_key(override, message):
-    from tasks.engine.registry import build_task
+    from tasks.engine.base import build_task
     with pytest.raises(ValueError, match=message):
         build_task(compose(["task=translation", "model=transformer_sru", override])).check_config()
 

@@ -7,7 +7,7 @@ count the study's trials, ask for up to ``n_jobs`` new ones while complete + pru
 launch them through the Hydra launcher (in this process, or as SLURM jobs with ``hydra/launcher=slurm``);
 tell each trial's outcome from its run dir: ``pruned.json`` -> PRUNED, ``failure.json`` or a failed job ->
 FAIL, else COMPLETE with the value train.py returned. It stops when the study holds ``n_trials`` finished
-trials, then writes the results (table, best overrides, figure; tasks/engine/sweep_results.py) into the
+trials, then writes the results (table, best overrides, figure; tasks/engine/sweeps/results.py) into the
 sweep dir. Trial ``k`` runs in ``<sweep dir>/<k>`` and its sampler is seeded with ``seed + k``, so workers
 started side by side never draw the same suggestions and a rerun draws the same ones.
 """
@@ -37,7 +37,7 @@ class OptunaSweeper(Sweeper):
                  max_failures: Optional[int], heartbeat_interval: float, grace_period: Optional[float],
                  max_retry: Optional[int], sampler: Any, pruner: Any, params: Any, trial_number: Optional[int] = None):
         from tasks.engine.errors import RunError
-        from tasks.engine.sweep_storage import check_storage
+        from tasks.engine.sweeps.storage import check_storage
 
         try:  # before the sweep dir exists: a refused sweep leaves nothing behind
             if direction not in ("minimize", "maximize"):
@@ -66,7 +66,8 @@ class OptunaSweeper(Sweeper):
 
     # ---- the worker loop ----------------------------------------------------------------------------
     def sweep(self, arguments: List[str]) -> None:
-        from tasks.engine import sweep_results, sweeps
+        from tasks.engine.sweeps import results as sweep_results
+        from tasks.engine.sweeps import study as sweeps
 
         self.space, self.fixed = sweeps.search_space(self.params, arguments)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -99,7 +100,7 @@ class OptunaSweeper(Sweeper):
     def open_study(self):
         import optuna
 
-        from tasks.engine import sweeps
+        from tasks.engine.sweeps import study as sweeps
 
         storage = sweeps.open_storage(self.storage_url)
         study = optuna.create_study(study_name=self.study_name, storage=storage, direction=self.direction,
@@ -116,7 +117,7 @@ class OptunaSweeper(Sweeper):
     def storage_lock(self):
         """Workers sharing a storage file count and ask one at a time, so together they ask exactly n_trials.
         Optuna's NFS-safe journal lock; a lock left by a killed worker is broken after 30 s."""
-        from tasks.engine import sweeps
+        from tasks.engine.sweeps import study as sweeps
 
         path = sweeps.storage_file(self.storage_url)
         if path is None:  # in memory (one worker) or a database server: see docs/sweeps.md
@@ -136,7 +137,7 @@ class OptunaSweeper(Sweeper):
         """Up to n_jobs new trials (re-queued ones first) and the number of finished trials of the study."""
         from optuna.trial import TrialState
 
-        from tasks.engine import sweeps
+        from tasks.engine.sweeps import study as sweeps
 
         with self.storage_lock():
             failed = sweeps.fail_stale_trials(study, self.grace_period, self.retry) if self.storage_url else []
@@ -165,7 +166,7 @@ class OptunaSweeper(Sweeper):
         return asked, finished
 
     def run_batch(self, study, trials, heartbeat) -> None:
-        from tasks.engine import sweeps
+        from tasks.engine.sweeps import study as sweeps
 
         jobs = [sweeps.trial_overrides(t.params, self.fixed)
                 + [f"hydra.sweeper.trial_number={t.number}", f"hydra.sweep.subdir={t.number}"] for t in trials]
@@ -187,7 +188,7 @@ class OptunaSweeper(Sweeper):
         from hydra.core.utils import JobStatus
         from optuna.trial import TrialState
 
-        from tasks.engine import sweep_results
+        from tasks.engine.sweeps import results as sweep_results
 
         run_dir = Path(trial.user_attrs["run_dir"])
         outcome = sweep_results.read_run_dir(run_dir)

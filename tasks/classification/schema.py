@@ -1,11 +1,11 @@
 """Schema of ``task=classification`` (conf/task/classification.yaml): types and ranges; the values live
-in the YAML file (see tasks/engine/schema.py). ``data.name`` is checked against the presets."""
+in the YAML file (see tasks/engine/config/schema.py). ``data.name`` is checked against the presets."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
-from tasks.engine.schema import SplitPaths, key
+from tasks.engine.config.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
 

@@ -21,7 +21,7 @@ from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import as_plain, check_choice
+from tasks.engine.config.schema import as_plain, check_choice
 
 from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
 from .sources import Row

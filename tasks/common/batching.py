@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 
 Batch = List[int]
 

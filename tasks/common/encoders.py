@@ -35,7 +35,7 @@ from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import as_plain, typed
+from tasks.engine.config.schema import as_plain, typed
 
 # The one table of encoders: ``model=<name>`` -> class, and the schema of its config group. A new
 # encoder is one line in each.

@@ -1,5 +1,5 @@
 """Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,srupp,transformer_lm,lstm,cnn}.yaml):
-each key's type and range (values live in the YAML files; see ``tasks/engine/schema.py``). A key an encoder
+each key's type and range (values live in the YAML files; see ``tasks/engine/config/schema.py``). A key an encoder
 does not take is refused before any data is loaded."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import List, Literal, Optional
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import key
+from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)  # a dropout probability: [0, 1)
 

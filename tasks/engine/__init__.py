@@ -1,3 +1,6 @@
-"""The generic machinery every task runs on: runner (compose -> run), trainer, evaluation, checkpoints,
-distributed setup, loggers, signals, run lock, divergence guard, config schemas and their checks.
-Nothing here imports a task folder or ``tasks.common``; tasks are found by name (``registry``)."""
+"""The engine: the machinery every task runs on, one package per concern (docs/architecture.md):
+``config/`` (conf/ tree, typed schemas, checks), ``run/`` (the run context: signals, process group, run dir
+and lock, seed, threads, device), ``base`` (the task contract and the registry), ``training/`` (the loop,
+optimisers, divergence guard, checkpoints, evaluation, loggers), ``sweeps/``, ``inference/`` (loader,
+evaluate and predict commands), and the train command (``runner``, ``run_start``).
+Nothing here imports a task folder or ``tasks.common``; tasks are found by name (``base.build_task``)."""

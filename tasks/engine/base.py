@@ -2,7 +2,7 @@
 
 A task owns everything specific to one problem: its data per split, its model (a head over a shared
 encoder from ``tasks/common/encoders.py``), how a batch turns into a loss, how summed logging outputs turn into
-metrics, and (decoding tasks) what an evaluation writes. The trainer (``tasks/engine/trainer.py``) owns the rest:
+metrics, and (decoding tasks) what an evaluation writes. The trainer (``tasks/engine/training/trainer.py``) owns the rest:
 optimizer, schedule, AMP, clipping, accumulation, evaluation cadence, checkpoints, loggers, DDP.
 
 The hooks, in the order the runner and trainer call them::
@@ -45,6 +45,7 @@ A worked example: docs/adding_a_task.md.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -53,9 +54,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 import torch
 from torch import Tensor, nn
 
-from tasks.engine.devices import move_to_device
+from tasks.engine.run.devices import move_to_device
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import typed
+from tasks.engine.config.schema import typed
 
 LoggingOutput = Dict[str, float]
 Record = Dict[str, Any]
@@ -74,9 +75,9 @@ class Task:
       causal          True when the model must not see the future (LM, a decoder): the runner refuses
                       a bidirectional encoder before loading data
       models          the ``model=<name>`` values this task accepts, listed in the error for any other
-      schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/schema.py)
+      schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/config/schema.py)
 
-    ``self.task_cfg`` is ``task.*`` as an instance of ``schema`` (``tasks.engine.schema.typed``): tasks read
+    ``self.task_cfg`` is ``task.*`` as an instance of ``schema`` (``tasks.engine.config.schema.typed``): tasks read
     ``self.task_cfg.data.level``, never string keys, and ``self.cfg`` stays the plain composed config (the one
     saved with the run).
     """
@@ -222,7 +223,7 @@ class Task:
         return new < best if self.monitor_mode == "min" else new > best
 
 
-    # ---- using a trained model (tasks/engine/inference.py) ---------------------------------------
+    # ---- using a trained model (tasks/engine/inference/loader.py) ---------------------------------------
     def inference_state(self) -> Dict[str, Any]:
         """Everything beyond the weights that turns raw input into model input and output into text
         (vocabulary, subword model bytes, feature statistics, a decoding LM): model.pt holds it."""
@@ -279,3 +280,27 @@ def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput
         for key, value in out.items():
             total[key] = total.get(key, 0.0) + float(value)
     return total
+
+
+# Tasks by name: ``build_task(cfg)`` imports ``tasks.<cfg.task.name>`` and instantiates its ``TASK``.
+#
+# Adding a task means adding a folder with an ``__init__.py`` that sets ``TASK`` (and a
+# ``conf/task/<name>.yaml``), not editing a table here. The import is by name (a plugin lookup), so the
+# engine never imports a task folder's code directly.
+TASKS_DIR = Path(__file__).resolve().parents[1]
+NOT_TASKS = ("engine", "common", "corpora", "paper")
+
+
+def available_tasks() -> List[str]:
+    return sorted(p.parent.name for p in TASKS_DIR.glob("*/__init__.py") if p.parent.name not in NOT_TASKS)
+
+
+def task_class(name: str) -> type:
+    if name not in available_tasks():
+        raise ConfigError(f"task.name: expected one of {available_tasks()}, received {name!r}. "
+                          f"Pick one with task=<name>.")
+    return importlib.import_module(f"tasks.{name}").TASK
+
+
+def build_task(cfg: Mapping[str, Any]) -> Task:
+    return task_class(cfg["task"]["name"])(cfg)

@@ -2,7 +2,7 @@
 
 ``python train.py`` prints a ``RunError`` as one line (``[train] error: ...``) without a traceback and
 exits with status 1; any other exception is a bug and keeps its traceback. In a sweep (``-m``) they are
-recorded like every other failure (tasks/engine/sweep_failures.py). ``TrainingInterrupted`` is not an error:
+recorded like every other failure (tasks/engine/sweeps/failures.py). ``TrainingInterrupted`` is not an error:
 it derives from BaseException (like KeyboardInterrupt) so that no ``except Exception`` swallows a
 stop requested by SIGTERM/SIGINT, and train.py turns it into exit status ``EXIT_INTERRUPTED``.
 """

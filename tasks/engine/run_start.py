@@ -5,7 +5,7 @@ calls the task function. A start refused only then (the run dir is in use) had a
 files of the run that owns the directory, and a ``resume=`` of a finished run re-ran its test and rewrote
 its ``results.json`` with an empty record. So ``RunStart``, a Hydra callback (conf/config.yaml,
 ``hydra.callbacks.run_start``) that ``Hydra.run`` calls before ``run_job``, first
-- takes the run lock (tasks/engine/run_lock.py; the runner's own ``RunLock`` then finds it held): a
+- takes the run lock (tasks/engine/run/lock.py; the runner's own ``RunLock`` then finds it held): a
   refused start changes nothing in the other run's directory;
 - on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it), and
   for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0;
@@ -24,12 +24,12 @@ from typing import Any, Mapping, Optional
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from tasks.engine import distributed
-from tasks.engine.checkpoint import load_checkpoint
+from tasks.engine.run import distributed
+from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.errors import ResumeError, RunError, override
-from tasks.engine.interrupts import in_submitit_job
-from tasks.engine.run_dirs import never_started
-from tasks.engine.run_lock import RunLock, release_all
+from tasks.engine.run.interrupts import in_submitit_job
+from tasks.engine.run.dirs import never_started
+from tasks.engine.run.lock import RunLock, release_all
 from tasks.engine.runner import _is_resume, config_for_resume, resolve_run_dir
 
 

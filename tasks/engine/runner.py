@@ -23,24 +23,24 @@ from typing import Any, Dict, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from tasks.engine import distributed
-from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.config_checks import check_run_config
-from tasks.engine.config_tree import CONF_DIR, compose, find_conf_dir  # noqa: F401 (the runner's API)
-from tasks.engine.console import tee_console
+from tasks.engine.run import distributed
+from tasks.engine.training.checkpoint import load_checkpoint
+from tasks.engine.config.checks import check_run_config
+from tasks.engine.config.tree import CONF_DIR, compose, find_conf_dir  # noqa: F401 (the runner's API)
+from tasks.engine.run.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
-from tasks.engine.inference import export_run_model
-from tasks.engine.interrupts import in_submitit_job
-from tasks.engine.registry import build_task, task_class
+from tasks.engine.inference.loader import export_run_model
+from tasks.engine.run.interrupts import in_submitit_job
+from tasks.engine.base import build_task, task_class
 from tasks.engine.results import json_safe, shown
-from tasks.engine.run_dirs import RunDirError, check_writable, never_started, remove_if_unused
-from tasks.engine.run_context import RunContext, open_run
-from tasks.engine.run_lock import LOCK_NAME, read_lock
-from tasks.engine.saved_config import fill_added_keys, group_choices
-from tasks.engine.sweep_failures import report_failures
-from tasks.engine.sweeps import TrialPruned, validation_callbacks_for_job
-from tasks.engine.trainer import evaluate_best, fit
+from tasks.engine.run.dirs import RunDirError, check_writable, never_started, remove_if_unused
+from tasks.engine.run.context import RunContext, open_run
+from tasks.engine.run.lock import LOCK_NAME, read_lock
+from tasks.engine.config.saved import fill_added_keys, group_choices
+from tasks.engine.sweeps.failures import report_failures
+from tasks.engine.sweeps.study import TrialPruned, validation_callbacks_for_job
+from tasks.engine.training.trainer import evaluate_best, fit
 
 # One id per process: run folders started in the same second by different processes never collide.
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
@@ -172,7 +172,7 @@ def config_for_resume(cfg: DictConfig, run_dir: Path, overrides: Sequence[str],
     saved_dict = checkpoint["config"]
     check_checkpoint_matches_run(saved_dict, run_dir)
     saved = OmegaConf.create(saved_dict)
-    try:  # a run saved before conf/ gained a key gets that key (tasks/engine/saved_config.py)
+    try:  # a run saved before conf/ gained a key gets that key (tasks/engine/config/saved.py)
         added = fill_added_keys(saved, compose(group_choices(saved)))
     except Exception:  # noqa: BLE001 - a config tree without these groups: the schema check names what is missing
         added = []
@@ -237,11 +237,11 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
 
     ``overrides`` are the command line's key=value strings (used to pick what may change on resume).
     ``validation_callbacks``: called as ``callback(step, metrics, monitor)`` after each validation (an Optuna
-    trial's reporter, tasks/engine/sweeps.py); one may raise to stop the run.
+    trial's reporter, tasks/engine/sweeps/study.py); one may raise to stop the run.
     The walk is straight down: the config this run uses (a resume: the saved one plus trainer.* /
     logger.* overrides), checked once and the task built once, before any process group, lock or data;
     then the run context (signals, process group, run dir and its lock, seed, threads, device: once,
-    tasks/engine/run_context.py), the task's data, training, test.
+    tasks/engine/run/context.py), the task's data, training, test.
     """
     resume = _is_resume(cfg.resume)
     if resume:  # found from the file system, so every rank finds it (ranks > 0 have no Hydra run dir)
@@ -354,8 +354,8 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
 
 def prepare_argv() -> None:
     """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
-    A user's --config-dir is checked first (tasks/engine/config_dir.py): one line instead of Hydra's errors."""
-    from tasks.engine.config_dir import check_config_dirs
+    A user's --config-dir is checked first (tasks/engine/config/user_dir.py): one line instead of Hydra's errors."""
+    from tasks.engine.config.user_dir import check_config_dirs
 
     try:
         check_config_dirs(sys.argv[1:])

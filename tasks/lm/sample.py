@@ -4,7 +4,7 @@
     python scripts/sample_lm.py RUN_DIR|MODEL_FILE [--checkpoint best|last] [--prompt TEXT] [--tokens 200]
                                 [--temperature 1.0] [--top-k 0] [--seed 0]
 
-The same loader and decoder as ``python predict.py run=<run> mode=generate`` (``tasks.engine.inference``,
+The same loader and decoder as ``python predict.py run=<run> mode=generate`` (``tasks.engine.inference.loader``,
 ``tasks.lm.generate``). Prints the prompt and the sample.
 """
 import argparse
@@ -13,8 +13,8 @@ from typing import List, Optional
 
 import torch
 
-from tasks.engine.cli_args import one_line_errors
-from tasks.engine.inference import load_trained
+from tasks.engine.inference.cli_args import one_line_errors
+from tasks.engine.inference.loader import load_trained
 from tasks.lm.data import tokenize
 from tasks.lm.generate import generate
 

@@ -17,9 +17,9 @@ from torch import Tensor, nn
 from tasks.common.encoders import check_encoder_config
 from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task
-from tasks.engine.schema import as_plain
+from tasks.engine.config.schema import as_plain
 from tasks.lm.generate import generate, log_probability, perplexity
 from tasks.lm.data import EOS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel

@@ -28,7 +28,7 @@ import torch
 from tasks.paper.tables import TABLES, cells_at
 from tasks.paper.reproduce import machine
 
-from tasks.engine.optim import build_optimizer
+from tasks.engine.training.optim import build_optimizer
 from tasks.engine.runner import check_before_work, compose
 
 

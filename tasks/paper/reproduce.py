@@ -44,7 +44,7 @@ from omegaconf import OmegaConf
 from tasks.paper.tables import TABLES, cells_at
 
 from tasks.engine.results import read_metrics
-from tasks.engine.run_lock import LOCK_NAME, read_lock, stale_reason
+from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.runner import compose, run
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout

@@ -28,7 +28,7 @@ from typing import Any, List, Mapping, Optional, Union
 import numpy as np
 
 from tasks.engine.errors import not_a_file
-from tasks.engine.schema import typed
+from tasks.engine.config.schema import typed
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.speech.paths import default_cache_dir

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from tasks.engine.cli_args import one_line_errors
-from tasks.engine.inference import load_trained
+from tasks.engine.inference.cli_args import one_line_errors
+from tasks.engine.inference.loader import load_trained
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
 from tasks.speech.metrics import error_counts, rates

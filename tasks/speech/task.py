@@ -23,7 +23,7 @@ from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import as_plain
+from tasks.engine.config.schema import as_plain
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file

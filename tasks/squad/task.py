@@ -21,9 +21,9 @@ from tasks.common.batching import bucket_batches, shard_batches, split_batch
 from tasks.common.encoders import check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
-from tasks.engine.schema import as_plain
+from tasks.engine.config.schema import as_plain
 from tasks.squad.schema import SquadConfig
 
 from .data import SPLITS, SquadExample, load_squad_file, parse_squad, split_files

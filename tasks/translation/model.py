@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import typed
+from tasks.engine.config.schema import typed
 from tasks.translation.schema import TransformerConfig
 
 NORMS = ("pre", "post")

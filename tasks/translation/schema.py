@@ -1,12 +1,12 @@
 """Schemas of ``task=translation`` (conf/task/translation.yaml) and of its models ``model=transformer``
 / ``transformer_sru`` (conf/model/transformer*.yaml): types and ranges; the values live in the YAML
-files (see tasks/engine/schema.py)."""
+files (see tasks/engine/config/schema.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
-from tasks.engine.schema import key
+from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)
 

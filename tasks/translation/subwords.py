@@ -21,7 +21,7 @@ from typing import Any, Iterable, List, Mapping, Sequence
 
 from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import typed
+from tasks.engine.config.schema import typed
 from tasks.translation.schema import SubwordConfig
 
 MODEL_TYPES = ("unigram", "bpe")

@@ -27,10 +27,10 @@ import torch
 from torch import Tensor, nn
 
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import as_plain
+from tasks.engine.config.schema import as_plain
 from tasks.translation.data import SPLITS, load_pairs
 from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
                                        statistics_by_domain, translation_statistics)

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from tasks.engine.cli_args import one_line_errors, split_arguments
+from tasks.engine.inference.cli_args import one_line_errors, split_arguments
 from tasks.engine.errors import TrainingInterrupted
-from tasks.engine.evaluation import evaluate
-from tasks.engine.inference import InferenceInputError, ask_for_device, build_trained, read_trained
-from tasks.engine.interrupts import write_text_atomic
+from tasks.engine.training.evaluation import evaluate
+from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
+from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.results import json_safe
-from tasks.engine.run_context import open_run
-from tasks.engine.trainer_schema import trainer_config
+from tasks.engine.run.context import open_run
+from tasks.engine.config.trainer_schema import trainer_config
 
 OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
 SPLITS = ("train", "valid", "test")

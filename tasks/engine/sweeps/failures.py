@@ -9,7 +9,7 @@ In multirun mode (`python train.py -m ...`, `hparams_search=...`, submitit launc
 Why return a value at all: Hydra's basic sweeper would re-raise a job's exception once its batch finishes,
 failing the whole sweep. The project's Optuna sweeper (hydra_plugins/sru_optuna_sweeper) reads failure.json and
 records a FAIL trial instead of the value. Single runs (no -m) still raise, so a bug is never silent there.
-Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/interrupts.py raises
+Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/run/interrupts.py raises
 TrainingInterrupted, a BaseException, which no `except Exception` here sees; docs/failures.md).
 """
 from __future__ import annotations

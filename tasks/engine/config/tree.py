@@ -4,7 +4,7 @@
 
 ``CONF_DIR`` is the checkout's ``conf/`` (editable installs, a clone), else the copy a regular
 ``pip install .`` puts under ``<prefix>/share/sru-experiments/conf``, or ``$SRU_CONF_DIR``. Apart from the
-runner so that the model loader (tasks/engine/inference.py) can complete an old saved config without
+runner so that the model loader (tasks/engine/inference/loader.py) can complete an old saved config without
 importing the training pipeline.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 
 
 def find_conf_dir() -> Path:
-    candidates = [os.environ.get("SRU_CONF_DIR"), Path(__file__).resolve().parents[2] / "conf",
+    candidates = [os.environ.get("SRU_CONF_DIR"), Path(__file__).resolve().parents[3] / "conf",
                   Path(sys.prefix) / "share" / "sru-experiments" / "conf"]
     for c in candidates:
         if c and (Path(c) / "config.yaml").is_file():

@@ -1,6 +1,6 @@
 """One generic training loop for every task, readable top to bottom (nanoGPT style).
 
-    fit(cfg, task, ctx) -> FitResult             # ctx: tasks/engine/run_context.py (the runner opens it)
+    fit(cfg, task, ctx) -> FitResult             # ctx: tasks/engine/run/context.py (the runner opens it)
 
 The task supplies data, model, loss and metrics (``tasks/engine/base.py``); this file supplies the rest:
 optimizer + LR schedule, AMP, gradient clipping and accumulation, loss normalisation by sample size,
@@ -13,7 +13,7 @@ GradScaler, progress (step, epoch, batch index inside the epoch), every RNG stat
 state (e.g. the LM's carried hidden state). The LR is a pure function of (step, epoch). Evaluation
 draws no random numbers, so a run that stops at step k and resumes is indistinguishable from one
 that never stopped. Failures (docs/failures.md): SIGTERM/SIGINT save last.pt after the current step
-(tasks/engine/interrupts.py); non-finite or exploding values stop the run before any save (tasks/engine/divergence.py).
+(tasks/engine/run/interrupts.py); non-finite or exploding values stop the run before any save (tasks/engine/training/divergence.py).
 """
 from __future__ import annotations
 
@@ -27,21 +27,21 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task, run_seed, sum_logging_outputs
-from tasks.engine.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
+from tasks.engine.training.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
                                      set_rng_state, task_state_for_this_rank)
-from tasks.engine.config_checks import check_trainer
-from tasks.engine.devices import autocast, pick_device
-from tasks.engine.divergence import DivergenceGuard
+from tasks.engine.config.checks import check_trainer
+from tasks.engine.run.devices import autocast, pick_device
+from tasks.engine.training.divergence import DivergenceGuard
 from tasks.engine.errors import TrainingInterrupted
-from tasks.engine.evaluation import evaluate, evaluate_checkpoint
-from tasks.engine.run_context import RunContext
-from tasks.engine.loggers import build_loggers, drop_records_after
-from tasks.engine.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
-from tasks.engine.plots import plot_curves
+from tasks.engine.training.evaluation import evaluate, evaluate_checkpoint
+from tasks.engine.run.context import RunContext
+from tasks.engine.training.loggers import build_loggers, drop_records_after
+from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
+from tasks.engine.training.loggers import plot_curves
 from tasks.engine.results import shown
-from tasks.engine.trainer_schema import TrainerConfig, trainer_config
+from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
 
 __all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
@@ -55,7 +55,7 @@ class Progress:
     best_step: int = -1
     bad_evals: int = 0            # evaluations since the last improvement (early stopping)
     last_eval_step: int = -1
-    loss_ema: Optional[float] = None   # explosion detector (tasks/engine/divergence.py): running train loss level
+    loss_ema: Optional[float] = None   # explosion detector (tasks/engine/training/divergence.py): running train loss level
     exploding_steps: int = 0
 
 
@@ -81,7 +81,7 @@ class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, ctx: RunContext, config_to_save: Optional[Dict] = None,
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task = cfg, task
-        # trainer.* as one typed object (tasks/engine/trainer_schema.py); cfg itself is what the run saves
+        # trainer.* as one typed object (tasks/engine/config/trainer_schema.py); cfg itself is what the run saves
         self.trainer_cfg: TrainerConfig = trainer_config(cfg)
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = ctx.run_dir
@@ -383,8 +383,8 @@ class Trainer:
 def fit(cfg: Mapping[str, Any], task: Task, ctx: RunContext, resume: bool = False,
         config_to_save: Optional[Dict[str, Any]] = None, validation_callbacks: Sequence = ()) -> FitResult:
     """Train ``task`` as ``cfg.trainer`` says, in ``ctx.run_dir`` (continuing its last checkpoint when
-    ``resume``). ``ctx``: the run context its caller opened (tasks/engine/run_context.py); the config has been
-    checked (tasks/engine/config_checks.py)."""
+    ``resume``). ``ctx``: the run context its caller opened (tasks/engine/run/context.py); the config has been
+    checked (tasks/engine/config/checks.py)."""
     return Trainer(cfg, task, ctx, config_to_save, validation_callbacks).train(resume)
 
 

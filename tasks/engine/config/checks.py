@@ -17,8 +17,8 @@ from typing import Any, Mapping
 import torch
 
 from tasks.engine.errors import ConfigError
-from tasks.engine.schema import check_number, typed
-from tasks.engine.trainer_schema import TrainerConfig
+from tasks.engine.config.schema import check_number, typed
+from tasks.engine.config.trainer_schema import TrainerConfig
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 

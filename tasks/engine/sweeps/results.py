@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Sequence
 
 import yaml
 
-from tasks.engine.interrupts import write_text_atomic  # workers sharing a sweep dir each write at their end
+from tasks.engine.run.interrupts import write_text_atomic  # workers sharing a sweep dir each write at their end
 from tasks.engine.results import read_metrics
-from tasks.engine.sweeps import PRUNED_FILE, trial_overrides
+from tasks.engine.sweeps.study import PRUNED_FILE, trial_overrides
 
 
 def read_run_dir(run_dir: Path) -> Dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any, Dict, Mapping
 import numpy as np
 import torch
 
-from tasks.engine import distributed
-from tasks.engine.interrupts import writing
+from tasks.engine.run import distributed
+from tasks.engine.run.interrupts import writing
 from tasks.engine.errors import CheckpointReadError, CheckpointWriteError, ResumeError, resume_command
 
 

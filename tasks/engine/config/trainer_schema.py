@@ -1,11 +1,11 @@
 """The schema of the ``trainer`` config group (conf/trainer/*.yaml): every key the loop reads, its type
-and allowed range (values live in the YAML files; see ``tasks/engine/schema.py``)."""
+and allowed range (values live in the YAML files; see ``tasks/engine/config/schema.py``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, List, Literal, Mapping, Optional
 
-from tasks.engine.schema import key, typed
+from tasks.engine.config.schema import key, typed
 
 Optimizer = Literal["sgd", "adam", "adamw", "adamax", "radam"]
 Schedule = Literal["constant", "step", "exponential", "noam", "cosine"]

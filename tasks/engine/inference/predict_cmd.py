@@ -8,7 +8,7 @@ the official ``{id: answer}`` JSON out. A bad line is reported on stderr with it
 lines are still written, and the exit status is 2. ``export=<file>`` writes the run's self-contained
 model file instead (for runs made before every run wrote model.pt).
 
-    from tasks.engine.predict_cmd import load_predictor
+    from tasks.engine.inference.predict_cmd import load_predictor
     predictor = load_predictor("model.pt")
     predictor.predict(["Click OK."])           # a translation model: English in, German out
 """
@@ -23,12 +23,12 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 from omegaconf import OmegaConf
 
-from tasks.engine.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
+from tasks.engine.inference.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
 from tasks.engine.errors import TrainingInterrupted
-from tasks.engine.inference import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
+from tasks.engine.inference.loader import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
                                     read_trained, write_model_file)
-from tasks.engine.interrupts import write_text_atomic
-from tasks.engine.run_context import open_run
+from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.run.context import open_run
 
 OPTIONS = {"run": None, "checkpoint": "best", "input": "-", "output": "-", "batch_size": None, "device": None,
            "export": None}

@@ -10,8 +10,8 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import OptimizerConfig, SchedulerConfig
+from tasks.engine.config.schema import typed
+from tasks.engine.config.trainer_schema import OptimizerConfig, SchedulerConfig
 
 OPTIMIZERS = ("sgd", "adam", "adamw", "adamax", "radam")
 SCHEDULES = ("constant", "step", "exponential", "noam", "cosine")

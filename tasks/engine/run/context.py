@@ -4,7 +4,7 @@
         result = fit(cfg, task, ctx)              # the trainer sets nothing up itself
         evaluate_best(cfg, task, result, ctx)     # nor does the test evaluation
 
-evaluate.py and predict.py open it too, around building the model and using it (tasks/engine/inference.py).
+evaluate.py and predict.py open it too, around building the model and using it (tasks/engine/inference/loader.py).
 
 Entering it, in order: SIGTERM/SIGINT handlers (a stop saves last.pt at a step boundary), the process
 group under torchrun (else a no-op), the run directory (rank 0's, shared with every rank), its lock
@@ -25,11 +25,11 @@ from typing import Any, Iterator, Mapping, Optional
 import numpy as np
 import torch
 
-from tasks.engine import distributed
-from tasks.engine.devices import pick_device
-from tasks.engine.interrupts import StopSignals
-from tasks.engine.run_lock import RunLock
-from tasks.engine.trainer_schema import TrainerConfig, trainer_config
+from tasks.engine.run import distributed
+from tasks.engine.run.devices import pick_device
+from tasks.engine.run.interrupts import StopSignals
+from tasks.engine.run.lock import RunLock
+from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
 
 
 @dataclass

@@ -26,13 +26,13 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from tasks.engine.base import Task
-from tasks.engine.checkpoint import check_same_shapes, save_atomic
-from tasks.engine.devices import pick_device
+from tasks.engine.training.checkpoint import check_same_shapes, save_atomic
+from tasks.engine.run.devices import pick_device
 from tasks.engine.errors import ConfigError, RunError
-from tasks.engine.registry import build_task
-from tasks.engine.run_context import apply_process_settings
-from tasks.engine.saved_config import fill_added_keys, group_choices
-from tasks.engine.trainer_schema import trainer_config
+from tasks.engine.base import build_task
+from tasks.engine.run.context import apply_process_settings
+from tasks.engine.config.saved import fill_added_keys, group_choices
+from tasks.engine.config.trainer_schema import trainer_config
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -122,10 +122,10 @@ def apply_overrides(cfg: DictConfig, overrides: Sequence[str]) -> None:
 
 
 def complete_saved_config(cfg: DictConfig) -> None:
-    """A config saved before conf/ gained a key gets that key (tasks/engine/saved_config.py), so code that
+    """A config saved before conf/ gained a key gets that key (tasks/engine/config/saved.py), so code that
     reads every key directly runs on old runs too; a missing config tree leaves it as saved."""
     try:
-        from tasks.engine.config_tree import compose  # Hydra, and the conf/ tree: only here
+        from tasks.engine.config.tree import compose  # Hydra, and the conf/ tree: only here
         current = compose(group_choices(cfg))
     except Exception:  # noqa: BLE001 - no conf/ tree (an unusual install) or a group renamed since
         return

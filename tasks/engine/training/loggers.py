@@ -1,4 +1,6 @@
-"""Where metrics go: console, ``metrics.jsonl`` (always; plots and tests read it), CSV, wandb, TensorBoard.
+"""Where metrics go: console, ``metrics.jsonl`` (always; plots and tests read it), CSV, wandb, TensorBoard;
+and the training curves drawn from ``metrics.jsonl`` (``plot_curves``: train loss and the monitored
+validation metric vs step).
 
 Every logger takes ``log(record)`` where record = {"split": ..., "step": ..., "epoch": ..., metrics...}
 and ``finish()``. Only rank 0 should construct loggers (``build_loggers(..., enabled=False)`` on others).
@@ -10,11 +12,11 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from tasks.engine.errors import MissingPackageError
-from tasks.engine.interrupts import write_text_atomic
-from tasks.engine.results import json_safe
+from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.results import json_safe, read_metrics
 
 LOGGERS = ("csv", "wandb", "tensorboard", "none")
 
@@ -197,3 +199,24 @@ def build_loggers(run_dir: Path, cfg: Mapping[str, Any], config: Dict[str, Any],
     elif name == "tensorboard":
         loggers.append(TensorBoardLogger(run_dir, cfg, config))
     return Loggers(loggers)
+
+
+def plot_curves(run_dir: Path, monitor: str, out: Optional[Path] = None) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display needed
+    import matplotlib.pyplot as plt
+
+    train = read_metrics(run_dir, "train")
+    valid = read_metrics(run_dir, "valid")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    axes[0].plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
+    axes[0].plot([r["step"] for r in valid], [r["loss"] for r in valid], "o-", label="valid")
+    axes[0].set(xlabel="step", ylabel="loss", title="loss")
+    axes[0].legend()
+    axes[1].plot([r["step"] for r in valid if monitor in r], [r[monitor] for r in valid if monitor in r], "o-")
+    axes[1].set(xlabel="step", ylabel=monitor, title=f"valid {monitor}")
+    fig.tight_layout()
+    out = Path(out or Path(run_dir) / "curves.png")
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import yaml
 
 from tasks.engine.errors import RunError
-from tasks.engine.inference import InferenceInputError
+from tasks.engine.inference.loader import InferenceInputError
 
 EXIT_BAD_INPUT = 2
 OVERRIDABLE_GROUPS = ("task", "trainer")  # the model's shape comes from the weights: model.* cannot change

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 import torch
 from torch import nn
 
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 from tasks.engine.base import Task, sum_logging_outputs
-from tasks.engine.checkpoint import load_checkpoint
-from tasks.engine.devices import autocast
-from tasks.engine.trainer_schema import trainer_config
+from tasks.engine.training.checkpoint import load_checkpoint
+from tasks.engine.run.devices import autocast
+from tasks.engine.config.trainer_schema import trainer_config
 
 if TYPE_CHECKING:
-    from tasks.engine.run_context import RunContext
+    from tasks.engine.run.context import RunContext
 
 
 def gather_records(records: List[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from tasks.engine.errors import NonFiniteError, resume_command, shell_path
-from tasks.engine.schema import typed
-from tasks.engine.trainer_schema import ExplosionConfig
+from tasks.engine.config.schema import typed
+from tasks.engine.config.trainer_schema import ExplosionConfig
 
 EMA_DECAY = 0.9
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from tasks.engine import distributed
+from tasks.engine.run import distributed
 
 HEARTBEAT_ATTR = "sru_heartbeat"   # trial system attr: time.time() of the running worker's last stamp
 PRUNED_FILE = "pruned.json"        # in a pruned trial's run dir (a crashed one has failure.json instead)

@@ -2,7 +2,7 @@
 the keys conf/ gained since; the schemas refuse a config with a key missing (they hold no defaults).
 
     saved = OmegaConf.create(checkpoint["config"])
-    added = fill_added_keys(saved, compose(group_choices(saved)))     # compose: tasks.engine.config_tree
+    added = fill_added_keys(saved, compose(group_choices(saved)))     # compose: tasks.engine.config.tree
 
 Each missing key is taken from conf/, composed for the saved run's task, model and logger. For a model
 or task key that is the value the run was built with, because such a key joins a YAML file with the

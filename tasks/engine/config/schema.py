@@ -13,7 +13,7 @@
 Division of labour: the YAML files under ``conf/`` hold the values, every one of them; a schema holds
 each key's type and its allowed range or choices, and never a value. A key missing from the config is
 refused (every key is in its group's YAML: a config built in Python starts from
-``tasks.engine.config_tree.compose``, as the command line does), and so is a key that is not in the schema
+``tasks.engine.config.tree.compose``, as the command line does), and so is a key that is not in the schema
 (``+trainer.max_step=5`` is a typo, not a new setting). Every error is one line naming the key, the
 value received and what is allowed (``ConfigError``). tests/test_config_values.py checks that no
 schema holds a default and every task x model sets every key (test_configs.py: every experiment file).
@@ -135,7 +135,7 @@ def check_schema(node: Any, schema: type, prefix: str, see: Optional[str] = None
         if name not in node:
             where = see or "its config group's YAML"
             raise ConfigError(f"{prefix}.{name}: missing; every key of {prefix} is set in {where}. Build the "
-                              f"config with tasks.engine.config_tree.compose (as train.py does) or add "
+                              f"config with tasks.engine.config.tree.compose (as train.py does) or add "
                               f"+{prefix}.{name}=<value>")
         check_value(f"{prefix}.{name}", node[name], hints[name], f.metadata)
 
