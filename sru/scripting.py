@@ -80,6 +80,21 @@ def scripted_recurrence(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: 
     return h, torch.stack(c_dirs, 1).reshape(batch, dirs * hidden)
 
 
+def _state_dtype(t: Tensor) -> torch.dtype:
+    """float32 for half-precision inputs (c accumulates over time), else the input's dtype."""
+    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+
+
+def stack_states(c_last: List[Tensor], compatible: bool, layers: int, batch: int, dirs: int,
+                 hidden: int) -> Tensor:
+    """``StackBase._stack_c``: (layers, B, dirs*d), or (layers*dirs, B, d) when compatible."""
+    c_stack = torch.stack(c_last)
+    if compatible:
+        c_stack = (c_stack.view(layers, batch, dirs, hidden).transpose(1, 2)
+                   .reshape(-1, batch, hidden))
+    return c_stack
+
+
 def _dropout_mask(like: Tensor, rows: int, cols: int, p: float) -> Tensor:
     """The eager modules' per-sequence mask (sru/cell_base.py ``_dropout_mask``)."""
     return like.new_empty(rows, cols).bernoulli_(1 - p).div_(1 - p)
@@ -109,35 +124,49 @@ class ScriptableCell:
         if mask_pad is not None and (mask_pad.dim() != 2 or mask_pad.size(0) != length
                                      or mask_pad.size(1) != batch):
             raise ValueError("SRUCell expected mask_pad of shape (length, batch)")
-        dtype = torch.float32 if input.dtype in (torch.float16, torch.bfloat16) else input.dtype
         if length == 0 or batch == 0:
             h = input.new_zeros(length, batch, self.output_size)
-            c = input.new_zeros(batch, self.output_size, dtype=dtype) if c0 is None else c0.to(dtype)
+            c = (input.new_zeros(batch, self.output_size, dtype=_state_dtype(input))
+                 if c0 is None else c0.to(_state_dtype(input)))
             return (h.squeeze(0) if single_step else h), c
         residual = input
         norm = self.layer_norm
         if norm is not None and not self.normalize_after:
             input = norm(input)
-        mask_c: Optional[Tensor] = None
-        if self.training and self.rnn_dropout > 0:
-            input = input * _dropout_mask(input, batch, input.size(-1), self.rnn_dropout)
-        if self.training and self.dropout > 0:
-            mask_c = _dropout_mask(input, batch, self.output_size, self.dropout)
+        input, mask_c = self._scripted_dropout(input, batch)
         rows = input.reshape(-1, input.size(-1))
         proj = self.weight_proj
         if proj is not None:
             rows = rows.mm(proj)
         U = rows.mm(weight).view(length, batch, -1)
+        h, c = self._scripted_recurrence(U, residual, c0, mask_c, mask_pad)
+        return (h.squeeze(0) if single_step else h), c
+
+    def _scripted_dropout(self, input: Tensor, batch: int) -> Tuple[Tensor, Optional[Tensor]]:
+        """``RecurrentCellBase._dropout``: per-sequence masks in training mode."""
+        mask_c: Optional[Tensor] = None
+        if self.training and self.rnn_dropout > 0:
+            input = input * _dropout_mask(input, batch, input.size(-1), self.rnn_dropout)
+        if self.training and self.dropout > 0:
+            mask_c = _dropout_mask(input, batch, self.output_size, self.dropout)
+        return input, mask_c
+
+    def _scripted_recurrence(self, U: Tensor, residual: Tensor, c0: Optional[Tensor],
+                             mask_c: Optional[Tensor],
+                             mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """The recurrence in the state dtype, then the layer norm after it if any; h comes
+        back in the input's dtype (the eager rule, sru/cell_base.py ``_recurrence``)."""
+        dtype = _state_dtype(U)
         scale = self.scale_x if self.rescale else torch.ones_like(self.scale_x)
         h, c = scripted_recurrence(
             U.to(dtype), residual.to(dtype), self.weight_c.to(dtype), self.bias.to(dtype),
             None if c0 is None else c0.to(dtype), None if mask_c is None else mask_c.to(dtype),
             mask_pad, self.hidden_size, self.num_directions, self.has_skip_term,
             scale.to(dtype), self.activation_type == 1)
+        norm = self.layer_norm
         if norm is not None and self.normalize_after:
             h = norm(h)
-        h = h.to(residual.dtype)
-        return (h.squeeze(0) if single_step else h), c
+        return h.to(residual.dtype), c
 
 
 class ScriptableStack:
@@ -167,8 +196,6 @@ class ScriptableStack:
         for i, cell in enumerate(self.rnn_lst):
             h, c = cell(h, None if c0 is None else c0[i], mask_pad)
             c_last.append(c)
-        c_stack = torch.stack(c_last)
-        if self.nn_rnn_compatible_return:
-            c_stack = (c_stack.view(self.num_layers, batch, self.num_directions, self.hidden_size)
-                       .transpose(1, 2).reshape(-1, batch, self.hidden_size))
+        c_stack = stack_states(c_last, self.nn_rnn_compatible_return, self.num_layers, batch,
+                               self.num_directions, self.hidden_size)
         return (h.transpose(0, 1) if self.batch_first else h), c_stack
