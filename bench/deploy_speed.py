@@ -22,7 +22,7 @@ import torch
 import sru
 from bench.harness import (calls_per_sample, cpu_model, interleaved, make_timer, markdown_table,
                            paired_ratio)
-from sru.deploy import compile_package, dynamic_shapes, export
+from sru.deploy import compile_package, dynamic_shapes, export, load_package
 
 
 def parse_args(argv=None):
@@ -48,7 +48,7 @@ def decomposed_package(model, x, path: Path):
     saved = os.environ.get("SRU_EXPORT_FUSED")
     os.environ["SRU_EXPORT_FUSED"] = "0"
     try:
-        return torch._inductor.aoti_load_package(compile_package(model, x, path)), None
+        return load_package(compile_package(model, x, path)), None
     except Exception as exc:  # torch's compile errors (docs/deploy.md names the torch issue)
         return None, _first_line(exc)
     finally:
@@ -75,8 +75,7 @@ def routes(model, x, out: Path, threads: int):
     found, missing = {"eager": model}, {}
     found["TorchScript"] = torch.jit.script(model)
     found["torch.export module"] = export(model, x).module()
-    found["AOTInductor (fused op)"] = torch._inductor.aoti_load_package(
-        compile_package(model, x, out / "sru_fused.pt2"))
+    found["AOTInductor (fused op)"] = load_package(compile_package(model, x, out / "sru_fused.pt2"))
     runner, why = decomposed_package(model, x, out / "sru_scan.pt2")
     if runner is None:
         missing["AOTInductor (decomposed scan)"] = why

@@ -4,7 +4,8 @@
 and batch dimensions of the first input dynamic; on CPU the recurrence is recorded as the
 fused kernel's op ``sru_cpp::recurrence_forward`` (sru/ops/cpu/custom_op.py).
 ``compile_package(model, example, path)`` compiles that program into an AOTInductor package
-(``.pt2``) which ``torch._inductor.aoti_load_package`` runs from Python and
+(``.pt2``) which ``load_package`` (``torch._inductor.aoti_load_package`` after loading the op
+library) runs from Python and
 ``torch::inductor::AOTIModelPackageLoader`` from C++ (examples/cpp/); the package's metadata
 records the input width and the op library a C++ program must load first.
 
@@ -50,6 +51,14 @@ def compile_package(model: nn.Module, example: torch.Tensor, path, dynamic: bool
     return torch._inductor.aoti_compile_and_package(
         program, package_path=str(path),
         inductor_configs={"aot_inductor.metadata": metadata})
+
+
+def load_package(path):
+    """``torch._inductor.aoti_load_package(path)`` after loading the ``sru_cpp`` op library that
+    a package with the fused kernel calls (else: "Could not find schema for
+    sru_cpp::recurrence_forward")."""
+    load_op_library()
+    return torch._inductor.aoti_load_package(str(path))
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sru import SRU, SRUpp
-from sru.deploy import compile_package, export
+from sru.deploy import compile_package, export, load_package
 from tests.sru_helpers import _randomize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,12 +80,18 @@ def test_aoti_package_of_a_2x512_sru_calls_the_fused_kernel(tmp_path):
     """Issue 51 item 3: SRU(512, 512, num_layers=2), dynamic length and batch, equal to eager."""
     model = SRU(512, 512, num_layers=2).eval()
     path = compile_package(model, torch.randn(64, 32, 512), tmp_path / "sru.pt2")
-    runner = torch._inductor.aoti_load_package(path)
+    runner = load_package(path)
     for shape in ((64, 32, 512), (10, 3, 512)):
         x = torch.randn(*shape)
         with torch.no_grad():
             _assert_same(model(x), runner(x))
     shutil.unpack_archive(path, tmp_path / "unpacked", format="zip")
+    # A fresh process loads it through sru.deploy.load_package (the op library first).
+    code = (f"import torch; from sru.deploy import load_package; "
+            f"h, c = load_package({str(path)!r})(torch.randn(3, 2, 512)); print(tuple(h.shape))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
+    assert out.stdout.strip().endswith("(3, 2, 512)")
     wrappers = list((tmp_path / "unpacked").rglob("*.wrapper.cpp"))
     assert wrappers and "sru_cpp.recurrence_forward" in wrappers[0].read_text()
     metadata = runner.get_metadata()
@@ -99,8 +105,7 @@ def test_srupp_exports_with_dynamic_shapes_and_compiles(tmp_path):
     example = torch.randn(5, 2, 16)
     program = export(model, example)
     assert "sru_cpp.recurrence_forward.default" in _targets(program)
-    runner = torch._inductor.aoti_load_package(compile_package(model, example,
-                                                               tmp_path / "srupp.pt2"))
+    runner = load_package(compile_package(model, example, tmp_path / "srupp.pt2"))
     x = torch.randn(9, 3, 16)
     with torch.no_grad():
         expected = model(x)
