@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from bench.gpu_roofline import gpu_key, predicted_us, step_bytes
+from sru.ops.triton.roofline import gpu_key, predicted_us, step_bytes
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, script_command
 from sru.ops import testing
 from sru.ops import triton as sru_triton
@@ -157,7 +157,7 @@ def bandwidth(L=256, B=128, d=1024):
             inf_bytes = fwd_bytes - n_state * 4  # inference writes no c history
             fwd_ms, bwd_ms = cuda_time_ms(forward), cuda_time_ms(backward)
             inf_ms = cuda_time_ms(inference)
-            # Measured vs bandwidth-bound µs per step (bench/gpu_roofline.py; docs/gpu.md).
+            # Measured vs bandwidth-bound µs per step (sru/ops/triton/roofline.py; docs/gpu.md).
             gpu = gpu_key(torch.cuda.get_device_name() if DEVICE == "cuda" else "")
             per_step = step_bytes(B, d, bidirectional, es)
             rows.append(dict(L=L, B=B, d=d, bidirectional=bidirectional,
@@ -281,7 +281,7 @@ def main(argv=None):
              f"correctness: {'ALL OK' if all_ok else 'FAILURES'} "
              f"({sum(r['ok'] for r in results)}/{len(results)})", "", table, "",
              f"predicted = bytes per step / {rows[0]['predicted_for'] if rows else 'H100'} peak "
-             "HBM bandwidth (bench/gpu_roofline.py)"]
+             "HBM bandwidth (sru/ops/triton/roofline.py)"]
     lines += ["", "BLOCK sweep (bi, fp32, fwd+bwd ms): "
               + ", ".join(f"{r['block']}: {r['fwd_bwd_ms']:.3f}" for r in sweep)]
     lines += ["", f"bench_speed.py: {bench_status} (see bench/ and bench_log.txt)"]

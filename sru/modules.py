@@ -22,7 +22,7 @@ from sru.ops.cpu.fused_layer import linear_recurrence_cpu
 from sru.ops.cpu.paths import fuse_layer, inference_plan, run_inference_path, stack_inference
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
-from sru.scripting import ScriptableCell, ScriptableStack
+from sru.scripting.cells import ScriptableCell, ScriptableStack
 
 
 class SRUCell(ScriptableCell, RecurrentCellBase):
@@ -113,7 +113,7 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this line
-            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting.py)
+            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
         input, mask_pad, single_step = check_cell_input(self, input, c0, mask_pad)
         length, batch = input.size(0), input.size(1)
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
@@ -279,7 +279,7 @@ class SRU(ScriptableStack, StackBase):
             if not isinstance(input, Tensor):
                 raise ValueError("SRU under torch.jit.script takes a padded tensor with "
                                  "mask_pad, not a PackedSequence")
-            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting.py)
+            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
         fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
         if fast is not None:
             return fast

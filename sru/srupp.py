@@ -20,8 +20,8 @@ from sru.checks import check_float_tensor, check_input_dtype, check_mask_pad
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
-from sru.scripting import ScriptableCell
-from sru.scripting_srupp import ScriptableSRUppCell, ScriptableSRUppStack
+from sru.scripting.cells import ScriptableCell
+from sru.scripting.srupp import ScriptableSRUppCell, ScriptableSRUppStack
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
@@ -106,7 +106,7 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
         """input (L, B, input_size); c0 (B, dirs*hidden_size); mask_pad (L, B), nonzero =
         padded; attention arguments as ``SRUppAttention.forward``. Returns h (L, B,
         dirs*hidden_size) and the last c (B, dirs*hidden_size)."""
-        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting_srupp.py)
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
             return self._scripted_forward(input, c0, mask_pad, attn_mask, memory,
                                           memory_mask_pad)
         self._check(input, c0, mask_pad)
@@ -280,7 +280,7 @@ class SRUpp(ScriptableSRUppStack, StackBase):
                 memory: Optional[List[Optional[Tensor]]] = None,
                 memory_mask_pad: Optional[Tensor] = None,
                 ) -> Tuple[Union[Tensor, PackedSequence], Tensor, Dict[str, List[Tensor]]]:
-        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting_srupp.py)
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
             if not isinstance(input, Tensor):
                 raise ValueError("SRUpp under torch.jit.script takes a padded tensor with "
                                  "mask_pad, not a PackedSequence")

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sru.scripting_attention import ScriptableAttention
+from sru.scripting.attention import ScriptableAttention
 
 
 def _shape(t) -> tuple:
@@ -145,7 +145,7 @@ class SRUppAttention(ScriptableAttention, nn.Module):
         """input (L, B, in); mask_pad (L, B) and memory_mask_pad (M, B), nonzero = padded key;
         attn_mask (L, M+L) additive float (e.g. -inf above the causal diagonal); memory
         (M, B, in). Returns U (L, B, out)."""
-        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting_srupp.py)
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
             return self._scripted_forward(input, mask_pad, attn_mask, memory, memory_mask_pad)
         q, k, v, residual = self.query_key_value(input, memory)
         mask = attention_mask(q.size(0), k.size(0), q.size(1), q.dtype, attn_mask,

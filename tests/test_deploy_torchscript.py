@@ -1,6 +1,6 @@
 """torch.jit.script and torch.jit.trace of SRU / SRUCell (docs/deploy.md#torchscript).
 
-The scripted forward is sru/scripting.py; these tests check it against eager over the official
+The scripted forward is sru/scripting/cells.py; these tests check it against eager over the official
 2.x scripting matrix (bidirectional x rescale x projection x layer_norm, as the official test
 suite), the other options it supports, and a save / load round trip in a fresh process.
 """

@@ -1,4 +1,4 @@
-"""torch.jit.script of SRUpp (sru/scripting_srupp.py, sru/scripting_attention.py): the official
+"""torch.jit.script of SRUpp (sru/scripting/srupp.py, sru/scripting/attention.py): the official
 3.0 SRU++ is scriptable (its test_ts_srupp.py scripts SRUpp(D, D, D, num_layers=2)); the scripted
 stack equals eager over its options, masks, attention memory and the saved inputs."""
 import pytest

@@ -1,5 +1,5 @@
 """The bandwidth-bound time per step that docs/gpu.md tabulates and scripts/check_gpu.py prints."""
-from bench.gpu_roofline import HBM_GBPS, gpu_key, predicted_us, step_bytes, table
+from sru.ops.triton.roofline import HBM_GBPS, gpu_key, predicted_us, step_bytes, table
 
 
 def test_step_bytes_count_every_stream_once():

@@ -6,7 +6,7 @@ bytes_per_step / bandwidth. ``scripts/check_gpu.py`` prints this beside its meas
 bound ignores latency: each step's loads wait a full DRAM round trip (~0.5-1 µs) unless enough
 warps are resident to hide it, so small B x d run slower than predicted.
 
-    python -m bench.gpu_roofline        # the table in docs/gpu.md
+    python -m sru.ops.triton.roofline        # the table in docs/gpu.md
 """
 from typing import Dict
 

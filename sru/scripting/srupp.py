@@ -1,9 +1,9 @@
 """What ``torch.jit.script`` compiles of ``SRUpp``, ``SRUppCell`` and their attention transforms
-(docs/deploy.md#torchscript), as sru/scripting.py does for ``SRU`` (the attention block's part:
-sru/scripting_attention.py): each ``forward`` starts with
+(docs/deploy.md#torchscript), as sru/scripting/cells.py does for ``SRU`` (the attention block's part:
+sru/scripting/attention.py): each ``forward`` starts with
 ``if torch.jit.is_scripting(): return self._scripted_forward(...)`` and TorchScript compiles only
 these methods; the eager code, its checks and messages, stay as they are. The maths are the
-eager modules' (sru/srupp.py), with the recurrence of sru/scripting.py. Not scriptable:
+eager modules' (sru/srupp.py), with the recurrence of sru/scripting/cells.py. Not scriptable:
 PackedSequence input.
 """
 from typing import Dict, List, Optional, Tuple
@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from sru.scripting import stack_states
+from sru.scripting.cells import stack_states
 
 
 class ScriptableSRUppCell:

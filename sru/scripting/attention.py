@@ -1,7 +1,7 @@
 """``SRUppAttention``'s TorchScript forward (docs/deploy.md#torchscript): the eager maths of
 sru/srupp_attention.py (the same linear maps, ``scaled_dot_product_attention``, key padding and
 ``attn_mask`` as one additive mask) without the argument checks TorchScript cannot compile.
-Kept apart from sru/scripting_srupp.py, which needs the attention classes themselves."""
+Kept apart from sru/scripting/srupp.py, which needs the attention classes themselves."""
 from typing import List, Optional
 
 import torch

@@ -1,11 +1,11 @@
 """Inference speed of every deployment route of an SRU against eager PyTorch (docs/deploy.md).
 
-    python -m bench.deploy_speed [--length 64] [--batch 32] [--size 512] [--layers 2]
+    python -m bench.deploy.speed [--length 64] [--batch 32] [--size 512] [--layers 2]
                                  [--threads 2] [--repeats 10] [--out outputs/bench_deploy]
 
 One process, ``--threads`` intra-op threads for torch and ONNX Runtime alike, SRU(size, size,
 num_layers=layers) at (length, batch). Routes: eager (``torch.inference_mode``, the fused CPU
-kernel), TorchScript (``torch.jit.script``: sru/scripting.py's loop), ``torch.export``'s
+kernel), TorchScript (``torch.jit.script``: sru/scripting/cells.py's loop), ``torch.export``'s
 module (the ``sru_cpp`` op), the AOTInductor package with the fused op (dynamic length and
 batch), the AOTInductor package of the decomposed export (``SRU_EXPORT_FUSED=0``, a scan;
 reported as failing where torch cannot compile it), and ONNX Runtime (the ONNX export's Scan).
