@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sru import SRU, SRUpp
-from sru.deploy import compile_package, export, load_package
+from sru.deploy import compile_package, export, load_package, main as deploy_main
 from tests.sru_helpers import _randomize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,11 +41,9 @@ def test_decomposed_export_without_the_op_library(monkeypatch):
         _assert_same(model(x), program.module()(x))
 
 
-def test_deploy_command_rejects_bad_arguments_in_one_line():
-    out = subprocess.run([sys.executable, "-m", "sru.deploy", "nonsense"], cwd=ROOT,
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert out.returncode == 2
-    assert out.stderr.strip() == "usage: python -m sru.deploy op-library"
+def test_deploy_command_rejects_bad_arguments_in_one_line(capsys):
+    assert deploy_main(["nonsense"]) == 2
+    assert capsys.readouterr().err.strip() == "usage: python -m sru.deploy op-library"
 
 
 @pytest.mark.slow
