@@ -34,6 +34,11 @@ SHIPPED_BLOCKS = (32, 64, 128)  # _launch_config: BLOCK in [32, 128], num_warps 
 DTYPES = ("fp32", "fp16", "bf16", "fp16-amp", "fp64")
 K_SKIP = ((3, 0), (3, 1), (4, 0), (4, 2))
 _LOW = {"U", "X", "H", "C_LAST", "GRAD_H", "GRAD_U", "GRAD_X"}  # pointers in U's dtype
+# Spills found by this check and accepted, with why; any other spill fails the check, and a listed
+# one that stops spilling fails it too (so this list cannot go stale). Measured with triton 3.9's
+# ptxas: the fp64 (gradcheck-only) packed backward spills one 4-byte word on sm_80 with every flag
+# off, not with them on; 4 bytes to L1-cached local memory once per program, no measurable cost.
+KNOWN_SPILLS = {"backward-fp64-packed-k3s1-plain-b128-sm80": 8}
 _SCALARS = {"L": "i32", "B": "i32", "D": "i32", "DD": "i32", "scale_x": "fp32"}
 
 
@@ -147,22 +152,23 @@ def compile_variant(variant: Variant) -> Dict[str, object]:
 
 
 def markdown(rows: List[Dict[str, object]]) -> str:
-    """docs/gpu.md's table: registers / spills / shared memory, one line per compiled group."""
-    lines = ["| kernel | dtype | layout | K, SKIP | flags | blocks | sm_80 regs | sm_90 regs "
-             "| spills (bytes) | shared (bytes) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    """docs/gpu.md's table: per kernel, dtype and layout, the register range per architecture
+    (over the (K, SKIP) layouts, flags and block sizes), spills and shared memory."""
+    lines = ["| kernel | dtype | layout | variants | sm_80 registers | sm_90 registers "
+             "| spilled bytes (variants) | shared bytes |", "|---|---|---|---:|---|---|---|---:|"]
     groups: Dict[tuple, list] = {}
     for row in rows:
-        key = (row["kernel"], row["dtype"], row["packed"], row["k"], row["skip"], row["flags"])
-        groups.setdefault(key, []).append(row)
-    for (kernel, dtype, packed, k, skip, flags), group in groups.items():
-        regs = {arch: sorted({r["registers"] for r in group if r["arch"] == arch}) for arch in ARCHS}
-        spills = max(r["spill_store_bytes"] + r["spill_load_bytes"] for r in group)
-        shared = max(r["shared_bytes"] for r in group)
-        blocks = "/".join(str(b) for b in sorted({r["block"] for r in group}))
-        lines.append(f"| {kernel} | {dtype} | {'packed' if packed else 'padded'} | {k}, {skip} "
-                     f"| {'all on' if flags else 'off'} | {blocks} | "
-                     f"{'/'.join(map(str, regs[80]))} | {'/'.join(map(str, regs[90]))} | "
-                     f"{spills} | {shared} |")
+        groups.setdefault((row["kernel"], row["dtype"], row["packed"]), []).append(row)
+    for (kernel, dtype, packed), group in groups.items():
+        regs = []
+        for arch in ARCHS:
+            found = [r["registers"] for r in group if r["arch"] == arch]
+            regs.append(f"{min(found)}-{max(found)}" if found else "-")
+        spilled = [r for r in group if r["spill_store_bytes"] or r["spill_load_bytes"]]
+        spills = (", ".join(f"{r['spill_store_bytes'] + r['spill_load_bytes']} ({r['name']})"
+                            for r in spilled) or "0")
+        lines.append(f"| {kernel} | {dtype} | {'packed' if packed else 'padded'} | {len(group)} "
+                     f"| {regs[0]} | {regs[1]} | {spills} | {max(r['shared_bytes'] for r in group)} |")
     return "\n".join(lines)
 
 
@@ -179,12 +185,23 @@ def main(argv=None) -> int:
     print(markdown(rows) if args.markdown else "\n".join(
         f"{r['name']}: {r['registers']} registers, {r['spill_store_bytes']}+"
         f"{r['spill_load_bytes']} spill bytes, {r['shared_bytes']} shared" for r in rows))
-    spilled = [r["name"] for r in rows if r["spill_store_bytes"] or r["spill_load_bytes"]]
-    if spilled:
-        print(f"error: {len(spilled)} variants spill registers: {', '.join(spilled[:5])}",
-              file=sys.stderr)
+    problems = unexpected_spills(rows)
+    if problems:
+        print(f"error: {'; '.join(problems[:5])}", file=sys.stderr)
         return 1
     return 0
+
+
+def unexpected_spills(rows: List[Dict[str, object]]) -> List[str]:
+    """Spills outside KNOWN_SPILLS, and listed spills (of compiled variants) that changed."""
+    problems = []
+    for row in rows:
+        spilled = int(row["spill_store_bytes"]) + int(row["spill_load_bytes"])
+        expected = KNOWN_SPILLS.get(row["name"], 0)
+        if spilled != expected:
+            problems.append(f"{row['name']} spills {spilled} bytes (expected {expected}: "
+                            "sru/ops/triton/compile_check.py KNOWN_SPILLS)")
+    return problems
 
 
 if __name__ == "__main__":
