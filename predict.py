@@ -1,8 +1,9 @@
 """Use a trained model on your own input: ``python predict.py run=<run dir | model file> < inputs.txt``.
 
-The command lives in ``tasks/engine/inference/predict_cmd.py`` (also installed as ``sru-predict``); docs/inference.md.
+The command lives in ``tasks/engine/predict_cmd.py`` (also installed as ``sru-predict``); docs/inference.md.
+Only the signal handler's module is imported before it is installed (tasks/engine/inference/early_signals.py).
 """
-from tasks.engine.inference.predict_cmd import main
-
 if __name__ == "__main__":
-    main()
+    from tasks.engine.inference.early_signals import predict
+
+    predict()

@@ -32,7 +32,8 @@ import torch
 from sru.ops.triton.roofline import gpu_key, predicted_us, step_bytes
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, script_command
 from sru.ops import testing
-from sru.ops import triton as sru_triton
+from sru.ops.triton.kernels import SKIP_X
+from sru.ops.triton.padded import recurrence_backward, recurrence_forward
 from sru.ops.triton import elementwise_recurrence_triton
 
 # (name, make_inputs keywords, call options) at GPU scale; sru.ops.testing.CASES (the test
@@ -141,15 +142,15 @@ def bandwidth(L=256, B=128, d=1024):
             n_state = L * B * dd
             c0 = args["c0"]
             op_args = (args["U"], args["x"], args["weight_c"], args["bias"], c0, None, None, None,
-                       1.0, d, sru_triton._SKIP_X, False)
-            forward = lambda: sru_triton._recurrence_forward(*op_args, True)  # noqa: E731
-            inference = lambda: sru_triton._recurrence_forward(*op_args, False)  # noqa: E731
+                       1.0, d, SKIP_X, False)
+            forward = lambda: recurrence_forward(*op_args, True)  # noqa: E731
+            inference = lambda: recurrence_forward(*op_args, False)  # noqa: E731
             _, _, c_all = forward()
             grad_h = torch.randn(L, B, dd, device=DEVICE, dtype=dtype)
             grad_c = torch.randn(B, dd, device=DEVICE)
-            backward = lambda: sru_triton._recurrence_backward(  # noqa: E731
+            backward = lambda: recurrence_backward(  # noqa: E731
                 grad_h, grad_c, args["U"], args["x"], args["weight_c"], args["bias"], c0, None,
-                None, None, c_all, 1.0, d, sru_triton._SKIP_X, False, False)
+                None, None, c_all, 1.0, d, SKIP_X, False, False)
             # forward: read U (k=3) and x, write h and the fp32 c history
             fwd_bytes = n_state * (3 * es + es + es + 4)
             # backward: read grad_h, U, x, c history; write grad_U, grad_x
@@ -175,22 +176,26 @@ def bandwidth(L=256, B=128, d=1024):
 
 
 def block_sweep(L=256, B=128, d=1024):
-    """Forward+backward time per BLOCK at the large shape, to tune _launch_config."""
+    """Forward+backward time per BLOCK at the large shape, to tune launch_config."""
     inputs = make_inputs(L=L, B=B, d=d, bidirectional=True)
     grad_h = torch.randn(L, B, 2 * d, device=DEVICE)
-    default = sru_triton._launch_config
+    # padded.py and packed.py each hold launch_config: set both (the module objects, not the package's
+    # names: ``sru.ops.triton.padded`` is the backend entry function of that name)
+    launchers = [sys.modules["sru.ops.triton.padded"], sys.modules["sru.ops.triton.packed"]]
+    default = launchers[0].launch_config
     rows = []
     try:
         for block in (32, 64, 128, 256):
-            sru_triton._launch_config = lambda n, b=block: (b, max(1, min(8, b // 32)),
-                                                             -(-n // b))
+            for module in launchers:
+                module.launch_config = lambda n, b=block: (b, max(1, min(8, b // 32)), -(-n // b))
             def step():
                 h, _ = elementwise_recurrence_triton(**inputs)
                 torch.autograd.grad(h, [inputs["U"]], grad_h)
             rows.append(dict(block=block, fwd_bwd_ms=cuda_time_ms(step, repeats=10)))
             print(f"  block sweep {rows[-1]}", flush=True)
     finally:
-        sru_triton._launch_config = default
+        for module in launchers:
+            module.launch_config = default
     return rows
 
 

@@ -6,15 +6,17 @@
   inside one process, the order rotating every round, so load from other processes hits all alike;
 - ``summarize`` (median and quartiles) and ``paired_ratio`` (median over rounds of the per-round ratio:
   load that drifts during a run cancels, where a ratio of two medians would not);
-- ``machine_info``: the one description of the machine a result was measured on;
+- ``machine_info``: the machine a result was measured on (``tasks.engine.run.devices.machine``, the one
+  description) with the command and the run's settings;
+- ``bench_parser``: the command-line options every timing script shares;
 - ``markdown_table``: every table the benchmarks print or write;
 - ``rel_err``: the one relative error of a result against a reference.
 """
+import argparse
 import datetime
 import gc
 import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Callable, Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import torch
+
+from tasks.engine.run.devices import machine
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout holding this package and scripts/
 
@@ -118,22 +122,24 @@ def paired_ratio(mine: Mapping, other: Mapping) -> float:
     return statistics.median(x / y for x, y in zip(a, b))
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else what platform reports)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def bench_parser(doc: str, threads: int, repeats: int, **options: float) -> argparse.ArgumentParser:
+    """The argument parser a timing script starts from: described by its docstring's first paragraph, with
+    ``--threads`` and ``--repeats``, then one option per keyword (``min_ms=50.0`` -> ``--min-ms``, typed as
+    its default: the shape and timing knobs), in that order."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    for name, default in options.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
+    return parser
 
 
 def machine_info(device: str = "cpu", command: Optional[str] = None, **extra) -> Dict[str, object]:
     """Where and how a result was measured: CPU, threads, torch, Python, device (GPU name and CUDA on
     GPU), the command line and the date, plus ``extra`` (the run's settings)."""
-    info = {"cpu_model": cpu_model(), "logical_cpus": os.cpu_count(), "threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": platform.python_version(), "device": device,
+    described = machine()  # the one description (tasks/engine/run/devices.py), under the keys bench results use
+    info = {"cpu_model": described["cpu"], "logical_cpus": described["logical_cpus"], "threads": described["threads"],
+            "torch": described["torch"], "python": described["python"], "device": device,
             "command": command or " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
             "date": datetime.datetime.now().isoformat(timespec="seconds")}
     if device == "cuda":

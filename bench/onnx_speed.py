@@ -15,23 +15,18 @@ and the same number of intra-op threads. Each sample is the mean of enough calls
 and the ratio reported is the
 median of the per-repeat ratios. The script also prints the largest output difference.
 """
-import argparse
 import statistics
 from pathlib import Path
 
 import torch
 
 import sru
-from bench.harness import calls_per_sample, cpu_model, interleaved, make_timer, markdown_table, paired_ratio
+from bench.harness import bench_parser, calls_per_sample, interleaved, make_timer, markdown_table, paired_ratio
+from tasks.engine.run.devices import cpu_model
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--min-ms", type=float, default=50.0)
+    parser = bench_parser(__doc__, threads=2, repeats=15, size=512, layers=2, min_ms=50.0)
     parser.add_argument("--out", default="outputs/bench_onnx")
     return parser.parse_args(argv)
 

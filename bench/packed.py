@@ -15,7 +15,6 @@ Candidates run round-robin within each repeat (the order rotates), so load drift
 the run hits all alike; every ratio is the median over repeats of that repeat's ratio. Prints
 a Markdown table (docs/benchmarks.md records it).
 """
-import argparse
 import statistics
 
 import torch
@@ -23,19 +22,12 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
-from bench.harness import cpu_model, interleaved, make_timer, markdown_table, paired_ratio
+from bench.harness import bench_parser, interleaved, make_timer, markdown_table, paired_ratio
+from tasks.engine.run.devices import cpu_model
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--size", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = bench_parser(__doc__, threads=2, repeats=15, length=128, batch=32, size=512, layers=2, warmup=2, seed=0)
     return parser.parse_args(argv)
 
 

@@ -106,12 +106,18 @@ def sru_projection_widths(shape: Shape) -> List[Tuple[int, int]]:
     return [(shape.width, 3 * shape.width)] * shape.layers
 
 
-def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator) -> Candidate:
+def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator,
+               library: Optional[str] = None) -> Candidate:
     """Only the input matmuls of every SRU layer: (L*B, d_in) @ (d_in, k*d), fwd and fwd+bwd.
 
     Each layer gets its own input leaf so that the backward computes grad of x and of W for
-    every layer, exactly the matmul work of an SRU training step.
+    every layer, exactly the matmul work of an SRU training step. ``library="onednn"``: the same
+    three products through oneDNN (sru/ops/cpu/gemm.py, prepacked weight) instead of torch.mm's
+    MKL: the layer is judged against the faster of the two (issue 55).
     """
+    from sru.ops.cpu.gemm import matmul
+
+    product = (lambda x, w: x @ w) if library is None else (lambda x, w: matmul(x, w, library))
     rows = shape.length * shape.batch
     xs, ws = [], []
     for d_in, cols in sru_projection_widths(shape):
@@ -124,16 +130,16 @@ def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator
     def forward() -> None:
         with torch.no_grad(), _autocast(device, dtype):
             for x, w in zip(xs, ws):
-                x @ w
+                product(x, w)
 
     def train_step() -> None:
         for t in xs + ws:
             t.grad = None
         with _autocast(device, dtype):
-            outs = [x @ w for x, w in zip(xs, ws)]
+            outs = [product(x, w) for x, w in zip(xs, ws)]
         torch.autograd.backward(outs, grads)
 
-    return Candidate("gemm-bound", forward, train_step, xs + ws)
+    return Candidate("gemm-bound" if library is None else f"gemm-bound-{library}", forward, train_step, xs + ws)
 
 
 def lstm(shape: Shape, device: str, dtype: str, generator: torch.Generator) -> Candidate:
@@ -178,6 +184,8 @@ def build_candidates(shape: Shape, device: str, dtype: str, backends: List[str],
         "conv1d-k3": lambda: conv1d(shape, device, dtype, generator),
         "lstm": lambda: lstm(shape, device, dtype, generator),
     }
+    if device == "cpu" and dtype == "fp32":  # the dispatch only chooses for fp32 on CPU
+        builders["gemm-bound-onednn"] = lambda: gemm_bound(shape, device, dtype, generator, "onednn")
     for backend in backends:
         builders[f"sru-{backend}"] = lambda b=backend: sru(shape, device, dtype, generator, b)
     return builders

@@ -81,14 +81,17 @@ def time_shape(candidates: Dict[str, registry.Candidate], args, timer) -> Dict[s
 
 def add_ratios(rows: List[Dict]) -> None:
     """Per shape/dtype: each candidate's time over the GEMM bound's and the LSTM's over its
-    (paired per round, see ``bench.harness.paired_ratio``)."""
+    (paired per round, see ``bench.harness.paired_ratio``). The GEMM bound is the faster of MKL's
+    (``gemm-bound``) and oneDNN's (``gemm-bound-onednn``) per mode, when both were timed."""
     ref = {(r["shape"]["label"], r["dtype"], r["candidate"]): r for r in rows if "error" not in r}
     for r in rows:
         if "error" in r:
             continue
-        gemm = ref.get((r["shape"]["label"], r["dtype"], "gemm-bound"))
+        bounds = [b for b in (ref.get((r["shape"]["label"], r["dtype"], name))
+                              for name in ("gemm-bound", "gemm-bound-onednn")) if b]
         lstm = ref.get((r["shape"]["label"], r["dtype"], "lstm"))
         for mode in MODES:
+            gemm = min(bounds, key=lambda b: b[mode]["median_ms"]) if bounds else None
             r[mode]["vs_gemm"] = paired_ratio(r[mode], gemm[mode]) if gemm else None
             r[mode]["speedup_vs_lstm"] = paired_ratio(lstm[mode], r[mode]) if lstm else None
 

@@ -26,22 +26,16 @@ import torch
 from torch import nn
 
 from bench.decode import load_official
-from bench.harness import (calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
+from bench.harness import (bench_parser, calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
 
 MODES = ("train_step", "forward")
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, threads=2, repeats=10, warmup=2, min_ms=50.0, length=128, batch=8)
     parser.add_argument("--official", default=None, metavar="DIR",
                         help="where `pip install --no-deps --target DIR sru==3.0.0.dev6` put it")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--min-ms", type=float, default=50.0)
-    parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--hidden", type=int, default=256, help="d: SRU++ hidden = Transformer d_model")
     parser.add_argument("--proj", type=int, default=64, help="SRU++ attention width (paper: d/4)")
     parser.add_argument("--layers", type=int, default=2)

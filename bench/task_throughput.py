@@ -15,17 +15,19 @@ the per-round ratios.
 Where each step goes, from hooks that do not change what runs: forward of the embedding(s), of the
 encoder and of the rest (head, attention, softmax/decoder and loss); backward of the encoder (for each
 encoder module, from the gradient of its output arriving to the last gradient of its parameters; the
-union of those spans) and of the rest; the optimizer (clipping, step, zero_grad). "Encoder" is the
-recurrent part the two models differ in (``encoder_modules``):
+union of those spans) and of the rest; the optimizer step (the trainer's: gradients normalised by the
+sample size, clipped or their norm taken, step, zero_grad; tasks/engine/training/step.py, which also
+runs the forward and backward). "Encoder" is the recurrent part the two models differ in
+(``tasks.common.encoders.recurrent_modules``: the outermost SRU / SRU++ / LSTM modules):
   lm, lm_char, classification, speech: ``model.encoder`` (the SRU or LSTM stack);
   squad: the reader's paragraph and question encoders (``doc_rnn``, ``question_rnn``);
-  translation: the SRU sublayers inside every Transformer encoder and decoder layer (what
-  ``transformer_sru`` adds). ``model=transformer`` has none, so its encoder parts are 0 and its
+  translation: the ``sru.SRU`` inside every SRU sublayer of the Transformer's encoder and decoder layers
+  (what ``transformer_sru`` adds). ``model=transformer`` has none, so its encoder parts are 0 and its
   attention and feed-forward sublayers count as the rest in both models.
 ``--tasks`` takes the ``task=`` configs of ``conf/task/`` (``all``: every one) and the presets below.
 """
 import argparse
-import contextlib
+import dataclasses
 import json
 import statistics
 import sys
@@ -37,12 +39,14 @@ import torch
 from torch import nn
 
 from bench.harness import interleaved, machine_info, make_timer, markdown_table
-from tasks.engine.run.devices import move_to_device
-from tasks.engine.training.optim import build_optimizer
+from tasks.common.encoders import recurrent_modules
 from tasks.engine.base import build_task
-from tasks.engine.runner import compose, find_conf_dir
-from tasks.squad.model import DocumentReader
-from tasks.translation.model import Seq2SeqTransformer, SRUSublayer
+from tasks.engine.config.checks import run_config
+from tasks.engine.config.tree import find_conf_dir
+from tasks.engine.run.devices import move_to_device
+from tasks.engine.runner import compose
+from tasks.engine.training.optim import build_optimizer
+from tasks.engine.training.step import TrainStep
 
 # Paper setups composed by experiment files: label -> overrides for a model name.
 PRESETS: Dict[str, Callable[[str], List[str]]] = {
@@ -60,16 +64,6 @@ def task_configs() -> List[str]:
 
 def model_pair(task: str) -> Tuple[str, str]:
     return PAIRS.get(task, ("sru", "lstm"))
-
-
-def encoder_modules(model: nn.Module) -> List[nn.Module]:
-    """The modules the breakdown times as "encoder": the recurrent part the compared models differ in."""
-    if isinstance(model, DocumentReader):
-        return [model.doc_rnn, model.question_rnn]
-    if isinstance(model, Seq2SeqTransformer):  # its `encoder` is a list of layers, never called as a whole
-        return [m for m in model.modules() if isinstance(m, SRUSublayer)]
-    encoder = getattr(model, "encoder", None)
-    return [encoder] if encoder is not None else []
 
 
 def tensors(x) -> List[torch.Tensor]:
@@ -99,7 +93,7 @@ class StepClock:
         self.totals = dict.fromkeys(PARTS, 0.0)
         self._fwd_start: Dict[int, float] = {}
         self._bwd: Dict[int, List[float]] = {}  # encoder i -> [its output's grad arrived, its last param grad]
-        self.encoders = encoder_modules(model)
+        self.encoders = recurrent_modules(model)
         for module in model.modules():
             if isinstance(module, nn.Embedding):
                 self._time_forward(module, "embedding")
@@ -147,7 +141,7 @@ class StepClock:
 
 class Runner:
     """One model of one task: its own task object (the LM carries its state per model), model,
-    optimizer and clock; ``step(batch)`` is one training step as the trainer does it."""
+    optimizer and clock; ``step_on(batch)`` is one training step, the trainer's own (``TrainStep``)."""
 
     def __init__(self, cfg, precision: str):
         self.cfg = cfg
@@ -155,36 +149,29 @@ class Runner:
         torch.set_flush_denormal(bool(cfg.trainer.flush_denormal))  # as the trainer does
         self.task.setup()
         torch.manual_seed(int(cfg.get("seed") or 0))
-        self.model = self.task.build_model().train()
-        self.optimizer = build_optimizer(self.model.parameters(), cfg["trainer"]["optimizer"])
-        self.clip = cfg["trainer"].get("grad_clip")
-        self.clock = StepClock(self.model)
-        self.autocast = (lambda: torch.autocast("cpu", torch.bfloat16)) if precision == "bf16" \
-            else contextlib.nullcontext
-        self.parameters = sum(p.numel() for p in self.model.parameters())
+        model = self.task.build_model().train()
+        trainer = dataclasses.replace(run_config(cfg).trainer, precision=precision)
+        # the trainer's own step (tasks/engine/training/step.py): autocast, loss normalisation, clipping
+        self.step = TrainStep(self.task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer,
+                              torch.device("cpu"))
+        self.clock = StepClock(model)
+        self.parameters = sum(p.numel() for p in model.parameters())
 
     def batches(self, n: int) -> list:
         it = self.task.batches("train", epoch=0, seed=int(self.cfg.get("seed") or 0))
         return [move_to_device(next(it), torch.device("cpu")) for _ in range(n)]
 
-    def step(self, batch) -> float:
-        """One step; returns the items it trained on."""
-        with self.autocast():
-            start = time.perf_counter()
-            loss, out = self.task.compute_loss(self.model, batch, "train")
-            fwd = time.perf_counter() - start
-        c = self.clock.totals
-        c["rest_fwd"] += fwd  # the hooked parts are taken out in parts()
-        if "sample_size" in out and out["sample_size"] > 0:
-            loss = loss / out["sample_size"]
+    def step_on(self, batch) -> float:
+        """One optimizer step on one batch, its parts timed; returns the items it trained on."""
         start = time.perf_counter()
-        loss.backward()
+        loss, out = self.step.forward(batch)
+        c = self.clock.totals
+        c["rest_fwd"] += time.perf_counter() - start  # the hooked parts are taken out in parts()
+        start = time.perf_counter()
+        self.step.backward(loss, out)
         self.clock.backward_done(time.perf_counter() - start)
         start = time.perf_counter()
-        if self.clip:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.step.optimizer_step([out])
         c["optimizer"] += time.perf_counter() - start
         return float(out.get(self.task.throughput_key, 0.0))
 
@@ -209,13 +196,13 @@ def bench_task(task: str, args) -> Dict:
                            "the comparison would not be like for like")
     for runner in runners.values():  # warm-up: kernel builds, allocator, first-step costs
         for batch in batches[:2]:
-            runner.step(batch)
+            runner.step_on(batch)
         runner.clock.totals = dict.fromkeys(PARTS, 0.0)
     items = dict.fromkeys(pair, 0.0)
 
     def steps(m):  # one round of one model: --steps optimizer steps on the same batches
         def run():
-            items[m] = sum(runners[m].step(batch) for batch in batches)
+            items[m] = sum(runners[m].step_on(batch) for batch in batches)
         return run
     seconds = interleaved({m: steps(m) for m in pair}, make_timer("cpu"), args.rounds)  # order flips per round
     rounds = {m: [items[m] / s for s in seconds[m]] for m in pair}

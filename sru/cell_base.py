@@ -13,7 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from sru.checks import check_layer_sizes, state_dtype
+from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
+from sru.ops.cpu.gemm import check_library, reattach_int8
 from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
@@ -28,7 +30,7 @@ class RecurrentCellBase(nn.Module):
     ``extra_repr`` shows when they differ from their default."""
 
     scale_x: Tensor
-    __jit_unused_properties__ = ["backend", "_skip_scale"]  # torch.jit.script: Python only
+    __jit_unused_properties__ = ["backend", "gemm", "_skip_scale"]  # torch.jit.script: Python only
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
 
@@ -61,6 +63,18 @@ class RecurrentCellBase(nn.Module):
         self.__dict__["backend"] = value
 
     @property
+    def gemm(self) -> str:
+        """The CPU GEMM library of the projections: auto / mkl / onednn (sru/ops/cpu/gemm.py)."""
+        return self.__dict__.get("gemm", "auto")
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        self.__dict__["gemm"] = check_library(value, type(self).__name__)
+        for module in self.modules():  # SRU++: the dispatched Linear layers of the transform
+            if isinstance(module, DispatchedLinear):
+                module.gemm = value
+
+    @property
     def _skip_scale(self) -> float:
         """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
         return self._scale_x_value if self.rescale else 1.0
@@ -82,6 +96,7 @@ class RecurrentCellBase(nn.Module):
         for name, default in self._PICKLE_DEFAULTS:
             self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
+        reattach_int8(self)  # a quantised cell (sru.quantize_dynamic) copied or unpickled
 
     @staticmethod
     def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
@@ -121,7 +136,7 @@ class RecurrentCellBase(nn.Module):
                                         f"{err}") from None
 
     def extra_repr(self) -> str:
-        shown = [f"{name}={value!r}" if isinstance(value, str) and name == "backend"
+        shown = [f"{name}={value!r}" if isinstance(value, str) and name in ("backend", "gemm")
                  else f"{name}={value}"
                  for name, default in self._REPR_DEFAULTS
                  for value in (getattr(self, name),) if value != default]
@@ -131,7 +146,7 @@ class RecurrentCellBase(nn.Module):
 class StackBase(nn.Module):
     """A stack of cells in ``rnn_lst`` with one backend."""
 
-    __jit_unused_properties__ = ["backend"]  # torch.jit.script: Python only
+    __jit_unused_properties__ = ["backend", "gemm"]  # torch.jit.script: Python only
 
     def _set_options(self, input_size: int, hidden_size: int, num_layers: int,
                      bidirectional: bool, **options) -> None:
@@ -153,6 +168,15 @@ class StackBase(nn.Module):
     def backend(self, value: str) -> None:
         for cell in self.rnn_lst:
             cell.backend = value
+
+    @property
+    def gemm(self) -> str:
+        return self.rnn_lst[0].gemm
+
+    @gemm.setter
+    def gemm(self, value: str) -> None:
+        for cell in self.rnn_lst:
+            cell.gemm = value
 
     def _stack_c(self, c_last, batch: int) -> Tensor:
         """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with

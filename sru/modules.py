@@ -18,8 +18,8 @@ from sru.custom_m import custom_m_UV
 from sru.checks import check_cell_input, check_stack_input, empty_outputs
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
-from sru.ops.cpu.fused_layer import linear_recurrence_cpu
-from sru.ops.cpu.paths import fuse_layer, inference_plan, run_inference_path, stack_inference
+from sru.ops.cpu import gemm as cpu_gemm
+from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_inference_path, stack_inference
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
 from sru.scripting.cells import ScriptableCell, ScriptableStack
@@ -37,7 +37,7 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                       ("bidirectional", False), ("highway_bias", 0), ("activation", "none"),
                       ("v1", False), ("rescale", None),  # rescale: always shown
                       ("has_skip_term", True), ("normalize_after", False),
-                      ("project_skip", False), ("backend", "auto"))
+                      ("project_skip", False), ("backend", "auto"), ("gemm", "auto"))
     # Whole modules pickled by the official package (same class path, sru.modules.SRUCell)
     # lack the attributes added here or in later 2.x versions.
     _PICKLE_DEFAULTS = (("normalize_after", False), ("weight_c_init", None),
@@ -65,14 +65,15 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                  normalize_after: bool = False,
                  weight_c_init: Optional[float] = None,
                  backend: str = "auto",
-                 project_skip: bool = False):
+                 project_skip: bool = False,
+                 gemm: str = "auto"):
         super().__init__()
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           has_skip_term=has_skip_term, highway_bias=highway_bias, v1=v1,
                           rescale=rescale, custom_m=custom_m,
                           amp_recurrence_fp16=amp_recurrence_fp16,
                           normalize_after=normalize_after, weight_c_init=weight_c_init,
-                          backend=backend)
+                          backend=backend, gemm=gemm)
 
         # Like the official package: a projection that would not shrink anything is ignored.
         self.projection_size = 0
@@ -132,8 +133,9 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         input, mask_c = self._dropout(input, batch)
 
         if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
-            h, c = linear_recurrence_cpu(input, self.weight, self.weight_c, self.bias, c0,
-                                         Masks(mask_c, mask_pad), self.recurrence_spec())
+            h, c = linear_recurrence(input, self.weight, self.weight_c, self.bias, c0,
+                                     Masks(mask_c, mask_pad), self.recurrence_spec(),
+                                     gemm=self.gemm)
         else:
             U, V = self.compute_UV(input, c0, mask_pad)
             h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
@@ -148,11 +150,12 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         return fuse_layer(self, input, residual, c0)  # a method: tests switch it off per cell
 
     def compute_U(self, input: Tensor) -> Tensor:
-        """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k)."""
+        """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k), through
+        the CPU GEMM dispatch (``torch.mm`` off CPU / fp32: sru/ops/cpu/gemm.py)."""
         x = input.reshape(-1, input.size(-1))  # a view when input is contiguous
         if self.weight_proj is not None:
-            x = x.mm(self.weight_proj)
-        return x.mm(self.weight).view(input.size(0), input.size(1), -1)
+            x = cpu_gemm.matmul(x, self.weight_proj, self.gemm)
+        return cpu_gemm.matmul(x, self.weight, self.gemm).view(input.size(0), input.size(1), -1)
 
     def compute_UV(self, input: Tensor, c0: Optional[Tensor] = None,
                    mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
@@ -206,7 +209,8 @@ class SRU(ScriptableStack, StackBase):
                  weight_c_init: Optional[float] = None,
                  batch_first: bool = False,
                  backend: str = "auto",
-                 project_skip: bool = False):
+                 project_skip: bool = False,
+                 gemm: str = "auto"):
         super().__init__()
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError(f"SRU expected num_layers to be a positive int, got {num_layers!r}")
@@ -250,6 +254,7 @@ class SRU(ScriptableStack, StackBase):
                 weight_c_init=weight_c_init,
                 backend=backend,
                 project_skip=project_skip,
+                gemm=gemm,
             ))
 
     def __getstate__(self):

@@ -21,7 +21,8 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from sru.checks import check_float_tensor, shape_of, state_dtype
-from sru.ops.cpu.fused_layer import linear_recurrence_cpu
+from sru.ops.cpu import gemm as cpu_gemm
+from sru.ops.backends import linear_recurrence
 from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
 from sru.ops.spec import Masks
 
@@ -46,11 +47,12 @@ def cell_forward_packed(cell, x: Tensor, layout: PackedLayout,
         mask_c = cell._dropout_mask(x, (layout.batch, cell.output_size), cell.dropout)
 
     if cell._fuse_layer(x, residual, c0):  # eager CPU training, plain k = 3 layer
-        h, c = linear_recurrence_cpu(x, cell.weight, cell.weight_c, cell.bias, c0,
-                                     Masks(mask_c), cell.recurrence_spec(), layout.kernel_args)
+        h, c = linear_recurrence(x, cell.weight, cell.weight_c, cell.bias, c0,
+                                 Masks(mask_c), cell.recurrence_spec(), layout.kernel_args,
+                                 gemm=cell.gemm)
     else:
-        U = x if cell.weight_proj is None else x.mm(cell.weight_proj)
-        U = U.mm(cell.weight)
+        U = x if cell.weight_proj is None else cpu_gemm.matmul(x, cell.weight_proj, cell.gemm)
+        U = cpu_gemm.matmul(U, cell.weight, cell.gemm)
         dtype = state_dtype(U.dtype, cell.amp_recurrence_fp16)  # as SRUCell.apply_recurrence
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         skip_x = residual if cell.has_skip_term and U.size(-1) == 3 * cell.output_size else None

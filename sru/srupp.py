@@ -18,6 +18,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from sru.checks import check_float_tensor, check_input_dtype, check_mask_pad
 from sru.cell_base import RecurrentCellBase, StackBase
+from sru.linear import DispatchedLinear
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 from sru.scripting.cells import ScriptableCell
@@ -36,7 +37,8 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
     """
 
     _REPR_DEFAULTS = (("dropout", 0.0), ("bidirectional", False), ("highway_bias", 0.0),
-                      ("rescale", False), ("normalize_after", True), ("backend", "auto"))
+                      ("rescale", False), ("normalize_after", True), ("backend", "auto"),
+                      ("gemm", "auto"))
 
     def __init__(self,
                  input_size: int,
@@ -55,23 +57,25 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
                  v1: bool = False,
                  amp_recurrence_fp16: bool = False,
                  weight_c_init: float = 1.0,
-                 backend: str = "auto"):
+                 backend: str = "auto",
+                 gemm: str = "auto"):
         super().__init__()
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           projection_size=projection_size, highway_bias=highway_bias,
                           normalize_after=normalize_after, rescale=rescale,
                           has_skip_term=has_skip_term, v1=v1,
                           amp_recurrence_fp16=amp_recurrence_fp16, weight_c_init=weight_c_init,
-                          backend=backend)
+                          backend=backend, gemm=gemm)
         # k = 4: the skip input is a fourth slice of U when x cannot be added to h directly.
         self.num_matrices = 4 if has_skip_term and input_size != self.output_size else 3
 
         if transform_module is None:
             width = self.output_size * self.num_matrices
-            transform_module = (nn.Linear(input_size, width, bias=False) if projection_size == 0
-                                else nn.Sequential(nn.Linear(input_size, projection_size, bias=False),
-                                                   nn.Linear(projection_size, width, bias=False)))
+            transform_module = (DispatchedLinear(input_size, width, bias=False) if projection_size == 0
+                                else nn.Sequential(DispatchedLinear(input_size, projection_size, bias=False),
+                                                   DispatchedLinear(projection_size, width, bias=False)))
         self.transform_module = transform_module
+        self.gemm = gemm  # again, now that the transform's dispatched Linear layers exist
         self.weight_c = nn.Parameter(torch.empty(2 * self.output_size))  # [v_f ; v_r]
         self.bias = nn.Parameter(torch.empty(2 * self.output_size))      # [b_f ; b_r]
         self.register_buffer("scale_x", torch.zeros(1))
@@ -224,7 +228,8 @@ class SRUpp(ScriptableSRUppStack, StackBase):
                  nn_rnn_compatible_return: bool = False,
                  proj_input_to_hidden_first: bool = False,
                  weight_c_init: float = 1.0,
-                 backend: str = "auto"):
+                 backend: str = "auto",
+                 gemm: str = "auto"):
         super().__init__()
         _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
                                attention_every_n_layers, attention_last_n_layers)
@@ -261,7 +266,8 @@ class SRUpp(ScriptableSRUppStack, StackBase):
                 in_features, hidden_size, dropout=dropout if i + 1 != num_layers else 0.0,
                 bidirectional=bidirectional, layer_norm=layer_norm,
                 normalize_after=normalize_after, highway_bias=highway_bias, rescale=rescale,
-                transform_module=transform, weight_c_init=weight_c_init, backend=backend))
+                transform_module=transform, weight_c_init=weight_c_init, backend=backend,
+                gemm=gemm))
 
     def __getitem__(self, n: int) -> SRUppCell:
         return self.rnn_lst[n]

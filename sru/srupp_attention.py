@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sru.linear import DispatchedLinear  # nn.Linear through the CPU GEMM dispatch
 from sru.scripting.attention import ScriptableAttention
 
 
@@ -40,8 +41,8 @@ class SRUppProjectedLinear(nn.Module):
         self.out_features = out_features
         self.proj_features = proj_features
         self.dropout = nn.Dropout(dropout)
-        self.linear1 = nn.Linear(in_features, proj_features, bias=False)
-        self.linear2 = nn.Linear(proj_features, out_features, bias=False)
+        self.linear1 = DispatchedLinear(in_features, proj_features, bias=False)
+        self.linear2 = DispatchedLinear(proj_features, out_features, bias=False)
         self.layer_norm = nn.LayerNorm(proj_features) if layer_norm else None  # Optional[LayerNorm]
         self.reset_parameters()
 
@@ -81,9 +82,9 @@ class SRUppAttention(ScriptableAttention, nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.attn_dropout = float(attn_dropout)
         self.rezero_init_alpha = float(rezero_init_alpha)
-        self.linear1 = nn.Linear(in_features, proj_features, bias=False)
-        self.linear2 = nn.Linear(proj_features, proj_features * 2, bias=False)
-        self.linear3 = nn.Linear(proj_features, out_features, bias=False)
+        self.linear1 = DispatchedLinear(in_features, proj_features, bias=False)
+        self.linear2 = DispatchedLinear(proj_features, proj_features * 2, bias=False)
+        self.linear3 = DispatchedLinear(proj_features, out_features, bias=False)
         # ReZero: the attention starts switched off (alpha = 0) and is learned in.
         self.alpha = nn.Parameter(torch.tensor([self.rezero_init_alpha]))
         self.normalize_after = normalize_after

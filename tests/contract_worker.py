@@ -26,7 +26,7 @@ def train_toy(out_dir: Path, accumulate: int, batch_size: int) -> dict:
     task = ToyTask(cfg, batch_size=batch_size)
     with open_run(cfg, out_dir) as ctx:  # the one run context, as the runner opens it
         result = fit(cfg, task, ctx)
-        test = evaluate_best(cfg, task, result, ctx, "test")
+        test = evaluate_best(task, result, ctx, "test")
     model = torch.load(result.last_checkpoint, weights_only=True)["model"] if distributed.is_main() else None
     return {"valid": result.final_valid, "test": test,
             "weights": None if model is None else {k: v.flatten().tolist() for k, v in model.items()}}

@@ -25,11 +25,11 @@ def _norm(s: str) -> List[str]:
     return [w for w in s.split() if w not in ("a", "an", "the")]
 
 
-def _em(pred: str, gold: str) -> float:
+def oracle_em(pred: str, gold: str) -> float:
     return 1.0 if _norm(pred) == _norm(gold) else 0.0
 
 
-def _f1(pred: str, gold: str) -> float:
+def oracle_f1(pred: str, gold: str) -> float:
     p, g = _norm(pred), _norm(gold)
     common = Counter(p) & Counter(g)
     overlap = sum(common.values())
@@ -49,6 +49,6 @@ def evaluate_files(data_file: Path, predictions_file: Path) -> Dict[str, float]:
                 if qa["id"] not in predictions:
                     continue
                 golds = [a["text"] for a in qa["answers"]]
-                em += max(_em(predictions[qa["id"]], g) for g in golds)
-                f1 += max(_f1(predictions[qa["id"]], g) for g in golds)
+                em += max(oracle_em(predictions[qa["id"]], g) for g in golds)
+                f1 += max(oracle_f1(predictions[qa["id"]], g) for g in golds)
     return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total}

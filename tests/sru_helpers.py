@@ -22,7 +22,7 @@ FUSED = [pytest.param(name, marks=pytest.mark.skipif(_backend_error(name) is not
 BACKENDS = ["reference"] + FUSED
 
 
-def _randomize(module, scale=0.5, seed=0):
+def randomize(module, scale=0.5, seed=0):
     """Random values in every parameter, so that no test leans on the init's structure."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -31,7 +31,7 @@ def _randomize(module, scale=0.5, seed=0):
     return module
 
 
-def _grads(module, *tensors):
+def grads_of(module, *tensors):
     return [t.grad for t in tensors] + [p.grad for p in module.parameters() if p.requires_grad]
 
 

@@ -267,8 +267,10 @@ def storage(url: str) -> Callable[[Path], Any]:
 def subwords_on_many_characters(tmp: Path):
     letters = [chr(c) for c in range(0x3b1, 0x3c9)] + [chr(c) for c in range(0x430, 0x44f)] + list("abcdefghij")
     sentences = [" ".join(letters[i:] + letters[:i]) for i in range(len(letters))]
-    train_subwords(sentences, {"model_type": "unigram", "vocab_size": 300, "character_coverage": 1.0,
-                               "max_sentences": 1000}, tmp)
+    from tasks.translation.schema import SubwordConfig
+
+    train_subwords(sentences, SubwordConfig(model_type="unigram", vocab_size=300, character_coverage=1.0,
+                                            max_sentences=1000), tmp)
 
 
 def collect_results(path: Path):

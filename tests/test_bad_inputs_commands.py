@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_reliability_processes import _assert_one_error_line, _lm, _train
+from test_reliability_processes import assert_one_error_line, lm_cli_args, train_cli
 
 pytestmark = pytest.mark.slow
 
@@ -41,9 +41,9 @@ def test_a_bad_input_ends_the_command_in_its_one_line_and_leaves_no_dir(args, ex
     if "task=translation" in args:
         args += _many_characters(tmp_path)
     elif "-m" not in args and "--config-dir" not in args:
-        args = [a for a in _lm(4) if not a.startswith("task.data.train_file=")
+        args = [a for a in lm_cli_args(4) if not a.startswith("task.data.train_file=")
                 or not any(b.startswith("task.data.train_file=") for b in args)] + args
-    proc = _train(tmp_path, args)
-    line = _assert_one_error_line(proc)
+    proc = train_cli(tmp_path, args)
+    line = assert_one_error_line(proc)
     assert line.startswith(expected.format(tmp=tmp_path)), line
     assert _left(tmp_path) == []

@@ -15,7 +15,7 @@ TINY = ["task.data.source=files", f"task.data.train_file={LM_FIXTURE / 'train.tx
         f"task.data.valid_file={LM_FIXTURE / 'valid.txt'}", f"task.data.test_file={LM_FIXTURE / 'test.txt'}",
         "task.batch_size=4", "task.bptt=8", "model.hidden_size=16", "model.num_layers=2"]
 SQUAD = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
-TRANSLATION = ROOT / "tests" / "fixtures" / "translation" / "pairs.jsonl"
+TRANSLATION = ROOT / "tasks" / "translation" / "sample_pairs.jsonl"
 
 
 def run_bench(tmp_path, task, overrides, steps=2):
@@ -96,14 +96,16 @@ def test_speech_sru_vs_lstm_report(tmp_path):
         assert min(encoder_parts(result, model)) > 0
 
 
-def test_translation_encoder_is_the_sru_sublayers():
-    from tasks.translation.model import Seq2SeqTransformer, SRUSublayer
+def test_translation_encoder_is_the_sru_of_each_sublayer():
+    from sru import SRU
+    from tasks.common.encoders import recurrent_modules
+    from tasks.translation.model import Seq2SeqTransformer
 
     for model, expected in (("transformer_sru", 2 + 3), ("transformer", 0)):
         cfg = compose(["task=translation", f"model={model}", "model.encoder_layers=2", "model.decoder_layers=3",
                        "model.d_model=8", "model.attention_heads=2", "model.ffn_dim=8"])
-        modules = bench_tasks.encoder_modules(Seq2SeqTransformer(20, 0, cfg["model"]))
-        assert len(modules) == expected and all(isinstance(m, SRUSublayer) for m in modules)
+        modules = recurrent_modules(Seq2SeqTransformer(20, 0, cfg["model"]))
+        assert len(modules) == expected and all(isinstance(m, SRU) for m in modules)
 
 
 def test_backward_spans_overlapping_count_once():

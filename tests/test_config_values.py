@@ -25,8 +25,8 @@ from tasks.common.encoders import MODEL_SCHEMAS, check_encoder_config
 from tasks.engine.errors import ConfigError
 from tasks.engine.base import available_tasks, build_task, task_class
 from tasks.engine.config.saved import fill_added_keys, group_choices
-from tasks.engine.config.schema import _optional
-from tasks.engine.training.trainer import check_trainer_config
+from tasks.engine.config.schema import optional_inner
+from tasks.engine.config.checks import check_trainer
 from tasks.engine.config.trainer_schema import TrainerConfig
 from tasks.translation.schema import SubwordConfig, TransformerConfig
 
@@ -50,7 +50,7 @@ NOT_A_SECOND_DEFAULT = {
 def _schemas_within(schema: type):
     yield schema
     for f in dataclasses.fields(schema):
-        inner, _ = _optional(typing.get_type_hints(schema)[f.name])
+        inner, _ = optional_inner(typing.get_type_hints(schema)[f.name])
         if dataclasses.is_dataclass(inner):
             yield from _schemas_within(inner)
 
@@ -76,7 +76,7 @@ def _task_model_pairs():
 def test_every_task_and_model_config_sets_every_schema_key(task, model):
     """The schemas refuse a missing key: passing means conf/ alone gives every value of this run."""
     cfg = compose([f"task={task}", f"model={model}"])
-    check_trainer_config(cfg.trainer)
+    check_trainer(cfg.trainer)
     build_task(cfg).check_config()  # task.* and model.* against their schemas
 
 
@@ -153,7 +153,7 @@ def test_a_config_saved_before_a_key_joined_conf_is_completed_from_conf(record):
     saved = OmegaConf.load(record)
     before = OmegaConf.to_container(saved)
     added = fill_added_keys(saved, _current_conf(saved))
-    check_trainer_config(saved.trainer)
+    check_trainer(saved.trainer)
     build_task(saved).check_config()
     after = _leaves(OmegaConf.to_container(saved))
     assert all(after[name] == value for name, value in _leaves(before).items())

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from tasks.common.encoders import ENCODERS, build_encoder
 from tasks.engine.base import build_task
-from tasks.engine.training.trainer import check_trainer_config
+from tasks.engine.config.checks import check_trainer
 
 GROUPS = ["task", "model", "trainer", "logger", "paths", "debug", "hparams_search"]
 EXPERIMENTS = sorted(str(p.relative_to(CONF / "experiment").with_suffix(""))
@@ -26,13 +26,13 @@ def _options(group):
 def test_every_group_option_composes(group, option):
     cfg = compose([f"{group}={option}"])
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
-    check_trainer_config(cfg.trainer)
+    check_trainer(cfg.trainer)
 
 
 def _instantiate(cfg):
     """Build the task object and the encoder exactly as training would (no data loading): (task, encoder),
     the encoder None for a task-specific model."""
-    check_trainer_config(cfg.trainer)
+    check_trainer(cfg.trainer)
     task = build_task(cfg)
     task.check_config()
     width = task.encoder_input_size()

@@ -14,7 +14,7 @@ import torch
 
 from sru import SRU, SRUpp
 from sru.deploy import compile_package, export, load_package, main as deploy_main
-from tests.sru_helpers import _randomize
+from tests.sru_helpers import randomize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def _assert_same(expected, got, atol=1e-5):
 def test_decomposed_export_without_the_op_library(monkeypatch):
     """SRU_EXPORT_FUSED=0: the recurrence exports as a scan (what ONNX gets), no library."""
     monkeypatch.setenv("SRU_EXPORT_FUSED", "0")
-    model = _randomize(SRU(8, 4, num_layers=2, bidirectional=True)).eval()
+    model = randomize(SRU(8, 4, num_layers=2, bidirectional=True)).eval()
     program = export(model, torch.randn(5, 2, 8))
     targets = _targets(program)
     assert not any(t.startswith("sru_cpp.") for t in targets)
@@ -50,7 +50,7 @@ def test_deploy_command_rejects_bad_arguments_in_one_line(capsys):
 @pytest.mark.parametrize("options", [dict(bidirectional=True, layer_norm=True, projection_size=3),
                                      dict(rescale=True, normalize_after=True, layer_norm=True)])
 def test_export_records_the_fused_op_with_dynamic_shapes(options):
-    model = _randomize(SRU(8, 4, num_layers=2, **options)).eval()
+    model = randomize(SRU(8, 4, num_layers=2, **options)).eval()
     program = export(model, torch.randn(5, 2, 8))
     targets = _targets(program)
     assert "sru_cpp.recurrence_forward.default" in targets
@@ -63,7 +63,7 @@ def test_export_records_the_fused_op_with_dynamic_shapes(options):
 
 @pytest.mark.slow
 def test_export_keeps_c0_and_mask_pad():
-    model = _randomize(SRU(8, 4, num_layers=2, bidirectional=True)).eval()
+    model = randomize(SRU(8, 4, num_layers=2, bidirectional=True)).eval()
     x, c0 = torch.randn(6, 3, 8), torch.randn(2, 3, 8)
     mask = torch.zeros(6, 3, dtype=torch.bool)
     mask[4:, 2] = True
@@ -99,7 +99,7 @@ def test_aoti_package_of_a_2x512_sru_calls_the_fused_kernel(tmp_path):
 @pytest.mark.slow
 def test_srupp_exports_with_dynamic_shapes_and_compiles(tmp_path):
     """Issue 51 item 5: SRUpp (attention, 2 layers) through export and AOTInductor."""
-    model = _randomize(SRUpp(16, 16, 8, num_layers=2, num_heads=2), scale=0.3).eval()
+    model = randomize(SRUpp(16, 16, 8, num_layers=2, num_heads=2), scale=0.3).eval()
     example = torch.randn(5, 2, 16)
     program = export(model, example)
     assert "sru_cpp.recurrence_forward.default" in _targets(program)
@@ -131,7 +131,7 @@ def build_cpp_example(out: Path) -> Path:
 @pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None or
                     sysconfig.get_platform().startswith("win"), reason="no C++ compiler")
 def test_cpp_example_runs_the_package_like_python(tmp_path):
-    model = _randomize(SRU(32, 16, num_layers=2, bidirectional=True), scale=0.3).eval()
+    model = randomize(SRU(32, 16, num_layers=2, bidirectional=True), scale=0.3).eval()
     package = compile_package(model, torch.randn(5, 2, 32), tmp_path / "sru.pt2")
     library = subprocess.run([sys.executable, "-m", "sru.deploy", "op-library"], cwd=ROOT,
                              check=True, capture_output=True, text=True,

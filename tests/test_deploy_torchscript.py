@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sru import SRU, SRUCell
-from tests.sru_helpers import _randomize
+from tests.sru_helpers import randomize
 
 MATRIX = list(itertools.product([False, True], [False, True], [0, 3], [False, True]))
 
@@ -39,7 +39,7 @@ def _assert_equal_outputs(eager, scripted, *args, atol=1e-5):
 def test_scripted_sru_equals_eager_over_the_official_matrix(bidirectional, rescale, projection,
                                                             layer_norm):
     hidden = 4 if bidirectional else 8
-    model = _randomize(SRU(6, hidden, num_layers=2, bidirectional=bidirectional, rescale=rescale,
+    model = randomize(SRU(6, hidden, num_layers=2, bidirectional=bidirectional, rescale=rescale,
                            projection_size=projection, layer_norm=layer_norm)).eval()
     scripted = torch.jit.script(model)
     x, c0, mask = _inputs()
@@ -57,7 +57,7 @@ def test_scripted_sru_equals_eager_over_the_official_matrix(bidirectional, resca
 ])
 def test_scripted_sru_equals_eager_with_other_options(options):
     options = dict(dict(num_layers=2, bidirectional=True), **options)
-    model = _randomize(SRU(6, 4, **options)).eval()
+    model = randomize(SRU(6, 4, **options)).eval()
     scripted = torch.jit.script(model)
     x, _, mask = _inputs()
     c0 = torch.randn(options["num_layers"], 3, 8)
@@ -69,7 +69,7 @@ def test_scripted_sru_equals_eager_with_other_options(options):
 
 @pytest.mark.parametrize("bidirectional,rescale,projection,layer_norm", MATRIX[::3])
 def test_scripted_cell_equals_eager(bidirectional, rescale, projection, layer_norm):
-    cell = _randomize(SRUCell(6, 4, bidirectional=bidirectional, rescale=rescale,
+    cell = randomize(SRUCell(6, 4, bidirectional=bidirectional, rescale=rescale,
                               n_proj=projection, layer_norm=layer_norm)).eval()
     scripted = torch.jit.script(cell)
     x, _, mask = _inputs()
@@ -82,7 +82,7 @@ def test_scripted_cell_equals_eager(bidirectional, rescale, projection, layer_no
 def test_scripted_model_trains_with_the_same_gradients():
     """In training mode (no dropout: masks are random) the scripted module is differentiable
     and gives eager's gradients."""
-    model = _randomize(SRU(6, 4, num_layers=2, bidirectional=True, layer_norm=True))
+    model = randomize(SRU(6, 4, num_layers=2, bidirectional=True, layer_norm=True))
     scripted = torch.jit.script(model)
     x, c0, mask = _inputs()
     grads = []
@@ -122,7 +122,7 @@ def test_eager_checks_and_messages_are_unchanged():
 def test_scripted_model_survives_save_and_load_in_a_fresh_process(tmp_path):
     """jit.save here, jit.load in a new interpreter that never imports sru: the saved module
     carries its own code."""
-    model = _randomize(SRU(6, 4, num_layers=2, bidirectional=True, layer_norm=True,
+    model = randomize(SRU(6, 4, num_layers=2, bidirectional=True, layer_norm=True,
                            projection_size=3, rescale=True)).eval()
     x, c0, mask = _inputs()
     path = tmp_path / "sru_scripted.pt"
@@ -150,7 +150,7 @@ def test_trace_passes_its_own_check(training):
     """torch.jit.trace re-runs the traced graph and compares (check_trace=True, the default):
     the direct ctypes kernel calls are invisible to the tracer and used to leave an empty
     buffer in the graph (sru/ops/cpu/paths.py ``_eager_cpu``)."""
-    model = _randomize(SRU(6, 4, num_layers=2, bidirectional=True)).train(training)
+    model = randomize(SRU(6, 4, num_layers=2, bidirectional=True)).train(training)
     x, c0, mask = _inputs()
     traced = torch.jit.trace(model, (x, c0, mask))  # raises TracingCheckError on a mismatch
     x2, c2, _ = _inputs(seed=7)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from sru import SRUpp
-from tests.sru_helpers import _randomize
+from tests.sru_helpers import randomize
 
 
 def _inputs(length=5, batch=3, width=8, seed=0):
@@ -32,7 +32,7 @@ def _assert_same(expected, got):
 ])
 def test_scripted_srupp_equals_eager(options):
     options = dict(dict(num_layers=2), **options)
-    model = _randomize(SRUpp(8, 8, 4, **options), scale=0.3).eval()
+    model = randomize(SRUpp(8, 8, 4, **options), scale=0.3).eval()
     scripted = torch.jit.script(model)
     x, mask = _inputs()
     layers, width = options["num_layers"], model.output_size
@@ -44,7 +44,7 @@ def test_scripted_srupp_equals_eager(options):
 
 
 def test_scripted_srupp_attends_over_memory():
-    model = _randomize(SRUpp(8, 8, 4, num_layers=2, num_heads=2), scale=0.3).eval()
+    model = randomize(SRUpp(8, 8, 4, num_layers=2, num_heads=2), scale=0.3).eval()
     scripted = torch.jit.script(model)
     x, mask = _inputs()
     with torch.no_grad():
@@ -57,7 +57,7 @@ def test_scripted_srupp_attends_over_memory():
 
 
 def test_scripted_srupp_trains_with_eager_gradients():
-    model = _randomize(SRUpp(8, 8, 4, num_layers=2, layer_norm=True), scale=0.3)
+    model = randomize(SRUpp(8, 8, 4, num_layers=2, layer_norm=True), scale=0.3)
     scripted = torch.jit.script(model)
     x, mask = _inputs()
     grads = []

@@ -18,7 +18,7 @@ import pytest
 import torch
 from conftest import LM_FIXTURE, ROOT, tiny_lm_overrides
 from test_classification_e2e import tiny_classification_overrides
-from test_speech_e2e import _overrides as speech_overrides
+from test_speech_e2e import speech_run_overrides as speech_overrides
 from test_speech_e2e import manifests as speech_manifests  # noqa: F401 (a fixture)
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
@@ -151,7 +151,7 @@ def test_bad_inputs_get_one_line_and_status_2(run_train, tmp_path):
     cases = [
         (["run=" + str(tmp_path / "nothing")], "", "no such file or directory"),
         (["run=" + str(tmp_path)], "", "no checkpoints/best.pt and no model.pt"),
-        ([f"run={run_dir}", "frobnicate=1"], "", "frobnicate: not an option of task=lm"),
+        ([f"run={run_dir}", "frobnicate=1"], "", "frobnicate: not an option"),
         ([f"run={run_dir}", "task.data.nokey=1"], "", "task.data.nokey: the saved config has no such key"),
         ([f"run={run_dir}", f"input={tmp_path}"], "", "a directory, not a file"),
         ([f"run={run_dir}", "mode=score"], "the cat\n\nthe dog\n", "line 2: empty line"),

@@ -76,10 +76,9 @@ def test_the_loader_names_what_a_file_is(tmp_path):
 
 
 def test_arguments_split_into_options_overrides_and_inputs():
-    extra = {}
-    options, overrides, positional = split_arguments(
-        ["run=m.pt", "beam=4", "task.decoding.length_penalty=1.0", "a.wav"], {"run": None}, extra)
-    assert options == {"run": "m.pt"} and extra == {"beam": 4}
+    given, overrides, positional = split_arguments(
+        ["run=m.pt", "beam=4", "task.decoding.length_penalty=1.0", "a.wav"], {"run", "beam"})
+    assert given == {"run": "m.pt", "beam": "4"}  # text as given: command_options.py converts and checks
     assert overrides == ["task.decoding.length_penalty=1.0"] and positional == ["a.wav"]
     with pytest.raises(InferenceInputError, match="did you mean run"):
         split_arguments(["rnu=m.pt"], {"run": None})

@@ -10,7 +10,7 @@ import torch
 from sru import SRU, SRUCell
 from sru.ops.cpu.paths import inference_plan
 from sru.ops import available_backends
-from sru_helpers import _randomize, decode_step_by_step
+from sru_helpers import randomize, decode_step_by_step
 
 needs_kernel = pytest.mark.skipif("cpu" not in available_backends(),
                                   reason="the fused CPU kernel does not build here")
@@ -41,7 +41,7 @@ CONFIGS = {
 def test_inference_path_equals_the_general_path_exactly(name, mode):
     cfg = dict(input_size=8, hidden_size=8, num_layers=3, dropout=0.3, rnn_dropout=0.2)
     cfg.update(CONFIGS[name])
-    rnn = _randomize(SRU(**cfg)).eval()
+    rnn = randomize(SRU(**cfg)).eval()
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(5, 3, cfg["input_size"], generator=gen)
     c0 = torch.randn(3, 3, rnn.output_size, generator=gen)
@@ -61,7 +61,7 @@ def test_inference_path_equals_the_general_path_exactly(name, mode):
 @needs_kernel
 @pytest.mark.parametrize("batch", [1, 4])
 def test_decoding_step_by_step_equals_the_full_sequence(batch):
-    rnn = _randomize(SRU(16, 16, num_layers=2)).eval()
+    rnn = randomize(SRU(16, 16, num_layers=2)).eval()
     x = torch.randn(7, batch, 16, generator=torch.Generator().manual_seed(2))
     with torch.inference_mode():
         (h_full, c_full), (h_steps, c) = decode_step_by_step(rnn, x)
@@ -72,7 +72,7 @@ def test_decoding_step_by_step_equals_the_full_sequence(batch):
 
 @needs_kernel
 def test_cell_single_step_uses_the_inference_path():
-    cell = _randomize(SRUCell(8, 8)).eval()
+    cell = randomize(SRUCell(8, 8)).eval()
     x, c0 = torch.randn(3, 8), torch.randn(3, 8)
     expected = _general_path(cell, x, c0)
     with torch.no_grad():
@@ -99,8 +99,8 @@ HALF_TOLERANCE = dict(rtol=0.05, atol=0.05)
 @pytest.mark.parametrize("num_layers", [1, 2, 3])
 @pytest.mark.parametrize("grad", [False, True])
 def test_bfloat16_module_runs_and_matches_float32(num_layers, grad):
-    ref = _randomize(SRU(8, 8, num_layers=num_layers, layer_norm=num_layers == 3), scale=0.3)
-    half = _randomize(SRU(8, 8, num_layers=num_layers, layer_norm=num_layers == 3),
+    ref = randomize(SRU(8, 8, num_layers=num_layers, layer_norm=num_layers == 3), scale=0.3)
+    half = randomize(SRU(8, 8, num_layers=num_layers, layer_norm=num_layers == 3),
                       scale=0.3).to(torch.bfloat16)
     x = torch.randn(6, 2, 8, generator=torch.Generator().manual_seed(3))
     c0 = torch.randn(num_layers, 2, 8, generator=torch.Generator().manual_seed(4))

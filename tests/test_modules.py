@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from sru import SRU, SRUCell
-from sru_helpers import BACKENDS, _randomize
+from sru_helpers import BACKENDS, randomize
 
 
 # ---------------------------------------------------------------- parameters and init
@@ -27,7 +27,7 @@ def test_weight_shapes_k3_vs_k4(d_in, d, bidirectional, skip, k):
 
 
 def test_projection_shapes_and_equivalence_to_the_product():
-    cell = _randomize(SRUCell(10, 8, n_proj=4)).double()
+    cell = randomize(SRUCell(10, 8, n_proj=4)).double()
     assert cell.weight_proj.shape == (10, 4) and cell.weight.shape == (4, 32)
     plain = SRUCell(10, 8).double()
     plain.load_state_dict({**cell.state_dict(), "weight": cell.weight_proj @ cell.weight},
@@ -173,7 +173,7 @@ def test_last_layer_has_no_dropout():
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_padded_batch_equals_each_sequence_alone(backend, bidirectional):
     torch.manual_seed(0)
-    stack = _randomize(SRU(5, 4, num_layers=2, bidirectional=bidirectional, backend=backend))
+    stack = randomize(SRU(5, 4, num_layers=2, bidirectional=bidirectional, backend=backend))
     stack = stack.double()
     lengths = [7, 3, 5]
     x = torch.randn(7, 3, 5, dtype=torch.float64, requires_grad=True)
@@ -191,7 +191,7 @@ def test_padded_batch_equals_each_sequence_alone(backend, bidirectional):
 
 
 def test_padded_steps_keep_the_cell_state():
-    cell = _randomize(SRUCell(4, 4)).double()
+    cell = randomize(SRUCell(4, 4)).double()
     x = torch.randn(4, 1, 4, dtype=torch.float64)
     mask_pad = torch.tensor([[0], [1], [1], [0]], dtype=torch.uint8)
     _, c_masked = cell(x, mask_pad=mask_pad)
@@ -200,7 +200,7 @@ def test_padded_steps_keep_the_cell_state():
 
 
 def test_two_chunks_carrying_c_equal_one_run():
-    stack = _randomize(SRU(5, 5, num_layers=3)).double()
+    stack = randomize(SRU(5, 5, num_layers=3)).double()
     x = torch.randn(9, 2, 5, dtype=torch.float64)
     h, c = stack(x)
     h1, c1 = stack(x[:4])
@@ -210,7 +210,7 @@ def test_two_chunks_carrying_c_equal_one_run():
 
 
 def test_c0_goes_to_its_own_layer():
-    stack = _randomize(SRU(5, 3, num_layers=2, bidirectional=True)).double()
+    stack = randomize(SRU(5, 3, num_layers=2, bidirectional=True)).double()
     x = torch.randn(4, 2, 5, dtype=torch.float64)
     c0 = torch.randn(2, 2, 6, dtype=torch.float64)
     h, c = stack(x, c0)
@@ -221,7 +221,7 @@ def test_c0_goes_to_its_own_layer():
 
 
 def test_single_step_input_of_a_cell():
-    cell = _randomize(SRUCell(4, 4)).double()
+    cell = randomize(SRUCell(4, 4)).double()
     x = torch.randn(2, 4, dtype=torch.float64)
     c0 = torch.randn(2, 4, dtype=torch.float64)
     h, c = cell(x, c0)
@@ -236,7 +236,7 @@ def test_single_step_input_of_a_cell():
 def test_pre_layer_norm_feeds_the_matmul_and_the_k4_skip():
     # With k = 4 the skip term is u3 (from the normalized input), so the layer equals a plain
     # layer applied to LayerNorm(x).
-    ln_cell = _randomize(SRUCell(6, 4, layer_norm=True)).double()
+    ln_cell = randomize(SRUCell(6, 4, layer_norm=True)).double()
     assert ln_cell.layer_norm.normalized_shape == (6,)
     plain = SRUCell(6, 4).double()
     plain.load_state_dict(ln_cell.state_dict(), strict=False)
@@ -245,7 +245,7 @@ def test_pre_layer_norm_feeds_the_matmul_and_the_k4_skip():
 
 
 def test_post_layer_norm_normalizes_h():
-    cell = _randomize(SRUCell(6, 4, bidirectional=True, layer_norm=True, normalize_after=True))
+    cell = randomize(SRUCell(6, 4, bidirectional=True, layer_norm=True, normalize_after=True))
     cell = cell.double()
     assert cell.layer_norm.normalized_shape == (8,)
     plain = SRUCell(6, 4, bidirectional=True).double()
@@ -264,7 +264,7 @@ def test_project_skip_is_the_cntk_highway_with_its_own_projection(backend):
     """project_skip=True gives k = 4 at equal widths and h = r*tanh(c) + (1-r)*(W_h x): SRU_12L.ndl's
     FastKernelNN (with v1: no c_{t-1} term in the gates), checked against the formula, with gradients."""
     torch.manual_seed(0)
-    cell = _randomize(SRUCell(4, 4, use_tanh=True, v1=True, project_skip=True, backend=backend)).double()
+    cell = randomize(SRUCell(4, 4, use_tanh=True, v1=True, project_skip=True, backend=backend)).double()
     with torch.no_grad():
         cell.weight_c.zero_()  # v1's init (randomized above with every parameter)
     assert cell.num_matrices == 4 and SRUCell(4, 4).num_matrices == 3

@@ -6,13 +6,13 @@ from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
 from sru import SRU, SRUCell
 from sru.ops.reference import elementwise_recurrence_reference
-from sru_helpers import FUSED, _grads, _randomize
+from sru_helpers import FUSED, grads_of, randomize
 
 
 # ---------------------------------------------------------------- input formats and returns
 
 def test_packed_sequence_round_trip():
-    stack = _randomize(SRU(4, 3, num_layers=2, bidirectional=True)).double()
+    stack = randomize(SRU(4, 3, num_layers=2, bidirectional=True)).double()
     seqs = [torch.randn(n, 4, dtype=torch.float64) for n in (3, 6, 2)]  # unsorted lengths
     packed = pack_sequence(seqs, enforce_sorted=False)
     h_packed, c = stack(packed)
@@ -27,7 +27,7 @@ def test_packed_sequence_round_trip():
 
 def test_batch_first_matches_time_major():
     args = dict(num_layers=2, bidirectional=True)
-    time_major = _randomize(SRU(4, 3, **args)).double()
+    time_major = randomize(SRU(4, 3, **args)).double()
     batch_first = SRU(4, 3, batch_first=True, **args).double()
     batch_first.load_state_dict(time_major.state_dict())
     x = torch.randn(3, 6, 4, dtype=torch.float64)       # (B, L, D)
@@ -42,7 +42,7 @@ def test_batch_first_matches_time_major():
 
 
 def test_nn_rnn_compatible_return():
-    stack = _randomize(SRU(4, 3, num_layers=2, bidirectional=True)).double()
+    stack = randomize(SRU(4, 3, num_layers=2, bidirectional=True)).double()
     compat = SRU(4, 3, num_layers=2, bidirectional=True, nn_rnn_compatible_return=True).double()
     compat.load_state_dict(stack.state_dict())
     x = torch.randn(5, 2, 4, dtype=torch.float64)
@@ -77,7 +77,7 @@ class _LinearU(nn.Module):
 
 
 def test_custom_m_returning_u_equals_the_weight_path():
-    cell = _randomize(SRUCell(5, 4, bidirectional=True, custom_m=_LinearU(5, 32))).double()
+    cell = randomize(SRUCell(5, 4, bidirectional=True, custom_m=_LinearU(5, 32))).double()
     assert cell.weight is None and "weight" not in cell.state_dict()
     plain = SRUCell(5, 4, bidirectional=True).double()
     plain.load_state_dict({**cell.state_dict(), "weight": cell.custom_m.u.weight.t()},
@@ -87,7 +87,7 @@ def test_custom_m_returning_u_equals_the_weight_path():
 
 
 def test_custom_m_with_per_step_gate_weights():
-    cell = _randomize(SRUCell(5, 4, custom_m=_LinearU(5, 16, 8))).double()
+    cell = randomize(SRUCell(5, 4, custom_m=_LinearU(5, 16, 8))).double()
     x = torch.randn(6, 2, 5, dtype=torch.float64)
     h, c = cell(x)
     U = cell.custom_m.u(x)
@@ -160,7 +160,7 @@ def test_fused_backend_matches_reference(backend):
     runs = []
     for name in ("reference", backend):
         torch.manual_seed(0)
-        stack = _randomize(SRU(13, 10, backend=name, **kwargs), scale=0.3).train()
+        stack = randomize(SRU(13, 10, backend=name, **kwargs), scale=0.3).train()
         x = torch.randn(17, 5, 13, requires_grad=True)
         c0 = torch.randn(2, 5, 20, requires_grad=True)
         mask_pad = torch.arange(17).unsqueeze(1) >= torch.tensor([17, 9, 1, 16, 12]).unsqueeze(0)
@@ -169,7 +169,7 @@ def test_fused_backend_matches_reference(backend):
         loss = (h * torch.randn(h.shape, generator=gen)).sum() + \
             (c * torch.randn(c.shape, generator=gen)).sum()
         loss.backward()
-        runs.append([h, c] + _grads(stack, x, c0))
+        runs.append([h, c] + grads_of(stack, x, c0))
     for ref, fused in zip(*runs):
         assert torch.isfinite(fused).all()
         torch.testing.assert_close(fused, ref, rtol=1e-4, atol=1e-5)

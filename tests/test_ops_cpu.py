@@ -128,9 +128,6 @@ def test_inference_keeps_no_states():
 
 @pytest.mark.slow
 def test_torch_compile_fullgraph_matches_eager():
-    import torch._functorch.config
-    import torch._inductor.config
-
     args = make_inputs(L=4, B=2, d=8, dtype=torch.float32, c0=True, mask_c=True, lengths=[4, 2])
 
     def loss(U, x, weight_c, bias, c0):
@@ -143,8 +140,7 @@ def test_torch_compile_fullgraph_matches_eager():
     eager_grads = torch.autograd.grad(eager, leaves)
     # Compile for real, not from torch's on-disk caches: their keys do not cover a custom op's
     # Python implementation, so an entry from an older version of this op could be replayed.
-    with torch._inductor.config.patch(fx_graph_cache=False), \
-            torch._functorch.config.patch(enable_autograd_cache=False):
+    with torch.compiler.config.patch(force_disable_caches=True):
         compiled = torch.compile(loss, fullgraph=True)
         got = compiled(*leaves)
         got_grads = torch.autograd.grad(got, leaves)

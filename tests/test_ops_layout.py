@@ -1,9 +1,8 @@
-"""The layer's internal layout (issue 43): one RecurrenceSpec validated once, the backend table,
-the private paths of the old layout re-exported for one release with a DeprecationWarning, and
-the stack plan invalidated by what it reads from the cells (no process-wide counter)."""
+"""The layer's internal layout (issue 43): one RecurrenceSpec validated once, the backend table (the
+one list of backends, issue 52), and the stack plan invalidated by what it reads from the cells (no
+process-wide counter)."""
 import importlib
-import subprocess
-import sys
+import typing
 
 import pytest
 import torch
@@ -25,11 +24,42 @@ def test_spec_normalises_and_refuses_once():
 
 
 def test_every_backend_module_has_both_entries():
-    for name, module_name in backends.MODULES.items():
-        if name == "triton":
-            pytest.importorskip("triton")
-        module = importlib.import_module(module_name)
+    for name, entry in backends.TABLE.items():
+        module = importlib.import_module(entry.module)  # each imports without its optional package
         assert callable(module.padded) and callable(module.packed), name
+        if entry.paths is not None:
+            paths = importlib.import_module(entry.paths)
+            for function in ("inference_plan", "run_inference_path", "fuse_layer", "linear_recurrence",
+                             "stack_inference"):
+                assert callable(getattr(paths, function)), f"{name}: {entry.paths}.{function}"
+
+
+def test_the_table_is_the_only_list_of_backend_names(monkeypatch):
+    """A backend added as one table entry is a choice everywhere: sru.SRU, the model schema, the tests,
+    and ``auto`` / explicit dispatch (a module that is only in the table runs, no KeyError)."""
+    import sys
+    import types
+
+    from sru.ops import testing
+    from tasks.common.model_schemas import SRUConfig
+
+    assert sru.ops.BACKENDS == ("auto", *backends.TABLE)
+    assert typing.get_args(typing.get_type_hints(SRUConfig)["backend"]) == sru.ops.BACKENDS
+    assert set(testing.FUSED_BACKENDS) == set(backends.TABLE) - {"reference"}
+
+    fake = types.ModuleType("fake_backend")
+    fake.padded = reference.padded
+    fake.packed = reference.packed
+    monkeypatch.setitem(sys.modules, "fake_backend", fake)
+    monkeypatch.setitem(backends.TABLE, "fake", backends.Backend("fake_backend", "cpu", lambda: True, lambda: None))
+    monkeypatch.setattr(backends, "BACKENDS", ("auto", *backends.TABLE))
+    monkeypatch.setattr(backends, "_LOADED", dict(backends._LOADED))
+    U, x = torch.randn(3, 2, 12, dtype=torch.float64), torch.randn(3, 2, 4, dtype=torch.float64)
+    wc, bias = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    assert backends.resolve("fake", U) is fake
+    want = reference.elementwise_recurrence_reference(U, x, wc, bias, None, 4)
+    got = sru.ops.elementwise_recurrence(U, x, wc, bias, None, 4, backend="fake")
+    torch.testing.assert_close(got, want)
 
 
 def test_flat_split_gives_what_the_entries_take():
@@ -43,37 +73,6 @@ def test_flat_split_gives_what_the_entries_take():
     torch.testing.assert_close((h, c), (h_flat, c_flat), rtol=0, atol=0)
     with pytest.raises(ValueError, match=r"mask_pad must have shape \(3, 2\)"):
         check_padded(U, x, wc, bias, None, Masks(None, torch.zeros(2, 3)), args[6])
-
-
-@pytest.mark.slow  # a fresh interpreter per case (the warning fires on first import only)
-@pytest.mark.parametrize("old, new, name", [
-    ("sru.dispatch", "sru.ops.cpu.paths", "inference_plan"),
-    ("sru.dispatch", "sru.checks", "check_cell_input"),
-    ("sru.ops.autograd", "sru.ops.cpu.autograd", "recurrence_fwd"),
-])
-@pytest.mark.slow  # starts a fresh interpreter: a warning fires once per process
-def test_old_private_paths_warn_and_reexport(old, new, name):
-    code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-            f"import {new}\n"
-            f"try:\n    import {old}\nexcept DeprecationWarning as e:\n    print('warned', e)\n"
-            f"warnings.simplefilter('ignore')\nimport {old} as o, {new} as n\n"
-            f"print(getattr(o, {name!r}) is getattr(n, {name!r}))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "warned" in out.stdout and new.split(".")[1] in out.stdout, out.stdout
-    assert out.stdout.strip().endswith("True")
-
-
-def test_old_cpu_entry_keeps_its_flat_signature():
-    with pytest.warns(DeprecationWarning):
-        old = importlib.reload(importlib.import_module("sru.ops.autograd"))
-    if "cpu" not in sru.ops.available_backends():
-        pytest.skip("no CPU kernel")
-    U, x = torch.randn(3, 2, 12, dtype=torch.float64), torch.randn(3, 2, 4, dtype=torch.float64)
-    wc, bias = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
-    got = old.elementwise_recurrence_cpu(U, x, wc, bias, None, 4, False, True, 1.0, "none",
-                                         None, None)
-    want = reference.elementwise_recurrence_reference(U, x, wc, bias, None, 4)
-    torch.testing.assert_close(got, want)
 
 
 def test_no_module_level_generation_counter():

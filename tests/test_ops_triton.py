@@ -53,9 +53,9 @@ def test_inference_skips_the_history():
         h, c = elementwise_recurrence_triton(**inputs)
     assert torch.equal(h, h_train) and torch.equal(c, c_train)
     detached = {n: t.detach() if torch.is_tensor(t) else t for n, t in inputs.items()}
-    from sru.ops import triton as ops_triton
+    from sru.ops.triton.padded import recurrence_forward
     args = [detached[n] for n in ("U", "x", "weight_c", "bias", "c0")]
-    _, _, history = ops_triton._recurrence_forward(*args, None, None, None, 1.0, 4, 1, False,
+    _, _, history = recurrence_forward(*args, None, None, None, 1.0, 4, 1, False,
                                                    False)
     assert history.numel() == 0
 
@@ -97,14 +97,14 @@ def test_amp_recurrence_fp16():
 def test_custom_op_registration():
     """Schema, fake (meta) impls and autograd registration agree with the real kernels, so
     torch.compile can trace through the op."""
-    from sru.ops import triton as ops_triton
+    from sru.ops.triton.padded import recurrence_forward
 
     inputs = make_inputs(L=3, B=2, d=3, bidirectional=True, lengths="random", mask_c=True,
                          dtype=torch.float32)
     mask_pad = inputs["mask_pad"].to(torch.uint8)
     args = (inputs["U"], inputs["x"], inputs["weight_c"], inputs["bias"], inputs["c0"],
             inputs["mask_c"], mask_pad, None, 1.0, 3, 1, True, True)
-    torch.library.opcheck(ops_triton._recurrence_forward, args,
+    torch.library.opcheck(recurrence_forward, args,
                           test_utils=("test_schema", "test_faketensor",
                                       "test_autograd_registration"))
 
@@ -136,7 +136,7 @@ def test_kernels_compile_for_hopper(monkeypatch, dtype, variant):
         from triton.compiler import ASTSource
     except ImportError as err:  # an internal API moved: the runtime tests above still count
         pytest.skip(f"triton's compile API is not where expected: {err}")
-    from sru.ops import triton as ops_triton
+    from sru.ops.triton.kernels import sru_backward_kernel, sru_forward_kernel
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")  # a real JITFunction, not the interpreter's
 
@@ -157,8 +157,8 @@ def test_kernels_compile_for_hopper(monkeypatch, dtype, variant):
 
     target = GPUTarget("cuda", 90, 32)
     constexprs = dict(dict(PACKED=False), **variant, FP64=False, BLOCK=128)
-    for kernel, extra in ((ops_triton._sru_forward_kernel, {}),
-                          (ops_triton._sru_backward_kernel, dict(NEED_GRAD_MASK_C=True))):
+    for kernel, extra in ((sru_forward_kernel, {}),
+                          (sru_backward_kernel, dict(NEED_GRAD_MASK_C=True))):
         fn = triton.jit(kernel)
         cx = dict(constexprs, **extra)
         compiled = triton.compile(ASTSource(fn, signature(fn, cx), cx), target=target,

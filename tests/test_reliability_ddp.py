@@ -22,7 +22,7 @@ from tasks.engine.training.checkpoint import load_checkpoint
 TIMEOUT_S = 180
 
 
-def _children_with_rank(pid: int) -> dict:
+def children_with_rank(pid: int) -> dict:
     """{RANK: pid} of the worker processes torchrun started (Linux /proc)."""
     found = {}
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
@@ -52,7 +52,7 @@ def test_sigterm_to_one_rank_stops_all_ranks_at_the_same_step(tmp_path):
         time.sleep(0.1)
     assert lasts, f"no checkpoint before the deadline:\n{proc.communicate(timeout=30)[1][-3000:]}"
     run_dir = lasts[0].parent.parent
-    os.kill(_children_with_rank(proc.pid)[1], signal.SIGTERM)  # rank 1 only; rank 0 learns it by all-reduce
+    os.kill(children_with_rank(proc.pid)[1], signal.SIGTERM)  # rank 1 only; rank 0 learns it by all-reduce
     _, err = proc.communicate(timeout=TIMEOUT_S)
     assert "exitcode  : 75" in err or "exitcode: 75" in err or proc.returncode == 75, err[-3000:]
     assert err.count("SIGTERM: stopping after the current optimizer step") == 1  # only rank 1 got the signal

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import ROOT, tiny_lm_overrides
-from test_reliability_ddp import _children_with_rank
+from test_reliability_ddp import children_with_rank
 
 from tasks.engine.training.checkpoint import load_checkpoint
 
@@ -59,7 +59,7 @@ def test_kill_9_of_one_ddp_worker_ends_the_job_and_resume_reaches_the_uninterrup
         assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-4000:]
         run_dir = next(iter((outputs / "runs").glob("*/*")), None)
         time.sleep(0.05)
-    os.kill(_children_with_rank(proc.pid)[1], signal.SIGKILL)
+    os.kill(children_with_rank(proc.pid)[1], signal.SIGKILL)
     _, err = proc.communicate(timeout=TIMEOUT_S)  # torchrun ends the whole job, rank 0 included
     assert proc.returncode != 0 and "SIGKILL" in err, err[-4000:]
     killed_at = load_checkpoint(run_dir / "checkpoints" / "last.pt")["step"]  # loads: not half-written

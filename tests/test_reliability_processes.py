@@ -24,21 +24,21 @@ pytestmark = pytest.mark.slow
 TIMEOUT_S = 300
 
 
-def _env(outputs: Path) -> dict:
+def cli_env(outputs: Path) -> dict:
     return dict(os.environ, WANDB_MODE="disabled", SRU_OUTPUTS=str(outputs), PYTHONPATH=str(ROOT),
                 PYTHONUNBUFFERED="1")
 
 
-def _train(tmp_path: Path, args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], env=_env(tmp_path / "outputs"),
+def train_cli(tmp_path: Path, args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], env=cli_env(tmp_path / "outputs"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S, **kwargs)
 
 
-def _run_dirs(outputs: Path):
+def run_dirs_under(outputs: Path):
     return sorted(p for p in (outputs / "runs").glob("*/*") if p.is_dir())
 
 
-def _assert_one_error_line(proc: subprocess.CompletedProcess, *expected: str) -> str:
+def assert_one_error_line(proc: subprocess.CompletedProcess, *expected: str) -> str:
     assert proc.returncode == 1, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("[train] error:")]
     assert len(errors) == 1 and proc.stderr.strip().splitlines()[-1] == errors[0], proc.stderr[-3000:]
@@ -48,7 +48,7 @@ def _assert_one_error_line(proc: subprocess.CompletedProcess, *expected: str) ->
     return errors[0]
 
 
-def _lm(steps: int, train_file: Path = LM_FIXTURE / "train.txt"):
+def lm_cli_args(steps: int, train_file: Path = LM_FIXTURE / "train.txt"):
     return [o for o in tiny_lm_overrides("sru", steps=steps) if not o.startswith("task.data.train_file=")] + \
         [f"task.data.train_file={train_file}", "test_after_training=false"]
 
@@ -56,18 +56,18 @@ def _lm(steps: int, train_file: Path = LM_FIXTURE / "train.txt"):
 # ---- refused / aborted starts leave nothing; resume=true then continues the run that has a checkpoint -------
 def test_refused_and_aborted_starts_leave_no_run_dir_and_resume_true_finds_the_real_run(tmp_path):
     outputs = tmp_path / "outputs"
-    assert _train(tmp_path, _lm(4)).returncode == 0
-    (real,) = _run_dirs(outputs)
-    _assert_one_error_line(_train(tmp_path, _lm(4) + ["trainer.max_steps=abc"]), "trainer.max_steps")
-    _assert_one_error_line(_train(tmp_path, _lm(4, tmp_path / "missing.txt")), str(tmp_path / "missing.txt"))
-    assert _run_dirs(outputs) == [real]
+    assert train_cli(tmp_path, lm_cli_args(4)).returncode == 0
+    (real,) = run_dirs_under(outputs)
+    assert_one_error_line(train_cli(tmp_path, lm_cli_args(4) + ["trainer.max_steps=abc"]), "trainer.max_steps")
+    assert_one_error_line(train_cli(tmp_path, lm_cli_args(4, tmp_path / "missing.txt")), str(tmp_path / "missing.txt"))
+    assert run_dirs_under(outputs) == [real]
 
     big = tmp_path / "big.txt"  # tokenising ~40 MB takes seconds: the signal lands while the data loads
     with open(big, "w") as f:
         chunk = (LM_FIXTURE / "train.txt").read_text()
         for _ in range(40_000_000 // len(chunk)):
             f.write(chunk)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *_lm(4, big)], env=_env(outputs), cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *lm_cli_args(4, big)], env=cli_env(outputs), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in proc.stdout:  # printed just before the task loads its data
         if line.startswith("[train] run dir:"):
@@ -76,9 +76,9 @@ def test_refused_and_aborted_starts_leave_no_run_dir_and_resume_true_finds_the_r
     _, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
     assert "stopped by SIGTERM outside the training loop" in err and "Traceback" not in err
-    assert _run_dirs(outputs) == [real]
+    assert run_dirs_under(outputs) == [real]
 
-    resumed = _train(tmp_path, _lm(8) + ["resume=true"])
+    resumed = train_cli(tmp_path, lm_cli_args(8) + ["resume=true"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resume=true: continuing {real}" in resumed.stdout
     assert load_checkpoint(real / "checkpoints" / "last.pt")["step"] == 8
@@ -87,8 +87,8 @@ def test_refused_and_aborted_starts_leave_no_run_dir_and_resume_true_finds_the_r
 # ---- the printed resume command pastes back as it is --------------------------------------------------------
 def test_printed_resume_command_works_under_a_path_with_spaces(tmp_path):
     root = tmp_path / "my runs"
-    args = _lm(100_000) + ["trainer.eval_every_steps=5", f"paths.root='{root}'"]
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args], env=_env(tmp_path / "outputs"),
+    args = lm_cli_args(100_000) + ["trainer.eval_every_steps=5", f"paths.root='{root}'"]
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *args], env=cli_env(tmp_path / "outputs"),
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + TIMEOUT_S
     while not list(root.glob("runs/*/*/checkpoints/last.pt")) and time.time() < deadline and proc.poll() is None:
@@ -101,7 +101,7 @@ def test_printed_resume_command_works_under_a_path_with_spaces(tmp_path):
     (run_dir,) = list(root.glob("runs/*/*"))
     step = load_checkpoint(run_dir / "checkpoints" / "last.pt")["step"]
     pasted = command.replace("python train.py", f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'train.py'))}", 1)
-    done = subprocess.run(["bash", "-c", f"{pasted} trainer.max_steps={step + 2}"], env=_env(tmp_path / "outputs"),
+    done = subprocess.run(["bash", "-c", f"{pasted} trainer.max_steps={step + 2}"], env=cli_env(tmp_path / "outputs"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["step"] == step + 2
@@ -110,11 +110,11 @@ def test_printed_resume_command_works_under_a_path_with_spaces(tmp_path):
 # ---- the console: loss lines every log_every_steps, train.log holds them ---------------------------------
 @pytest.mark.parametrize("bar", ["false", "true"])
 def test_loss_reaches_the_console_every_log_every_steps_and_train_log_holds_the_console(bar, tmp_path):
-    proc = _train(tmp_path, _lm(6) + ["trainer.log_every_steps=2", f"trainer.progress_bar={bar}"])
+    proc = train_cli(tmp_path, lm_cli_args(6) + ["trainer.log_every_steps=2", f"trainer.progress_bar={bar}"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     shown = re.findall(r"^\[train\] step (\d+) epoch 0 lr \S+ loss \S+ ppl", proc.stdout, re.M)
     assert shown == ["2", "4", "6"]
-    (run_dir,) = _run_dirs(tmp_path / "outputs")
+    (run_dir,) = run_dirs_under(tmp_path / "outputs")
     log = (run_dir / "train.log").read_text()
     for line in proc.stdout.splitlines():
         if line.startswith(("[train]", "[eval]", "[trainer]", "[lm]")):
@@ -126,24 +126,24 @@ def test_loss_reaches_the_console_every_log_every_steps_and_train_log_holds_the_
 def test_data_and_checkpoint_errors_end_as_one_line(tmp_path):
     binary = tmp_path / "binary.txt"
     binary.write_bytes(os.urandom(50_000))
-    _assert_one_error_line(_train(tmp_path, _lm(4, binary)), str(binary), "task.data.train_file", "not a text file")
-    _assert_one_error_line(_train(tmp_path, _lm(4, tmp_path)), str(tmp_path))  # a directory, not a file
-    assert _train(tmp_path, _lm(4)).returncode == 0
-    (run_dir,) = _run_dirs(tmp_path / "outputs")
-    _assert_one_error_line(_train(tmp_path, _lm(2) + [f"resume={run_dir}"]), "trainer.max_steps=2 is below")
+    assert_one_error_line(train_cli(tmp_path, lm_cli_args(4, binary)), str(binary), "task.data.train_file", "not a text file")
+    assert_one_error_line(train_cli(tmp_path, lm_cli_args(4, tmp_path)), str(tmp_path))  # a directory, not a file
+    assert train_cli(tmp_path, lm_cli_args(4)).returncode == 0
+    (run_dir,) = run_dirs_under(tmp_path / "outputs")
+    assert_one_error_line(train_cli(tmp_path, lm_cli_args(2) + [f"resume={run_dir}"]), "trainer.max_steps=2 is below")
     (run_dir / "checkpoints" / "last.pt").write_bytes(b"garbage")
-    _assert_one_error_line(_train(tmp_path, [f"resume={run_dir}"]), "corrupted or truncated")
+    assert_one_error_line(train_cli(tmp_path, [f"resume={run_dir}"]), "corrupted or truncated")
 
 
 def test_missing_apt_dictionary_names_a_ready_override_that_runs_on_the_sample_data(tmp_path):
-    line = _assert_one_error_line(
-        _train(tmp_path, ["task=translation", "debug=smoke", "task.data.source=dictionary",
+    line = assert_one_error_line(
+        train_cli(tmp_path, ["task=translation", "debug=smoke", "task.data.source=dictionary",
                           "task.data.dictionary_path=/nonexistent/de-en",
                           f"task.data.cache_dir={tmp_path / 'cache'}"]), "apt-get install trans-de-en")
     ready = re.search(r"(python train\.py task=translation .*)$", line).group(1)
     argv = shlex.split(ready)[2:]
     assert all(Path(a.split("=", 1)[1]).is_file() for a in argv if a.startswith("task.data.files."))
-    done = _train(tmp_path, argv + ["debug=smoke", "trainer.max_steps=2", "trainer.eval_max_batches=1",
+    done = train_cli(tmp_path, argv + ["debug=smoke", "trainer.max_steps=2", "trainer.eval_max_batches=1",
                                     f"task.data.cache_dir={tmp_path / 'cache'}", "trainer.num_threads=1"])
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -151,10 +151,10 @@ def test_missing_apt_dictionary_names_a_ready_override_that_runs_on_the_sample_d
 # ---- debug=smoke with another logger writes that logger's files ------------------------------------------
 def test_smoke_run_with_tensorboard_writes_event_files(tmp_path):
     pytest.importorskip("tensorboard")
-    args = [o for o in _lm(4) if not o.startswith(("logger=", "trainer.max_steps"))]
-    proc = _train(tmp_path, args + ["debug=smoke", "logger=tensorboard"])
+    args = [o for o in lm_cli_args(4) if not o.startswith(("logger=", "trainer.max_steps"))]
+    proc = train_cli(tmp_path, args + ["debug=smoke", "logger=tensorboard"])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = _run_dirs(tmp_path / "outputs")
+    (run_dir,) = run_dirs_under(tmp_path / "outputs")
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
 
 
@@ -178,7 +178,7 @@ def test_second_sigterm_while_saving_leaves_no_tmp_and_keeps_the_previous_checkp
             save_atomic({{"model": {{}}, "step": 2, "payload": [b"x" * 1_000_000, SignalsWhilePickled()]}}, path)
         print("not reached")
     """)
-    proc = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code], env=cli_env(tmp_path), capture_output=True, text=True,
                           timeout=TIMEOUT_S)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
     assert "second signal (SIGTERM): exiting now" in proc.stderr and "not reached" not in proc.stdout
@@ -210,7 +210,7 @@ def _in_small_disk(tmp_path: Path, mount: Path, prepare: str, commands) -> subpr
         if i == len(commands) - 1:
             lines.append(prepare)
         lines.append(" ".join(shlex.quote(str(a)) for a in argv) + (" >/dev/null 2>&1" if i < len(commands) - 1 else ""))
-    return subprocess.run(["unshare", "-rm", "bash", "-c", "\n".join(lines)], env=_env(tmp_path / "outputs"),
+    return subprocess.run(["unshare", "-rm", "bash", "-c", "\n".join(lines)], env=cli_env(tmp_path / "outputs"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S)
 
 
@@ -222,16 +222,16 @@ def test_read_only_and_full_disks_end_in_one_line_naming_the_path(case, tmp_path
     root = f"paths.root='{disk}/my runs'"
     if case == "full":
         proc = _in_small_disk(tmp_path, disk, f"dd if=/dev/zero of={disk}/fill bs=64k 2>/dev/null || true",
-                              [train + _lm(3) + [root]])
-        line = _assert_one_error_line(proc, f"{disk}/my runs/runs/", "no space left on the device")
+                              [train + lm_cli_args(3) + [root]])
+        line = assert_one_error_line(proc, f"{disk}/my runs/runs/", "no space left on the device")
     elif case == "read-only":
-        proc = _in_small_disk(tmp_path, disk, f"mount -o remount,ro {disk}", [train + _lm(3) + [root]])
-        line = _assert_one_error_line(proc, f"{disk}/my runs", "Read-only file system", "paths.root=")
+        proc = _in_small_disk(tmp_path, disk, f"mount -o remount,ro {disk}", [train + lm_cli_args(3) + [root]])
+        line = assert_one_error_line(proc, f"{disk}/my runs", "Read-only file system", "paths.root=")
     else:  # a finished run on the small disk, then the disk turns read-only and the run is resumed
-        runs = [train + _lm(2) + [root], ["bash", "-c", f"ls -d {shlex.quote(str(disk))}/my\\ runs/runs/*/* > {tmp_path}/dir"]]
+        runs = [train + lm_cli_args(2) + [root], ["bash", "-c", f"ls -d {shlex.quote(str(disk))}/my\\ runs/runs/*/* > {tmp_path}/dir"]]
         proc = _in_small_disk(tmp_path, disk, f"mount -o remount,ro {disk}",
                               runs + [["bash", "-c", f"exec {shlex.quote(sys.executable)} {ROOT / 'train.py'} "
                                        f"resume=\"'$(cat {tmp_path}/dir)'\" trainer.max_steps=4"]])
-        line = _assert_one_error_line(proc, "Read-only file system", "copy the run directory")
+        line = assert_one_error_line(proc, "Read-only file system", "copy the run directory")
         assert str(disk / "my runs" / "runs") in line
     assert line.count("[train] error:") == 1

@@ -5,7 +5,6 @@ lock and the finished check come before Hydra writes ``.hydra/`` or ``train.log`
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -14,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_reliability_processes import TIMEOUT_S, _env, _lm, _run_dirs, _train
+from test_reliability_processes import TIMEOUT_S, cli_env, lm_cli_args, run_dirs_under, train_cli
 
 pytestmark = pytest.mark.slow
 
 
-def _hashes(run_dir: Path) -> dict:
+def file_hashes(run_dir: Path) -> dict:
     return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(run_dir.rglob("*")) if p.is_file()}
 
@@ -31,33 +30,33 @@ def _only_line(stream: str) -> str:
 
 
 def test_resume_of_a_finished_run_says_so_exits_0_and_changes_no_file(tmp_path):
-    assert _train(tmp_path, _lm(4)[:-1]).returncode == 0  # with its test: results.json written
-    (run,) = _run_dirs(tmp_path / "outputs")
-    before = _hashes(run)
+    assert train_cli(tmp_path, lm_cli_args(4)[:-1]).returncode == 0  # with its test: results.json written
+    (run,) = run_dirs_under(tmp_path / "outputs")
+    before = file_hashes(run)
     assert {"results.json", "metrics.jsonl", ".hydra/config.yaml", "checkpoints/last.pt"} <= set(before)
     for how in (f"resume={run}", "resume=true"):
-        proc = _train(tmp_path, [how, "trainer.max_steps=4"])
+        proc = train_cli(tmp_path, [how, "trainer.max_steps=4"])
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         line = proc.stdout.strip().splitlines()[-1]
         assert line.startswith(f"[train] resume: {run} is finished at step 4 (it has trained trainer.max_steps=4 "
                                f"steps); nothing to train, nothing changed."), line
-        assert _hashes(run) == before and _run_dirs(tmp_path / "outputs") == [run]
+        assert file_hashes(run) == before and run_dirs_under(tmp_path / "outputs") == [run]
     # a new start into its directory would overwrite its .hydra/ record: refused before Hydra writes it
-    proc = _train(tmp_path, _lm(4) + [f"hydra.run.dir={run}"])
+    proc = train_cli(tmp_path, lm_cli_args(4) + [f"hydra.run.dir={run}"])
     assert proc.returncode == 1 and _only_line(proc.stderr) == (
         f"[train] error: run directory {run} already holds a run (checkpoints or metrics); a new start there would "
         f"overwrite its .hydra/ record and metrics. Continue it with resume={run}, or pick another hydra.run.dir")
-    assert _hashes(run) == before
+    assert file_hashes(run) == before
     # below the checkpoint: still refused in one line, still before anything is written
-    proc = _train(tmp_path, [f"resume={run}", "trainer.max_steps=2"])
+    proc = train_cli(tmp_path, [f"resume={run}", "trainer.max_steps=2"])
     assert proc.returncode == 1 and _only_line(proc.stderr).startswith("[train] error: resume: trainer.max_steps=2")
-    assert _hashes(run) == before
+    assert file_hashes(run) == before
 
 
 def test_a_start_refused_by_the_lock_leaves_every_file_of_the_owner_byte_identical(tmp_path):
     shared = tmp_path / "shared"
-    owner = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *_lm(100000), f"hydra.run.dir={shared}",
-                              "trainer.eval_every_steps=2"], env=_env(tmp_path / "outputs"), cwd=tmp_path,
+    owner = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *lm_cli_args(100000), f"hydra.run.dir={shared}",
+                              "trainer.eval_every_steps=2"], env=cli_env(tmp_path / "outputs"), cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + TIMEOUT_S
@@ -66,14 +65,14 @@ def test_a_start_refused_by_the_lock_leaves_every_file_of_the_owner_byte_identic
             assert time.time() < deadline, "the owner wrote no checkpoint"
             time.sleep(0.05)
         owner.send_signal(signal.SIGSTOP)  # frozen mid-training: its files cannot change while we look
-        before = _hashes(shared)
+        before = file_hashes(shared)
         assert {"run.lock", "train.log", ".hydra/config.yaml", ".hydra/overrides.yaml"} <= set(before)
-        for args in ([*_lm(4), "model.hidden_size=16", f"hydra.run.dir={shared}"], [f"resume={shared}"]):
-            proc = _train(tmp_path, args)
+        for args in ([*lm_cli_args(4), "model.hidden_size=16", f"hydra.run.dir={shared}"], [f"resume={shared}"]):
+            proc = train_cli(tmp_path, args)
             assert proc.returncode == 1, proc.stderr[-3000:]
             assert _only_line(proc.stderr).startswith(f"[train] error: run directory {shared} is in use by pid "
                                                       f"{owner.pid} on host")
-            assert _hashes(shared) == before
+            assert file_hashes(shared) == before
     finally:
         owner.send_signal(signal.SIGCONT)
         owner.send_signal(signal.SIGTERM)

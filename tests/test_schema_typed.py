@@ -72,3 +72,36 @@ def test_a_task_reads_its_typed_section_and_a_python_built_config_gets_the_same(
     from_python = build_task({**plain, "seed": cfg.seed})  # plain dicts, no OmegaConf
     assert task.task_cfg == from_python.task_cfg
     assert task.task_cfg.data.level == cfg.task.data.level
+
+
+# sru.SRU / SRUpp arguments that are not config keys: the width comes from the task, and the others are
+# Python-side options of the layer (a module, a return convention, the batch layout the encoder sets)
+NOT_CONFIG = {"input_size", "custom_m", "nn_rnn_compatible_return", "batch_first"}
+ENCODER_ONLY = {"name", "forget_bias", "mem_len"}  # keys the encoders read themselves (tasks/common/)
+# arguments a model's encoder leaves at the layer's default on purpose (tasks/common/srupp_encoder.py)
+KEPT_AT_DEFAULT = {"srupp": {"proj_input_to_hidden_first", "weight_c_init", "backend"}, "sru": set()}
+
+
+@pytest.mark.parametrize("layer, model", [("SRU", "sru"), ("SRUpp", "srupp")])
+def test_layer_schema_matches_the_layer_signature(layer, model):
+    """The model schema spells sru.SRU's / sru.SRUpp's arguments: the same names, and each of the layer's
+    defaults is a value the schema accepts (the YAML's own values aside), so an argument added to the layer
+    without its config key, or renamed, fails here."""
+    import dataclasses
+    import inspect
+
+    import sru
+    from tasks.common.encoders import MODEL_SCHEMAS
+
+    schema = MODEL_SCHEMAS[model]
+    params = {n: p for n, p in inspect.signature(getattr(sru, layer)).parameters.items() if n not in NOT_CONFIG}
+    fields = {f.name for f in dataclasses.fields(schema)} - ENCODER_ONLY
+    missing = set(params) - fields - KEPT_AT_DEFAULT[model]
+    assert not missing, f"{layer} arguments without a model.* key in {schema.__name__}: {sorted(missing)}"
+    assert fields <= set(params), f"{schema.__name__} keys that {layer} does not take: {sorted(fields - set(params))}"
+    yaml = OmegaConf.to_container(compose([f"model={model}"]).model, resolve=True)
+    for name in fields:
+        default = params[name].default
+        if default is inspect.Parameter.empty:
+            continue  # the layer has no default: the YAML's value is the only one
+        typed({**yaml, name: default}, schema, "model")  # the layer's default is a valid config value

@@ -17,7 +17,8 @@ from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import collapse, gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, hz_to_mel, mel_filterbank, mel_to_hz, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
-from tasks.speech.text import char_vocabulary, normalize_transcript
+from tasks.corpora.transcripts import normalize_transcript
+from tasks.speech.text import char_vocabulary
 
 FIXTURES = ROOT / "tests" / "fixtures" / "speech"
 

@@ -34,7 +34,7 @@ def manifests(tmp_path_factory):
     return paths
 
 
-def _overrides(manifests, model, cache, extra=()):
+def speech_run_overrides(manifests, model, cache, extra=()):
     return ["task=speech", f"model={model}", "task.data.source=manifest", f"task.data.cache_dir={cache}",
             *(f"task.data.manifests.{s}={p}" for s, p in manifests.items()),
             "model.hidden_size=16", "model.num_layers=1", "task.batch_size=2", "task.max_frames=1000",
@@ -47,7 +47,7 @@ def _overrides(manifests, model, cache, extra=()):
                                             ("lstm", ["task.decoder=beam", "task.lm_order=3"])])
 def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, decoding, run_train, tmp_path):
     jiwer = pytest.importorskip("jiwer")
-    summary = run_train(_overrides(manifests, model, tmp_path / "cache", [*decoding, "task.beam_size=3"]),
+    summary = run_train(speech_run_overrides(manifests, model, tmp_path / "cache", [*decoding, "task.beam_size=3"]),
                         tmp_path / "run")
     test = summary["test"]
     assert summary["steps"] == 4 and summary["monitor"] == "cer" and math.isfinite(test["loss"])
@@ -72,7 +72,7 @@ def test_resumed_speech_run_matches_uninterrupted(manifests, run_train, tmp_path
     """SpecAugment masks and batch order are functions of (seed, epoch, batch): a resume changes nothing."""
     from tasks.engine.results import read_metrics
     def overrides(steps, extra=()):
-        return [o for o in _overrides(manifests, "sru", tmp_path / "cache", ["trainer.log_every_steps=1",
+        return [o for o in speech_run_overrides(manifests, "sru", tmp_path / "cache", ["trainer.log_every_steps=1",
                                                                            "task.batch_size=1", *extra])
                 if not o.startswith(("trainer.max_steps", "trainer.eval_every_steps"))] + [
             f"trainer.max_steps={steps}", "trainer.eval_every_steps=3"]
@@ -91,7 +91,7 @@ def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path,
 
     from tasks.speech import lm_tuning as tune
     from omegaconf import OmegaConf
-    overrides = _overrides(manifests, "sru", tmp_path / "cache")
+    overrides = speech_run_overrides(manifests, "sru", tmp_path / "cache")
     run_train(overrides, tmp_path / "run")
     (tmp_path / "run" / ".hydra").mkdir()  # train.py's Hydra writes it; the in-process runner does not
     OmegaConf.save(compose(overrides), tmp_path / "run" / ".hydra" / "config.yaml")

@@ -14,7 +14,8 @@ import soundfile
 from tasks.corpora.fillets_speech import (FilletsSpec, check_installed, describe, prepare_fillets_corpus,
                                   remove_shared_texts, split_levels, transcript_problem)
 from tasks.corpora.fillets_dialogs import ScriptError, parse_dialogs
-from tasks.speech.text import char_vocabulary, normalize_transcript
+from tasks.corpora.transcripts import normalize_transcript
+from tasks.speech.text import char_vocabulary
 
 REAL_ROOT = Path("/usr/share/games/fillets-ng")
 

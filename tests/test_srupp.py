@@ -11,7 +11,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from sru import SRUpp, SRUppAttention, SRUppCell, SRUppProjectedLinear
 from sru.ops import available_backends
-from sru_helpers import BACKENDS, _randomize
+from sru_helpers import BACKENDS, randomize
 from srupp_reference import srupp_reference
 
 L, B = 5, 3
@@ -51,7 +51,7 @@ CONFIGS = {
 def build(kwargs, backend="auto", seed=0):
     kwargs = dict(kwargs)
     model = SRUpp(kwargs.pop("input_size"), **kwargs, backend=backend).double().eval()
-    _randomize(model, seed=seed)
+    randomize(model, seed=seed)
     for cell in model.rnn_lst:
         if cell.rescale:
             cell.scale_x.fill_(1.2)

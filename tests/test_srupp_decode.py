@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from sru import SRUpp, SRUppCache
-from sru_helpers import BACKENDS, _randomize
+from sru_helpers import BACKENDS, randomize
 
 T, B = 7, 2
 
@@ -23,7 +23,7 @@ CONFIGS = {
 
 def build(name, backend="auto", input_size=5):
     model = SRUpp(input_size, 4, 6, **CONFIGS[name], backend=backend).double().eval()
-    return _randomize(model)
+    return randomize(model)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

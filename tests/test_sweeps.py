@@ -1,5 +1,6 @@
 """Hydra multirun, the Optuna sweeper, the submitit launcher and failure reporting, via the real train.py.
 (Shared studies, workers, restarts and pruning: tests/test_optuna_sweeps.py.)"""
+import importlib
 import json
 import os
 import subprocess
@@ -82,7 +83,7 @@ def test_slurm_launcher_config_has_documented_keys():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    import tasks.engine.runner  # noqa: F401  (registers the config resolvers)
+    importlib.import_module("tasks.engine.runner")  # registers the config resolvers
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=4",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import compose  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-from test_trainer import RegressionTask, _cfg  # noqa: E402
+from test_trainer import RegressionTask, tiny_trainer_cfg  # noqa: E402
 
 from tasks.engine.training.loggers import build_loggers  # noqa: E402
 from conftest import fit_in_run  # noqa: E402
@@ -43,7 +43,7 @@ def test_scalars_and_config_text_are_read_back(tmp_path):
 @pytest.mark.slow
 def test_a_training_run_logs_every_metric_it_records(tmp_path):
     from omegaconf import OmegaConf
-    cfg = _cfg(max_steps=6, max_epochs=None, eval_every_steps=3)
+    cfg = tiny_trainer_cfg(max_steps=6, max_epochs=None, eval_every_steps=3)
     cfg.logger = compose(["logger=tensorboard"]).logger
     fit_in_run(cfg, RegressionTask(None), tmp_path, config_to_save=OmegaConf.to_container(cfg))
     acc = _events(tmp_path / "tensorboard")

@@ -8,8 +8,10 @@ import re
 import pytest
 
 from conftest import ROOT
-from tasks.translation.data import DICTIONARY_HINT, load_files, load_pairs, prepare_dictionary, read_parallel_text, read_tsv
+from tasks.translation.data import (DICTIONARY_HINT, SAMPLE_PAIRS, load_files, load_pairs, prepare_dictionary,
+                                     read_parallel_text, read_tsv)
 from tasks.corpora.ding import clean_part, pairs_from_ding_line
+from tasks.translation.schema import SubwordConfig
 from tasks.translation.subwords import Subwords, train_subwords
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
@@ -55,6 +57,8 @@ def test_missing_dictionary_says_which_package_to_install(tmp_path):
     with pytest.raises(FileNotFoundError, match=re.escape(DICTIONARY_HINT)):
         load_pairs(dictionary_config(tmp_path, dictionary_path=str(tmp_path / "nope")), ("en", "de"))
     assert DICTIONARY_HINT.startswith("apt-get install trans-de-en; or try the task now on the 8 sample pairs")
+    # the sample is package data (a wheel has it), not a test fixture
+    assert SAMPLE_PAIRS.is_file() and SAMPLE_PAIRS.relative_to(ROOT).parts[0] == "tasks"
 
 
 def test_training_cap_keeps_a_fixed_random_subset_and_whole_evaluation_splits(tmp_path):
@@ -80,16 +84,16 @@ def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path):
 
 
 def test_local_files_jsonl_tsv_and_text_agree(tmp_path):
-    pairs = [json.loads(line) for line in (FIX / "pairs.jsonl").read_text(encoding="utf-8").splitlines()]
+    pairs = [json.loads(line) for line in SAMPLE_PAIRS.read_text(encoding="utf-8").splitlines()]
     (tmp_path / "p.tsv").write_text("de\ten\n" + "".join(f"{p['de']}\t{p['en']}\n" for p in pairs), encoding="utf-8")
     (tmp_path / "p.en").write_text("".join(p["en"] + "\n" for p in pairs), encoding="utf-8")
     (tmp_path / "p.de").write_text("".join(p["de"] + "\n" for p in pairs), encoding="utf-8")
-    for spec in (str(FIX / "pairs.jsonl"), str(tmp_path / "p.tsv"), str(tmp_path / "p"),
+    for spec in (str(SAMPLE_PAIRS), str(tmp_path / "p.tsv"), str(tmp_path / "p"),
                  {"en": str(tmp_path / "p.en"), "de": str(tmp_path / "p.de")}):
         got = load_files({"files": {"train": spec, "valid": spec, "test": spec}, "valid_size": 1, "test_size": 1,
                           "split_seed": 0}, ("en", "de"))
         assert got["train"] == got["test"] == [{"en": p["en"], "de": p["de"]} for p in pairs]
-    carved = load_files({"files": {"train": str(FIX / "pairs.jsonl")}, "valid_size": 2, "test_size": 3,
+    carved = load_files({"files": {"train": str(SAMPLE_PAIRS)}, "valid_size": 2, "test_size": 3,
                          "split_seed": 0}, ("en", "de"))
     assert [len(carved[s]) for s in ("train", "valid", "test")] == [3, 2, 3]
     (tmp_path / "bad.tsv").write_text("source\ttarget\na\tb\n")
@@ -100,7 +104,7 @@ def test_local_files_jsonl_tsv_and_text_agree(tmp_path):
 def test_subword_round_trip_and_saved_model(tmp_path):
     splits = prepare_dictionary(dictionary_config(tmp_path), tmp_path)
     sentences = [p[lang] for p in splits["train"] for lang in ("en", "de")]
-    cfg = {"model_type": "bpe", "vocab_size": 400, "character_coverage": 1.0, "max_sentences": 10000}
+    cfg = SubwordConfig(model_type="bpe", vocab_size=400, character_coverage=1.0, max_sentences=10000)
     sw = train_subwords(sentences, cfg, tmp_path)
     assert sw.vocabulary.itos[:4] == ["<pad>", "<unk>", "<s>", "</s>"] and len(sw) <= 400
     for text in sentences + [p["de"] for p in splits["test"]]:

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, compose
 
 from tasks.engine.results import read_metrics
+from tasks.translation.data import SAMPLE_PAIRS
 
 FIX = ROOT / "tests" / "fixtures" / "translation"
 
@@ -19,7 +20,7 @@ def tiny_translation_overrides(model: str, cache_dir, steps: int = 80):
     """8 sentence pairs, train = valid = test: a memorisation check of the whole pipeline."""
     return [
         "task=translation", f"model={model}", "task.data.source=files", f"task.data.cache_dir={cache_dir}",
-        *(f"task.data.files.{split}={FIX / 'pairs.jsonl'}" for split in ("train", "valid", "test")),
+        *(f"task.data.files.{split}={SAMPLE_PAIRS}" for split in ("train", "valid", "test")),
         "task.subwords.vocab_size=300", "task.max_tokens=256", "task.max_sentences=8",
         "task.decoding.beam_size=3", "task.decoding.max_len_b=5",
         "model.d_model=32", "model.attention_heads=2", "model.ffn_dim=64", "model.encoder_layers=1",

@@ -37,8 +37,8 @@ def interpreter():
 
 
 def _break(monkeypatch, module, forward: bool, backward: bool):
-    real_forward, real_backward = module._kernels()
-    monkeypatch.setattr(module, "_kernels", lambda: (BrokenKernel() if forward else real_forward,
+    real_forward, real_backward = module.compiled_kernels()
+    monkeypatch.setattr(module, "compiled_kernels", lambda: (BrokenKernel() if forward else real_forward,
                                                      BrokenKernel() if backward else real_backward))
 
 

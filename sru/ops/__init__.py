@@ -1,6 +1,6 @@
 """One entry point for the SRU elementwise recurrence, dispatching to a backend.
 
-Backends (sru/ops/backends.py): ``reference`` (PyTorch loop, the specification), ``cpu``
+Backends (one table, sru/ops/backends.py): ``reference`` (PyTorch loop, the specification), ``cpu``
 (fused C++/OpenMP kernel, built on first use), ``triton`` (fused GPU kernel). ``auto`` picks
 triton for CUDA tensors, cpu for CPU tensors when the kernel builds, else the reference (after
 one warning). While ``torch.onnx.export`` / ``torch.export`` trace, every backend runs as the
@@ -11,28 +11,14 @@ from typing import Optional, Tuple, Union
 
 from torch import Tensor
 
-from . import cpu  # noqa: F401  (registers the sru:: custom ops; builds nothing)
-from .backends import (BACKENDS, check_backend_name, cpu_kernel_available, resolve,
-                       triton_available)
+from .backends import BACKENDS, available_backends, check_backend_name, resolve
+from .cpu.gemm import clear_cpu_gemm_cache, cpu_gemm_report
 from .reference import elementwise_recurrence_reference
 from .spec import Masks, RecurrenceSpec, split_flat
 
-__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends",
+__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends", "clear_cpu_gemm_cache",
+           "cpu_gemm_report",
            "elementwise_recurrence", "elementwise_recurrence_reference"]
-
-# Kept under their old private names: sru.ops.cpu.paths and torch.compile'd code read them.
-_cpu_kernel_available = cpu_kernel_available
-_triton_available = triton_available
-
-
-def available_backends() -> list:
-    """Backends usable in this process (``cpu`` is built here if it was not yet)."""
-    found = ["reference"]
-    if cpu_kernel_available():
-        found.append("cpu")
-    if triton_available():
-        found.append("triton")
-    return found
 
 
 def elementwise_recurrence(

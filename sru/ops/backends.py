@@ -1,33 +1,86 @@
-"""One table from backend name to the module that implements it, and how ``auto`` picks one.
+"""The one door into the kernels: ``TABLE``, one entry per backend, and how ``auto`` picks one.
 
-Every module in ``MODULES`` exposes ``padded(U, x, weight_c, bias, c0, masks, spec)`` and
-``packed(U, x, weight_c, bias, c0, masks, spec, layout)`` (sru/ops/spec.py). ``export`` is not
-a user choice: while ``torch.onnx.export`` / ``torch.export`` trace, every backend runs as the
-export form (a ``scan`` over time, sru/ops/export.py).
+A backend is a module with two entries, ``padded(U, x, weight_c, bias, c0, masks, spec)`` and
+``packed(U, x, weight_c, bias, c0, masks, spec, layout)`` (sru/ops/spec.py), plus, optionally, a
+module of whole-layer and whole-stack entry points (``paths``) that the layer asks for before it
+runs the general path (matmul, then the recurrence):
+
+    inference_plan(cells, input) -> plan | None        no autograd: can these cells run one direct call each?
+    run_inference_path(plan, input, c0, mask_pad)      ... then run them: (h, c)
+    fuse_layer(cell, input, residual, c0) -> bool      training: can matmul + recurrence be one function?
+    linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing=None)   ... then run it
+    stack_inference(sru, input, c0, mask_pad) -> (h, c) | None   a whole stack in inference, one call
+
+Adding a backend means its own folder under sru/ops/ and one entry here; nothing else names it
+(``BACKENDS``, ``available_backends``, the config schema's choices and the tests read this table).
+``export`` is not a user choice: while ``torch.onnx.export`` / ``torch.export`` trace, every backend
+runs as the export form (a ``scan`` over time, sru/ops/export.py). docs/ops.md#adding-a-backend.
 """
+import importlib
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Callable, Dict, Optional
 
 import torch
 from torch import Tensor
 
-import sru.ops.cpu as cpu_backend
 import sru.ops.export as export_backend
-import sru.ops.reference as reference_backend
-from .cpu.build import cpu_kernel_available  # noqa: F401  (re-exported: sru.ops uses it from here)
+from .cpu.build import cpu_kernel_available, load_error
 from .export import exporting
-
-BACKENDS = ("auto", "reference", "cpu", "triton")
-MODULES = {"reference": "sru.ops.reference", "export": "sru.ops.export", "cpu": "sru.ops.cpu",
-           "triton": "sru.ops.triton"}
-_LOADED = {"reference": reference_backend, "export": export_backend, "cpu": cpu_backend}
 
 
 def triton_available() -> bool:
+    """Triton installed and a GPU to run it on."""
+    return triton_importable() is None and torch.cuda.is_available()
+
+
+def triton_importable() -> Optional[str]:
+    """None when ``import triton`` works, else why not."""
     try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+        importlib.import_module("triton")
+    except ImportError as err:
+        return f"triton is not installed ({err})"
+    return None
+
+
+def _cpu_untestable() -> Optional[str]:
+    return None if cpu_kernel_available() else f"fused CPU kernel could not be built: {load_error()}"
+
+
+@dataclass(frozen=True)
+class Backend:
+    module: str                                   # the module with ``padded`` and ``packed``
+    device: Optional[str]                         # the tensors ``auto`` gives it ("cpu", "cuda"); None: any
+    available: Callable[[], bool]                 # whether it runs in this process (may build it)
+    untestable: Callable[[], Optional[str]]       # None when the tests can run it here, else why not
+    paths: Optional[str] = None                   # the module of its whole-layer / whole-stack entry points
+    lazy: bool = False                            # imported on first use (importing triton costs seconds)
+    interpreted_without_gpu: bool = False         # CPU tensors run it in an interpreter (tests only)
+
+
+TABLE: Dict[str, Backend] = {
+    "reference": Backend("sru.ops.reference", None, lambda: True, lambda: None),
+    "cpu": Backend("sru.ops.cpu", "cpu", cpu_kernel_available, _cpu_untestable, paths="sru.ops.cpu.paths"),
+    # on CPU tensors (no GPU) the tests run it under TRITON_INTERPRET=1 (sru.ops.testing.triton_interpreter)
+    "triton": Backend("sru.ops.triton", "cuda", triton_available, triton_importable, lazy=True,
+                      interpreted_without_gpu=True),
+}
+BACKENDS = ("auto", *TABLE)
+
+# ``auto``: the first entry made for the tensors' device. Imported modules, so that resolving is a
+# plain dict lookup (``importlib`` cannot be traced by torch.compile); the rest load on first use.
+_AUTO = {}
+for _name, _entry in TABLE.items():
+    _AUTO.setdefault(_entry.device, _name)
+_LOADED: Dict[str, ModuleType] = {"export": export_backend, **{
+    name: importlib.import_module(entry.module) for name, entry in TABLE.items() if not entry.lazy}}
+_PATHS = {entry.device: importlib.import_module(entry.paths)
+          for entry in TABLE.values() if entry.paths is not None and not entry.lazy}
+
+
+def available_backends() -> list:
+    """Backends usable in this process (``cpu`` is built here if it was not yet)."""
+    return [name for name, entry in TABLE.items() if entry.available()]
 
 
 def check_backend_name(backend) -> None:
@@ -39,26 +92,57 @@ def resolve_name(backend: str, U: Tensor) -> str:
     """The backend that runs: ``export`` while exporting, ``auto`` made concrete."""
     if exporting():
         return "export"
+    device = U.device.type
     if backend == "auto":
-        if U.is_cuda:
-            return "triton"
-        return "cpu" if U.device.type == "cpu" and cpu_kernel_available() else "reference"
-    if backend == "cpu" and U.device.type != "cpu":
-        raise ValueError(f"backend='cpu' needs CPU tensors, received U on {U.device}; use "
-                         "backend='auto' or 'triton'")
+        name = _AUTO.get(device, "reference")
+        # a CPU kernel that does not build: the reference, after one warning (a GPU backend that
+        # cannot load raises in ``resolve`` instead, naming what to install)
+        return name if device != "cpu" or TABLE[name].available() else "reference"
+    wanted = TABLE[backend].device
+    if wanted == "cpu" and device != "cpu":
+        raise ValueError(f"backend={backend!r} needs CPU tensors, received U on {U.device}; use "
+                         f"backend='auto' or {_AUTO.get(device, 'reference')!r}")
     return backend
 
 
 def resolve(backend: str, U: Tensor) -> ModuleType:
-    """The module of the backend that runs on U (see ``resolve_name``). A plain dict lookup
-    (``importlib`` cannot be traced by torch.compile); triton's module is imported on first use."""
+    """The module of the backend that runs on U (see ``resolve_name``)."""
     name = resolve_name(backend, U)
-    if name != "triton":
-        return _LOADED[name]
+    module = _LOADED.get(name)
+    if module is not None:
+        return module
     try:
-        import sru.ops.triton as module
+        module = _LOADED[name] = importlib.import_module(TABLE[name].module)
     except ImportError as exc:
-        raise RuntimeError(f"the triton backend (needed for CUDA tensors) is unavailable: {exc}. "
-                           "Install triton (`pip install triton`) or pass "
+        raise RuntimeError(f"the {name} backend (needed for {U.device.type.upper()} tensors) is unavailable: "
+                           f"{exc}. Install what it needs (triton: `pip install triton`) or pass "
                            "backend='reference'") from exc
     return module
+
+
+# The whole-layer / whole-stack entry points, asked of the backend that serves the input's device
+# (each checks the cells' own ``backend`` and returns None / False when its path does not apply).
+def inference_plan(cells, input: Tensor):
+    paths = _PATHS.get(input.device.type)
+    return None if paths is None else paths.inference_plan(cells, input)
+
+
+def run_inference_path(plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
+    return _PATHS[input.device.type].run_inference_path(plan, input, c0, mask_pad)
+
+
+def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
+    paths = _PATHS.get(input.device.type)
+    return paths is not None and paths.fuse_layer(cell, input, residual, c0)
+
+
+def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+                      masks, spec, packing=None, gemm: str = "auto"):
+    return _PATHS[x.device.type].linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
+
+
+def stack_inference(sru, input, c0, mask_pad):
+    if type(input) is not Tensor:  # a PackedSequence: the packed path
+        return None
+    paths = _PATHS.get(input.device.type)
+    return None if paths is None else paths.stack_inference(sru, input, c0, mask_pad)

@@ -20,13 +20,13 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import BACKENDS, available_backends, elementwise_recurrence
-from .cpu.build import load_error
+from . import available_backends, elementwise_recurrence
+from .backends import TABLE
 from .reference import elementwise_recurrence_reference
 from .shapes import state_width
 
-# Every backend that is not the oracle itself; a new one in sru.ops.BACKENDS is tested too.
-FUSED_BACKENDS = tuple(b for b in BACKENDS if b not in ("auto", "reference"))
+# Every backend that is not the oracle itself; a new entry of sru.ops.backends.TABLE is tested too.
+FUSED_BACKENDS = tuple(b for b in TABLE if b != "reference")
 
 # Largest relative error (max |a - b| / max |b|) against the float64 reference at test sizes.
 TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2,
@@ -80,34 +80,26 @@ GRADCHECK_CASES: Dict[str, dict] = {
 
 
 def interpreted(backend: str) -> bool:
-    """Whether ``backend`` runs in Triton's interpreter here (triton without a GPU)."""
-    return backend == "triton" and not torch.cuda.is_available()
+    """Whether ``backend`` runs in an interpreter here (Triton's, without a GPU)."""
+    return TABLE[backend].interpreted_without_gpu and not torch.cuda.is_available()
 
 
 def backend_device(backend: str) -> str:
-    return "cuda" if backend == "triton" and torch.cuda.is_available() else "cpu"
+    return "cuda" if TABLE[backend].device == "cuda" and torch.cuda.is_available() else "cpu"
 
 
 def unavailable_reason(backend: str) -> Optional[str]:
     """None when ``backend`` can be tested in this process, else why not (for pytest.skip)."""
     if backend in available_backends():
         return None
-    if backend == "cpu":
-        return f"fused CPU kernel could not be built: {load_error()}"
-    if backend == "triton":
-        try:
-            import triton  # noqa: F401
-        except ImportError:
-            return "triton is not installed: the Triton backend is untested"
-        return None  # no GPU: interpreted on CPU tensors (see triton_interpreter)
-    return f"no rule for testing backend {backend!r} in sru/ops/testing.py"
+    return TABLE[backend].untestable()  # e.g. no GPU for triton: None, it runs interpreted on CPU tensors
 
 
 @contextlib.contextmanager
 def triton_interpreter(backend: str = "triton") -> Iterator[None]:
     """Set TRITON_INTERPRET=1 while inside when ``backend`` must be interpreted; restore after.
 
-    The kernels are jitted on first call per interpreter mode (sru/ops/triton.py), so this
+    The kernels are jitted on first call per interpreter mode (sru/ops/triton/kernels.py, compiled_kernels), so this
     works even when triton was imported earlier."""
     old = os.environ.get("TRITON_INTERPRET")
     if interpreted(backend):

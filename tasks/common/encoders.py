@@ -24,10 +24,11 @@ encoder, which would see the tokens it predicts. New encoders are one line of th
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, Mapping
+from typing import Any, Callable, Dict, List, Mapping
 
 from torch import nn
 
+from sru import SRU, SRUpp
 from tasks.common.cnn_encoder import CNNEncoder
 from tasks.common.model_schemas import (CNNConfig, LSTMConfig, SRUConfig, SRUppConfig, TransformerLMConfig,
                                         CROSS_KEY_CHECKS)
@@ -85,3 +86,17 @@ def build_encoder(cfg: Mapping[str, Any], input_size: int, causal: bool = False)
     except TypeError as err:  # missing keys: say which config group to fix
         raise ValueError(f"model={name}: bad model config keys {sorted(kwargs)} ({err}). "
                          f"See conf/model/{name}.yaml for the accepted keys.") from None
+
+
+# The recurrent parts of a model, for whoever measures them (bench/task_throughput.py's breakdown, the
+# paper's recurrent share): SRU++ layers count whole (their attention computes the recurrence's input);
+# a Transformer has none.
+RECURRENT = (SRUEncoder, LSTMEncoder, SRUppEncoder, SRU, SRUpp, nn.LSTM)
+
+
+def recurrent_modules(model: nn.Module) -> List[nn.Module]:
+    """The outermost recurrent modules of ``model`` (an SRUEncoder, not also the sru.SRU inside it; the
+    sru.SRU of each translation SRU sublayer; a reader's paragraph and question encoders)."""
+    found = [m for m in model.modules() if isinstance(m, RECURRENT)]
+    inner = {id(sub) for m in found for sub in m.modules() if sub is not m}
+    return [m for m in found if id(m) not in inner]

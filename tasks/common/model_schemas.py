@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Literal, Optional
 
+from sru.ops.backends import BACKENDS
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import key
 
@@ -34,7 +35,7 @@ class SRUConfig:
     normalize_after: bool = key()
     weight_c_init: Optional[float] = key()
     amp_recurrence_fp16: bool = key()
-    backend: Literal["auto", "reference", "cpu", "triton"] = key()
+    backend: Literal[BACKENDS] = key()  # the names of sru/ops/backends.py's table
 
 
 @dataclass(kw_only=True)

@@ -27,7 +27,7 @@ def reorder_state(state: Any, index: Tensor) -> Any:
     return type(state)(reorder_state(s, index) for s in state)
 
 
-def _check_input(x: Tensor, input_size: int, who: str) -> None:
+def check_input(x: Tensor, input_size: int, who: str) -> None:
     if x.dim() != 3 or x.size(-1) != input_size:
         raise ValueError(f"{who}: expected input of shape (L, B, {input_size}), received {tuple(x.shape)}")
 
@@ -78,7 +78,7 @@ class SRUEncoder(_Recurrent):
 
     def forward(self, x: Tensor, state: Optional[Tensor] = None, mask_pad: Optional[Tensor] = None,
                 return_all_layers: bool = False):
-        _check_input(x, self.input_size, "SRU encoder")
+        check_input(x, self.input_size, "SRU encoder")
         if not return_all_layers:
             return self.rnn(x, state, mask_pad=mask_pad)
         # the layer loop of sru.SRU.forward, keeping every layer's output (DrQA concatenates them)
@@ -171,7 +171,7 @@ class LSTMEncoder(_Recurrent):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, x: Tensor, state=None, mask_pad: Optional[Tensor] = None, return_all_layers: bool = False):
-        _check_input(x, self.input_size, "LSTM encoder")
+        check_input(x, self.input_size, "LSTM encoder")
         mode = self.padding_mode or ("packed" if x.is_cuda else "bucketed")
         if mode not in ("bucketed", "reverse", "packed"):
             raise ValueError(f"LSTMEncoder.padding_mode: expected 'bucketed', 'reverse' or 'packed', received {mode!r}")

@@ -18,7 +18,7 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from tasks.common.rnn_encoders import _check_input, reorder_state
+from tasks.common.rnn_encoders import check_input, reorder_state
 
 
 class SRUppEncoder(nn.Module):
@@ -53,7 +53,7 @@ class SRUppEncoder(nn.Module):
 
     def forward(self, x: Tensor, state: Any = None, mask_pad: Optional[Tensor] = None,
                 return_all_layers: bool = False):
-        _check_input(x, self.input_size, "SRU++ encoder")
+        check_input(x, self.input_size, "SRU++ encoder")
         c0, memory = (None, None) if state is None else state
         if memory is not None and mask_pad is not None:
             raise ValueError("SRU++ encoder: segment memory with padded batches is not supported; "

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.rnn_encoders import _check_input, reorder_state
+from tasks.common.rnn_encoders import check_input, reorder_state
 from tasks.common.srupp_encoder import check_mem_len, next_memory
 
 
@@ -97,7 +97,7 @@ class TransformerLMEncoder(nn.Module):
 
     def forward(self, x: Tensor, state: Any = None, mask_pad: Optional[Tensor] = None,
                 return_all_layers: bool = False):
-        _check_input(x, self.input_size, "Transformer encoder")
+        check_input(x, self.input_size, "Transformer encoder")
         memory = state
         if memory is not None and mask_pad is not None:
             raise ValueError("Transformer encoder: segment memory with padded batches is not supported; "

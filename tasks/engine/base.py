@@ -254,6 +254,11 @@ class Task:
         """One output line: text as it is, anything else as one JSON object."""
         return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
+    def input_warnings(self, numbered: List[Tuple[int, Any]]) -> List[str]:
+        """predict.py's warnings on ``(line number, input)`` pairs that run but may not mean what the user
+        thinks (an LM line made only of words it does not know)."""
+        return []
+
     def read_document(self, text: str) -> Optional[List[Any]]:
         """The inputs of a whole-file format (a SQuAD v1.1 JSON), or None for one input per line."""
         return None

@@ -30,7 +30,7 @@ from tasks.engine.errors import ResumeError, RunError, override
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.run.dirs import never_started
 from tasks.engine.run.lock import RunLock, release_all
-from tasks.engine.runner import _is_resume, config_for_resume, resolve_run_dir
+from tasks.engine.runner import is_resume, config_for_resume, resolve_run_dir
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
@@ -66,7 +66,7 @@ def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str
 def _resume_of_finished_run(config: DictConfig) -> bool:
     """Rank > 0's view (its hydra.run.dir is '.'): is this a resume that rank 0 ends as finished? Errors are
     rank 0's to report; torchrun then stops this rank."""
-    if not _is_resume(config.get("resume")):
+    if not is_resume(config.get("resume")):
         return False
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # rank 0 prints which run resume=true picked
@@ -87,7 +87,7 @@ class RunStart(Callback):
         note = None
         try:
             RunLock(run_dir).hold_until_exit()
-            if _is_resume(config.get("resume")):
+            if is_resume(config.get("resume")):
                 overrides = list(OmegaConf.select(config, "hydra.overrides.task") or [])
                 note = finished_run_note(config, run_dir, overrides)
             elif run_dir.is_dir() and not never_started(run_dir) and not in_submitit_job():  # (a requeue resumes)

@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from tasks.engine.run import distributed
 from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.config.checks import check_run_config
-from tasks.engine.config.tree import CONF_DIR, compose, find_conf_dir  # noqa: F401 (the runner's API)
+from tasks.engine.config.tree import CONF_DIR, compose
 from tasks.engine.run.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
@@ -47,7 +47,7 @@ RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
 RUN_STAMP = time.strftime("%Y-%m-%d/%H-%M-%S")
 
 
-def _is_resume(resume: Any) -> bool:
+def is_resume(resume: Any) -> bool:
     return resume not in (None, False, "null", "false", "")
 
 
@@ -99,7 +99,7 @@ def find_latest_run(runs_dir: str, run_name: Optional[str] = None) -> str:
 
 
 def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
-    if not _is_resume(resume):
+    if not is_resume(resume):
         return f"{runs_dir}/{RUN_STAMP}_{RUN_ID}"
     if resume is True or str(resume).lower() == "true":
         run_name = OmegaConf.select(_root_, "run_name") if _root_ is not None else None
@@ -124,7 +124,7 @@ def _run_dir_resolver(resume: Any, runs_dir: str, _root_: Any = None) -> str:
     try:
         run_dir = resolve_run_dir(resume, runs_dir, _root_)
         if str(OmegaConf.select(_root_, "hydra.mode", default="")).split(".")[-1] == "RUN":  # not a sweep
-            _checked_writable(run_dir, _is_resume(resume))
+            _checked_writable(run_dir, is_resume(resume))
         return run_dir
     except (ResumeError, RunDirError) as err:
         print(f"[train] error: {err}", file=sys.stderr, flush=True)
@@ -134,7 +134,7 @@ def _run_dir_resolver(resume: Any, runs_dir: str, _root_: Any = None) -> str:
 OmegaConf.register_new_resolver("run_dir", _run_dir_resolver, replace=True)
 # A resumed run keeps the original run's .hydra/ and records its own invocation beside it.
 OmegaConf.register_new_resolver(
-    "hydra_subdir", lambda resume: f".hydra/resume-{RUN_ID}" if _is_resume(resume) else ".hydra", replace=True)
+    "hydra_subdir", lambda resume: f".hydra/resume-{RUN_ID}" if is_resume(resume) else ".hydra", replace=True)
 
 
 def _differences(a: Any, b: Any, prefix: str) -> list:
@@ -243,7 +243,7 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
     then the run context (signals, process group, run dir and its lock, seed, threads, device: once,
     tasks/engine/run/context.py), the task's data, training, test.
     """
-    resume = _is_resume(cfg.resume)
+    resume = is_resume(cfg.resume)
     if resume:  # found from the file system, so every rank finds it (ranks > 0 have no Hydra run dir)
         cfg = config_for_resume(cfg, Path(resolve_run_dir(cfg.resume, cfg.paths.runs_dir, cfg)), overrides)
     task = check_before_work(cfg)
@@ -272,7 +272,7 @@ def _run_in_context(cfg: DictConfig, task, ctx: RunContext, resume: bool, valida
                                "train_items_per_cpu_s": result.items_per_cpu_second}
     print(f"[train] best valid {result.monitor}: {shown(result.best_metric)}", flush=True)
     if cfg.test_after_training:
-        test = evaluate_best(cfg, task, result, ctx, "test")
+        test = evaluate_best(task, result, ctx, "test")
         summary["test"] = test
         print(f"[train] test {result.monitor} (best checkpoint): {test[result.monitor]:.4f}", flush=True)
     if distributed.is_main():
@@ -292,7 +292,7 @@ def resume_requeued_job(cfg: DictConfig, run_dir: Path) -> None:
     """A submitit job requeued after preemption reruns with its original overrides (resume=null) in its
     original run dir: continue from the last.pt its previous attempt saved there. Sweep run dirs are new
     per sweep, so a last.pt there can only come from an earlier attempt of this very job."""
-    if in_submitit_job() and not _is_resume(cfg.resume) and (run_dir / "checkpoints" / "last.pt").is_file():
+    if in_submitit_job() and not is_resume(cfg.resume) and (run_dir / "checkpoints" / "last.pt").is_file():
         print(f"[train] requeued job: resuming {run_dir} from its checkpoints/last.pt", flush=True)
         cfg.resume = str(run_dir)
 
@@ -310,7 +310,7 @@ def hydra_main(cfg: DictConfig) -> Optional[float]:
     run_dir = Path(hydra_cfg.runtime.output_dir)
     main_rank = distributed.env_rank() == 0
     # a new single run that ends before training started leaves no run dir (resume=true would stop at it)
-    fresh = main_rank and not _is_resume(cfg.resume) and str(hydra_cfg.mode).split(".")[-1] == "RUN"
+    fresh = main_rank and not is_resume(cfg.resume) and str(hydra_cfg.mode).split(".")[-1] == "RUN"
     try:
         with (tee_console(run_dir / f"{hydra_cfg.job.name}.log") if main_rank  # train.log holds the console
               else contextlib.nullcontext()):

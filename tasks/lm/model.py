@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from torch import Tensor, nn
 
+from sru.linear import DispatchedLinear
 from tasks.common.encoders import build_encoder
 
 
@@ -23,7 +24,8 @@ class LanguageModel(nn.Module):
         self.out_dropout = nn.Dropout(out_dropout)
         # Tying needs the decoder input to have the embedding width.
         self.proj = nn.Linear(width, emb_size) if tie_weights and width != emb_size else None
-        self.decoder = nn.Linear(emb_size if tie_weights else width, vocab_size)
+        # the softmax GEMM through sru's CPU dispatch (MKL or oneDNN, the faster: docs/ops.md)
+        self.decoder = DispatchedLinear(emb_size if tie_weights else width, vocab_size)
         # Same range as the official LM script: U(±sqrt(3/d)), zero output bias.
         bound = (3.0 / emb_size) ** 0.5
         nn.init.uniform_(self.embed.weight, -bound, bound)

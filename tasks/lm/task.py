@@ -128,6 +128,17 @@ class LanguageModelingTask(Task):
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab = Vocabulary.from_state_dict(state["vocab"])
 
+    def input_warnings(self, numbered: List[Tuple[int, str]]) -> List[str]:
+        """A line made only of words the vocabulary lacks runs on <unk> alone: its result says nothing of it."""
+        unknown = [n for n, line in numbered
+                   if (tokens := [t for t in tokenize(line, self.level) if t != EOS])
+                   and all(t not in self.vocab.stoi for t in tokens)]
+        if not unknown:
+            return []
+        shown = ", ".join(map(str, unknown[:10])) + (" ..." if len(unknown) > 10 else "")
+        return [f"line(s) {shown}: every {'character' if self.level == 'char' else 'word'} is unknown to the "
+                f"model's vocabulary ({len(self.vocab.stoi)} entries); they run as <unk> only"]
+
     def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
         """generate: each line's continuation (to the end of its line, at most ``max_tokens``); score:
         each line's log-probability (nats) after a line end, with its perplexity / bits per character."""

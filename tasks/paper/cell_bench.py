@@ -7,8 +7,10 @@ The run records (scripts/reproduce.py) hold each cell's CPU seconds, but those w
 times under different load (cells of a table often run side by side on a shared machine, and contention
 for caches and memory inflates CPU time too). Here each cell's config is composed exactly as
 ``python train.py experiment=<cell>`` would, its task builds data, model and optimizer, ``--steps`` training
-batches are taken once, and then the cells alternate, ``--steps`` optimizer steps each per round (the order
-rotating every round), so whatever else runs on the machine falls on all alike. Printed per cell: the
+batches are taken once (``trainer.accumulate`` micro-batches per step), and then the cells alternate,
+``--steps`` optimizer steps each per round (the order rotating every round), so whatever else runs on the
+machine falls on all alike. A step is the trainer's own (tasks/engine/training/step.py: autocast, loss
+normalised by the sample size, gradient clipping or norm, optimizer step), not a copy of it. Printed per cell: the
 parameters, CPU milliseconds per step (this process's CPU time, median over rounds) and the ratio to the
 cell's baseline in the table (tasks/paper/tables.py; median of the per-round ratios), as a Markdown table.
 ``--write`` also saves them to ``docs/paper/bench/<scale>/<table>.json``, where scripts/paper_report.py takes
@@ -26,10 +28,12 @@ from typing import Dict, List
 
 import torch
 from tasks.paper.tables import TABLES, cells_at
-from tasks.paper.reproduce import machine
 
-from tasks.engine.training.optim import build_optimizer
+from tasks.engine.config.checks import run_config
+from tasks.engine.run.devices import machine
 from tasks.engine.runner import check_before_work, compose
+from tasks.engine.training.optim import build_optimizer
+from tasks.engine.training.step import TrainStep
 
 
 def parse_args(argv=None):
@@ -54,17 +58,18 @@ class CellStep:
         torch.manual_seed(1)
         self.task = check_before_work(cfg)
         self.task.setup()
-        self.model = self.task.build_model().train()
-        self.optimizer = build_optimizer(self.model.parameters(), cfg.trainer.optimizer)
-        self.batches = [b for _, b in zip(range(steps), self.task.batches("train"))]
-        self.parameters = sum(p.numel() for p in self.model.parameters())
+        model = self.task.build_model().train()
+        trainer = run_config(cfg).trainer
+        cpu = torch.device("cpu")
+        self.step = TrainStep(self.task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer, cpu)
+        n = trainer.accumulate  # micro-batches per optimizer step, as the trainer takes them
+        batches = [self.task.move_to_device(b, cpu) for _, b in zip(range(steps * n), self.task.batches("train"))]
+        self.steps = [batches[i:i + n] for i in range(0, len(batches), n)]
+        self.parameters = sum(p.numel() for p in model.parameters())
 
     def run(self) -> None:
-        for batch in self.batches:
-            self.optimizer.zero_grad(set_to_none=True)
-            loss, _ = self.task.compute_loss(self.model, batch, "train")
-            loss.backward()
-            self.optimizer.step()
+        for micro_batches in self.steps:
+            self.step(micro_batches)
 
 
 def main(argv=None) -> Dict[str, float]:

@@ -6,7 +6,8 @@ Builds the task and model of the composed config (fresh weights: the cost of a s
 them), then for each of ``--batches`` training batches times, in CPU seconds of this process (all threads;
 robust to other load on the machine):
 
-- the full training step: ``task.compute_loss`` + backward, as the trainer runs it;
+- the training step's forward and backward, the trainer's own (tasks/engine/training/step.py: autocast,
+  the loss normalised by the sample size); the optimizer step, the same whatever the encoder, is left out;
 - every recurrent encoder call of that step (SRU / SRU++ / LSTM modules, caught by a forward pre-hook with its
   exact inputs) replayed alone: forward + backward of its outputs, its input requiring grad exactly when
   it did in the step.
@@ -23,21 +24,11 @@ from typing import Any, Dict, List
 import torch
 from torch import nn
 
-from sru import SRU, SRUpp
-
-from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
-from tasks.common.srupp_encoder import SRUppEncoder
+from tasks.common.encoders import recurrent_modules
+from tasks.engine.config.checks import run_config
 from tasks.engine.runner import check_before_work, compose
-
-# SRU++ layers count whole (their attention computes the recurrence's input); a Transformer has none
-RECURRENT = (SRUEncoder, LSTMEncoder, SRUppEncoder, SRU, SRUpp, nn.LSTM)
-
-
-def recurrent_modules(model: nn.Module) -> List[nn.Module]:
-    """The outermost recurrent modules of ``model`` (an SRUEncoder, not also the sru.SRU inside it)."""
-    found = [m for m in model.modules() if isinstance(m, RECURRENT)]
-    inner = {id(sub) for m in found for sub in m.modules() if sub is not m}
-    return [m for m in found if id(m) not in inner]
+from tasks.engine.training.optim import build_optimizer
+from tasks.engine.training.step import TrainStep
 
 
 def _clone(value: Any) -> Any:
@@ -81,6 +72,9 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
     task = check_before_work(cfg)
     task.setup()
     model: nn.Module = task.build_model().train()
+    trainer = run_config(cfg).trainer
+    train_step = TrainStep(task, model, build_optimizer(model.parameters(), trainer.optimizer), trainer,
+                           torch.device("cpu"))
     encoders = recurrent_modules(model)
     if not encoders:
         return {"share": float("nan"), "note": "no SRU/LSTM encoder in this model"}
@@ -94,8 +88,8 @@ def measure(cfg, batches: int = 8, warmup: int = 2) -> Dict[str, float]:
             calls.clear()
             model.zero_grad(set_to_none=True)
             t0 = _cpu()
-            loss, _ = task.compute_loss(model, task.move_to_device(batch, torch.device("cpu")), "train")
-            loss.backward()
+            loss, logging_output = train_step.forward(task.move_to_device(batch, torch.device("cpu")))
+            train_step.backward(loss, logging_output)
             step = _cpu() - t0
             replay = list(calls)
             for h in hooks:  # the replays must not record themselves

@@ -237,6 +237,19 @@ def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[P
     return path
 
 
+# Why the cost column moved on 2026-12-05 (issue 52): until then bench_cells timed a copy of the step.
+COST_COLUMN_NOTE = (
+    "The CPU ms / step column moved on 2026-12-05, when bench_cells began to time the trainer's own step instead "
+    "of a hand-written copy that skipped two things the trainer does after the backward pass: the gradient "
+    "normalised by the summed sample size (a pass over every gradient) and the gradient-norm pass "
+    "(`clip_grad_norm_`, run with or without clipping so that a non-finite gradient never reaches the weights). "
+    "Re-measured, every cell's CPU ms / step rose by 4-18% (part of it the busier machine of that day: the "
+    "cells of a table are timed side by side, so their ratios are what compares) and the per-step ratios moved "
+    "by up to 0.1 where the models differ in parameter count or step time: enwik8 SRU++ vs Transformer 1.20x -> "
+    "1.16x, WMT Transformer + SRU 0.80x -> 0.75x, speech Bi-SRU_12L vs BLSTM_5L 1.13x -> 1.23x; no verdict "
+    "changed.")
+
+
 def machines(cells: List[CellRecords]) -> str:
     seen = sorted({f"{r.info['machine'].get('cpu')}, {r.info['machine'].get('threads')} thread(s), torch "
                    f"{r.info['machine'].get('torch')}" for c in cells for r in c.runs})
@@ -260,13 +273,15 @@ def main(argv=None) -> str:
             "written by `python scripts/reproduce.py --scale <scale> --table <table>`); scales: "
             f"{', '.join(scales)}. \"paper\" = the number the paper reports (docs/paper_numbers.md). CPU-s = "
             "CPU seconds of the training process (all threads, evaluation included; jobs sharing the machine "
-            "inflate it); CPU ms / step = one training step with every cell of the table timed round-robin in one "
-            "process (`python scripts/bench_cells.py --table <table> --write`): where measured, the speed column, "
+            "inflate it); CPU ms / step = one training step, the trainer's own (tasks/engine/training/step.py), with "
+            "every cell of the table timed round-robin in one process (`python scripts/bench_cells.py --table <table> "
+            "--write`): where measured, the speed column, "
             "the verdicts, the CPU time to reach the baseline's score and the figures use it; recurrent share = the "
             "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
             "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding). "
             "The stopped column, the CPU time to reach the baseline's best valid and the figures read the validation "
-            "curve the runs early-stop on (the table's metric; speech: CER).", ""]
+            "curve the runs early-stop on (the table's metric; speech: CER).", "",
+            COST_COLUMN_NOTE, ""]
     for scale in scales:
         for table in TABLES.values():
             cells = [c for c in collect(records, table, scale) if getattr(c.cell, scale)]

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -44,6 +42,7 @@ from omegaconf import OmegaConf
 from tasks.paper.tables import TABLES, cells_at
 
 from tasks.engine.results import read_metrics
+from tasks.engine.run.devices import machine
 from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.runner import compose, run
 
@@ -143,7 +142,8 @@ def run_cell(experiment: str, seed: int, run_dir: Path, overrides: List[str], re
         cfg = compose(cell_overrides + resume)
         if not finished:
             (run_dir / "cell.json").write_text(json.dumps({
-                "experiment": experiment, "seed": seed, "overrides": cell_overrides, "machine": machine(cfg),
+                "experiment": experiment, "seed": seed, "overrides": cell_overrides,
+                "machine": machine(cfg.trainer.num_threads),  # null: torch's own thread count
                 "wall_s": earlier.get("wall_s", 0.0), "cpu_s": earlier.get("cpu_s", 0.0),
                 "config": OmegaConf.to_container(cfg, resolve=False)}, indent=1))
             with CellClock(run_dir / "cell.json"):  # a resumed cell adds its earlier time
@@ -260,19 +260,6 @@ def run_speed(out: Path, scale: str, dry_run: bool) -> str:
     from bench import speed as bench_speed
     bench_speed.main(argv)
     return "ran"
-
-
-def machine(cfg=None) -> dict:
-    cpu = platform.processor()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    threads = int(cfg.trainer.num_threads or 0) if cfg is not None else 0  # null: torch's own default
-    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "threads": threads or torch.get_num_threads(), "gpu": gpu,
-            "torch": torch.__version__, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
 
 
 def selected(cell, wanted: List[str], scale: str) -> bool:

@@ -28,7 +28,6 @@ from typing import Any, List, Mapping, Optional, Union
 import numpy as np
 
 from tasks.engine.errors import not_a_file
-from tasks.engine.config.schema import typed
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.speech.paths import default_cache_dir
@@ -166,10 +165,9 @@ def _fillets_split(data: SpeechDataConfig, cache: Path, split: str) -> List[Utte
     return [u for u in read_manifest(manifests[split]) if u.language in languages]
 
 
-def load_split_utterances(data_cfg: SpeechDataConfig, split: str) -> List[Utterance]:
+def load_split_utterances(data: SpeechDataConfig, split: str) -> List[Utterance]:
     """The utterances of ``split`` from the configured source (offline data prepared on first use);
-    ``data_cfg``: task.data (a mapping is checked and typed first)."""
-    data = typed(data_cfg, SpeechDataConfig, "task.data", see="conf/task/speech.yaml")
+    ``data``: task.data, typed (the task's ``task_cfg.data``)."""
     source = data.source
     # null: $SRU_DATA_DIR/speech or ~/.cache/sru-experiments/speech (the rule beside it in the YAML)
     cache = Path(data.cache_dir if data.cache_dir is not None else default_cache_dir()).expanduser()

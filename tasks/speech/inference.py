@@ -14,6 +14,17 @@ from torch import Tensor
 from tasks.speech.char_lm import CharNgramLM
 
 
+def audio_info(path: str):
+    """soundfile's header of the file (duration, rate, frames), or None when it cannot tell (the full read
+    then reports what is wrong)."""
+    import soundfile
+
+    try:
+        return soundfile.info(str(Path(path).expanduser()))
+    except Exception:  # noqa: BLE001 - missing, a directory, undecodable: read_audio_file names it
+        return None
+
+
 def read_audio_file(path: str, sample_rate: int) -> Tuple[np.ndarray, float]:
     """Mono float32 samples at ``sample_rate`` and the clip's length in seconds; one clear error for a
     missing, empty or undecodable file."""

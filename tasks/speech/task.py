@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -26,7 +27,9 @@ from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import as_plain
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
-from tasks.speech.inference import batched_log_probs, char_lm_from_state, char_lm_state, read_audio_file
+from tasks.speech.inference import (audio_info, batched_log_probs, char_lm_from_state, char_lm_state,
+                                   read_audio_file)
+from tasks.speech.long_audio import LONG_S, LongAudio, check_long_audio, windows
 from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
@@ -35,7 +38,8 @@ from tasks.speech.model import CTCModel
 from tasks.speech.paths import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
-from tasks.speech.text import char_vocabulary, normalize_transcript
+from tasks.corpora.transcripts import normalize_transcript
+from tasks.speech.text import char_vocabulary
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
 
@@ -209,7 +213,8 @@ class SpeechRecognitionTask(Task):
             xs = [inputs[i] for i in index]
             if augment:  # masks drawn from (seed, epoch, batch): a resumed run sees the same ones
                 g = torch.Generator().manual_seed((int(seed) * 1_000_003 + epoch) * 100_003 + b)
-                xs = [spec_augment(x, self.task_cfg.features.n_mels, g, **as_plain(sa)) for x in xs]
+                xs = [spec_augment(x, self.task_cfg.features.n_mels, g, sa.freq_masks, sa.freq_width, sa.time_masks,
+                                   sa.time_width) for x in xs]
             x, mask_pad, lengths = pad_collate(xs, 0.0)
             targets = [torch.tensor(d["target"][i], dtype=torch.long) for i in index]
             yield {"x": x, "mask_pad": mask_pad, "lengths": lengths,
@@ -343,27 +348,54 @@ class SpeechRecognitionTask(Task):
             self.char_lm = char_lm_from_state(state["char_lm"])
 
     def parse_input(self, line: str) -> Any:
-        """An audio file's path -> (path, mono samples at the model's rate, seconds)."""
+        """An audio file's path -> (path, mono samples at the model's rate, seconds); a file longer than
+        long_audio.LONG_S -> (path, LongAudio, seconds), read window by window when transcribed."""
         path = super().parse_input(line).strip()
-        return (path, *read_audio_file(path, self.task_cfg.data.sample_rate))
+        rate, win_ms = self.task_cfg.data.sample_rate, self.task_cfg.features.win_ms
+        info = audio_info(path)
+        if info is not None and info.duration > LONG_S:
+            return path, check_long_audio(Path(path).expanduser(), info), float(info.duration)
+        wave, seconds = read_audio_file(path, rate)
+        if not np.isfinite(wave).all():
+            raise ValueError(f"{path}: {int((~np.isfinite(wave)).sum())} samples are NaN or infinite; a damaged or "
+                             f"floating-point file out of range (re-encode it, e.g. `sox {path} -b 16 out.wav`)")
+        if len(wave) < rate * win_ms / 1000:
+            raise ValueError(f"{path}: {len(wave)} samples ({1000 * seconds:.1f} ms), shorter than one feature frame "
+                             f"(task.features.win_ms={win_ms} ms): nothing to transcribe")
+        return path, wave, seconds
 
     def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any], progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
-        character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise."""
+        character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise. Long files go
+        window by window (tasks/speech/long_audio.py), after the others."""
         # predict.py's options replace the test decoding settings of this task (decode() reads task_cfg)
         chosen = {k: options[k] for k in ("decoder", "beam_size", "lm_weight") if options[k] is not None}
         self._task_cfg = t = dataclasses.replace(self.task_cfg, **chosen)
         f = t.features
         logmel = LogMel(t.data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
-        xs = []
-        for _, wave, _ in inputs:
-            m = logmel(torch.from_numpy(wave))
-            m = cmvn(m) if f.cmvn == "utterance" else cmvn(m, *self.global_stats) if f.cmvn == "global" else m
-            xs.append(stack_frames(m, f.stack, f.skip))
+        short = [i for i, (_, wave, _) in enumerate(inputs) if not isinstance(wave, LongAudio)]
+        xs = [self._features(inputs[i][1], logmel) for i in short]
         plan = bucket_batches([x.size(0) for x in xs], max_tokens=t.eval_max_frames, max_examples=None)
+        device = next(model.parameters()).device
         results: List[Any] = [None] * len(inputs)
-        for index, log_probs, lengths in batched_log_probs(model, xs, plan, next(model.parameters()).device):
-            for i, text in zip(index, self.decode(log_probs, lengths, "test")):
+        for index, log_probs, lengths in batched_log_probs(model, xs, plan, device):
+            for k, text in zip(index, self.decode(log_probs, lengths, "test")):
+                i = short[k]
                 results[i] = {"audio": inputs[i][0], "text": text, "seconds": round(inputs[i][2], 3)}
             progress(len(index))
+        for i, (path, audio, seconds) in enumerate(inputs):
+            if isinstance(audio, LongAudio):
+                texts: List[str] = []
+                for wave in windows(audio, t.data.sample_rate):
+                    x = self._features(wave, logmel)
+                    for _, log_probs, lengths in batched_log_probs(model, [x], [[0]], device):
+                        texts += self.decode(log_probs, lengths, "test")
+                results[i] = {"audio": path, "text": " ".join(x for x in texts if x), "seconds": round(seconds, 3)}
+                progress(1)
         return results
+
+    def _features(self, wave: np.ndarray, logmel: LogMel) -> Tensor:
+        f = self.task_cfg.features
+        m = logmel(torch.from_numpy(wave))
+        m = cmvn(m) if f.cmvn == "utterance" else cmvn(m, *self.global_stats) if f.cmvn == "global" else m
+        return stack_frames(m, f.stack, f.skip)

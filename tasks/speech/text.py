@@ -13,7 +13,7 @@ the corpus or language selection: the voice-pack corpus uses "cs+nl" whether one
 from __future__ import annotations
 
 from tasks.common.text import UNK, Vocabulary
-from tasks.corpora.transcripts import letters, normalize_transcript  # noqa: F401  (the normal form: the corpora's)
+from tasks.corpora.transcripts import letters
 
 BLANK = "<blank>"
 

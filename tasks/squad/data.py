@@ -74,8 +74,9 @@ def _fail(path: Any, where: str, problem: str) -> None:
                            f"(data -> paragraphs -> context, qas -> id, question, answers -> text, answer_start).")
 
 
-def parse_squad(obj: Any, path: Any = "<squad json>") -> List[SquadExample]:
-    """Validate a loaded v1.1 JSON object and flatten it into one example per question."""
+def parse_squad(obj: Any, path: Any = "<squad json>", need_answers: bool = True) -> List[SquadExample]:
+    """Validate a loaded v1.1 JSON object and flatten it into one example per question.
+    ``need_answers=False`` (predict.py): questions without answers are read too (nothing is scored)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
         _fail(path, "top level", 'expected an object with a "data" list')
     examples: List[SquadExample] = []
@@ -102,7 +103,9 @@ def parse_squad(obj: Any, path: Any = "<squad json>") -> List[SquadExample]:
                 if not isinstance(qa.get("question"), str) or not qa["question"].strip():
                     _fail(path, here, 'missing or empty "question"')
                 answers = qa.get("answers")
-                if not isinstance(answers, list) or not answers:
+                if not need_answers and not answers:
+                    answers = []
+                elif not isinstance(answers, list) or not answers:
                     _fail(path, here, 'missing or empty "answers" (v1.1 questions all have an answer)')
                 texts, starts = [], []
                 for answer in answers:
@@ -121,7 +124,10 @@ def parse_squad(obj: Any, path: Any = "<squad json>") -> List[SquadExample]:
                     texts.append(text)
                     starts.append(start)
                 extra = {k: v for k, v in qa.items() if k not in ("id", "question", "answers")}
-                examples.append(SquadExample(qid, title, context, qa["question"], texts, starts, extra))
+                if not context.strip():
+                    _fail(path, here, 'empty "context"')
+                examples.append(SquadExample(qid, title, context, qa["question"], texts or [""], starts or [0],
+                                             extra))
     return examples
 
 

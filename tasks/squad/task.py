@@ -173,7 +173,7 @@ class SquadTask(Task):
         cfg = dict(as_plain(self.cfg["model"]))
         changed = {k: v for k, v in (self.task_cfg.encoder or {}).items()  # task.encoder null: no overlay
                    if v is not None and cfg.get(k) != v}
-        if changed:
+        if changed and not self.restored:  # a training-time notice: a trained model's loader stays quiet
             was = ", ".join(f"model.{k}={cfg.get(k)}" for k in changed)
             print(f"[squad] task.encoder sets {', '.join(f'{k}={v}' for k, v in changed.items())} (over {was}); "
                   f"set task.encoder.<key>=null to use the model group's value", flush=True)
@@ -260,7 +260,13 @@ class SquadTask(Task):
         missing = [k for k in ("context", "question") if not isinstance(row, dict) or not isinstance(row.get(k), str)]
         if missing:
             raise ValueError(f"no {missing[0]!r} string; a line is {{\"id\": ..., \"context\": ..., \"question\": ...}}")
-        return SquadExample(str(row.get("id", "")), "", row["context"], row["question"], [""], [0])
+        empty = [k for k in ("context", "question") if not row[k].strip()]
+        if empty:
+            raise ValueError(f"empty {empty[0]!r}: there is nothing to answer from; give both as text")
+        if row.get("id") in (None, "") or isinstance(row.get("id"), (dict, list, bool)):
+            raise ValueError("no 'id': each question needs one (a string or a number), so its answer can be "
+                             "matched to it")
+        return SquadExample(str(row["id"]), "", row["context"], row["question"], [""], [0])
 
     def read_document(self, text: str) -> Optional[List[SquadExample]]:
         """A SQuAD v1.1 JSON file (not JSON lines): all its questions, answered as the evaluation does."""
@@ -268,7 +274,7 @@ class SquadTask(Task):
             obj = json.loads(text)
         except json.JSONDecodeError:
             return None
-        return parse_squad(obj, "input") if isinstance(obj, dict) and "data" in obj else None
+        return parse_squad(obj, "input", need_answers=False) if isinstance(obj, dict) and "data" in obj else None
 
     def format_document(self, inputs: List[Any], results: List[Any]) -> str:
         return json.dumps({r["id"]: r["answer"] for r in results}, ensure_ascii=False, indent=0)

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sru.linear import dispatch_linears
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
 from tasks.translation.schema import TransformerConfig
@@ -183,6 +184,7 @@ class Seq2SeqTransformer(nn.Module):
         pre = cfg["norm"] == "pre"
         self.encoder_norm = nn.LayerNorm(d) if pre else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d) if pre else nn.Identity()
+        dispatch_linears(self)  # every Linear through sru's CPU GEMM dispatch (docs/ops.md)
 
     def embed(self, table: nn.Embedding, tokens: Tensor, offset: int) -> Tensor:
         end = offset + tokens.size(0)

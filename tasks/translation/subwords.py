@@ -17,11 +17,10 @@ import hashlib
 import io
 import re
 from pathlib import Path
-from typing import Any, Iterable, List, Mapping, Sequence
+from typing import Iterable, List, Sequence
 
 from tasks.common.text import BOS, EOS, PAD, UNK, Vocabulary
 from tasks.engine.errors import ConfigError
-from tasks.engine.config.schema import typed
 from tasks.translation.schema import SubwordConfig
 
 MODEL_TYPES = ("unigram", "bpe")
@@ -63,17 +62,11 @@ class Subwords:
         return cls(Path(path).read_bytes())
 
 
-def check_subword_config(cfg: Mapping[str, Any]) -> SubwordConfig:
-    """``task.subwords`` checked and typed (vocab_size >= 300: 256 byte-fallback pieces, specials, chars)."""
-    return typed(cfg, SubwordConfig, "task.subwords")
-
-
 def train_subwords(sentences: Sequence[str], cfg: SubwordConfig, cache_dir: Path) -> Subwords:
-    """Train (or load from the cache) a joint sentencepiece model on ``sentences``; ``cfg``: task.subwords
-    (a mapping is checked and typed first)."""
+    """Train (or load from the cache) a joint sentencepiece model on ``sentences``; ``cfg``: task.subwords,
+    typed (the task's ``task_cfg.subwords``: vocab_size >= 300, 256 byte-fallback pieces, specials, chars)."""
     import sentencepiece as spm
 
-    cfg = check_subword_config(cfg)
     digest = hashlib.sha1()
     for s in sentences:
         digest.update(s.encode("utf-8") + b"\n")

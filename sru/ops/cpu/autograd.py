@@ -22,7 +22,7 @@ from .build import load_error, load_library
 __all__ = ["NO_SKIP", "SKIP_FROM_U", "SKIP_SCALED_X", "padded", "recurrence_bwd", "recurrence_fwd"]
 
 
-def _library():
+def require_library():
     lib = load_library()
     if lib is None:
         raise RuntimeError(f"sru: the fused CPU kernel is unavailable ({load_error()}); "
@@ -38,7 +38,7 @@ def recurrence_fwd(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tenso
     """Return ``(h, c_last, c_all)``; c_all holds every step's c when store_c, else is empty."""
     options = KernelOptions(hidden_size, num_directions(bidirectional), skip_mode,
                                    use_tanh, scale_x)
-    return kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad), options,
+    return kernel_forward(require_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad), options,
                           store_c)
 
 
@@ -60,7 +60,7 @@ def recurrence_bwd(grad_h: Tensor, grad_c_last: Optional[Tensor], U: Tensor, x: 
     skip_mode == 1, grad mask_c unless need_grad_mask_c. grad_c_last None stands for zeros."""
     options = KernelOptions(hidden_size, num_directions(bidirectional), skip_mode,
                                    use_tanh, scale_x)
-    return kernel_backward(_library(), (grad_h, grad_c_last),
+    return kernel_backward(require_library(), (grad_h, grad_c_last),
                            (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
                            need_grad_mask_c)
 

@@ -19,7 +19,8 @@ from torch import Tensor
 
 from ..spec import SKIP_SCALED_X, Masks, RecurrenceSpec
 from .kernel import KernelOptions, backward as kernel_backward, forward as kernel_forward
-from .autograd import _library
+from .autograd import require_library
+from . import gemm as cpu_gemm
 
 
 class _LinearRecurrence(torch.autograd.Function):
@@ -27,16 +28,16 @@ class _LinearRecurrence(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
                 c0: Optional[Tensor], mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
                 options: KernelOptions,
-                packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[Tensor, Tensor]:
-        U = _matmul(x, weight)
-        h, c_last, c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+                packing: Optional[Tuple[Tensor, Tensor]], gemm: str) -> Tuple[Tensor, Tensor]:
+        U = _matmul(x, weight, gemm)
+        h, c_last, c_all = kernel_forward(require_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
                                           options, True, packing)
         ctx.save_for_backward(x, weight, weight_c, bias, c0, mask_c, mask_pad)
         # Plain attributes, not saved tensors: backward overwrites them (see there), which
         # autograd's version check on saved tensors would reject on a second backward.
         ctx.U, ctx.c_all = U, c_all
         ctx.kernel_options = options
-        ctx.packing = packing
+        ctx.packing, ctx.gemm = packing, gemm
         ctx.states_overwritten = False  # set once a backward has reused U and c_all's memory
         ctx.set_materialize_grads(False)  # an unused output's grad stays None, not zeros
         return h, c_last
@@ -50,44 +51,51 @@ class _LinearRecurrence(torch.autograd.Function):
             grad_h = x.new_zeros(*x.shape[:-1], options.dirs * options.hidden_size)
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         if ctx.states_overwritten:  # a second backward (retain_graph=True): recompute them
-            U = _matmul(x, weight)
-            c_all = kernel_forward(_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
+            U = _matmul(x, weight, ctx.gemm)
+            c_all = kernel_forward(require_library(), (U, x, weight_c, bias, c0, mask_c, mask_pad),
                                    options, True, packing)[2]
         # U and c_all are ours alone (never returned) and this is their last use: the kernel
         # writes grad_U over U and the skip gradient over c_all (see kernel.backward).
         ctx.states_overwritten, ctx.U, ctx.c_all = True, None, None
         grads = (grad_h.contiguous(), None if grad_c_last is None else grad_c_last.contiguous())
         grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel_backward(
-            _library(), grads, (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
+            require_library(), grads, (U, x, weight_c, bias, c0, mask_c, mask_pad), c_all, options,
             need_grad_mask_c, reuse=(U, c_all), packing=packing)
         rows = x.numel() // x.shape[-1]
         grad_U2 = grad_U.view(rows, -1)
-        grad_weight = x.view(rows, -1).t().mm(grad_U2) if ctx.needs_input_grad[1] else None
-        if ctx.needs_input_grad[0]:  # the skip gradient plus grad_U W^T, added inside the GEMM
-            grad_x.view(rows, -1).addmm_(grad_U2, weight.t())
-        else:
+        x2 = x.view(rows, -1)
+        grad_weight = (cpu_gemm.product("dw", x2, grad_U2, weight, ctx.gemm)
+                       if ctx.needs_input_grad[1] else None)
+        if not ctx.needs_input_grad[0]:
             grad_x = None
+        elif (cpu_gemm.dispatchable(grad_U2, weight)
+              and cpu_gemm.choose("dx", rows, *weight.shape, ctx.gemm) == "onednn"):
+            grad_x.view(rows, -1).add_(cpu_gemm.product("dx", grad_U2, weight, weight, "onednn"))
+        else:  # the skip gradient plus grad_U W^T, added inside MKL's GEMM
+            grad_x.view(rows, -1).addmm_(grad_U2, weight.t())
         return (grad_x, grad_weight, grad_wc, grad_bias, None if c0 is None else grad_c0,
-                grad_mask_c if need_grad_mask_c else None, None, None, None)
+                grad_mask_c if need_grad_mask_c else None, None, None, None, None)
 
 
-def _matmul(x: Tensor, weight: Tensor) -> Tensor:
-    """U = x W over every token: x (L, B, d_in) or packed (N, d_in)."""
-    return x.view(-1, x.shape[-1]).mm(weight).view(*x.shape[:-1], -1)
+def _matmul(x: Tensor, weight: Tensor, gemm: str) -> Tensor:
+    """U = x W over every token: x (L, B, d_in) or packed (N, d_in), through the CPU GEMM
+    dispatch (sru/ops/cpu/gemm.py)."""
+    return cpu_gemm.product("fwd", x.view(-1, x.shape[-1]), weight, weight, gemm).view(*x.shape[:-1], -1)
 
 
-def linear_recurrence_cpu(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
-                          c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
-                          packing: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
+                      c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec,
+                      packing: Optional[Tuple[Tensor, Tensor]] = None, gemm: str = "auto") -> Tuple[Tensor, Tensor]:
     """``elementwise_recurrence(x @ weight, x, ...)`` with has_skip_term=True and k = 3,
     fused as described above. Expects what ``sru.modules`` checks before calling it: CPU
     tensors of one dtype (float32 or float64), x (L, B, d_in) with d_in == dirs*hidden_size,
     weight (d_in, 3*dirs*hidden_size), weight_c and bias (2*dirs*hidden_size,).
     ``packing``: ``(batch_sizes, step_offsets)`` when x is a packed (N, d_in) batch
-    (``sru.ops.packing.PackedLayout.kernel_args``; then masks.mask_pad is None)."""
+    (``sru.ops.packing.PackedLayout.kernel_args``; then masks.mask_pad is None). ``gemm``: the
+    CPU GEMM library of the three products (sru/ops/cpu/gemm.py)."""
     mask_pad = masks.mask_pad
     pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
     contiguous = (lambda t: None if t is None else t.contiguous())
     return _LinearRecurrence.apply(x.contiguous(), weight.contiguous(), weight_c.contiguous(),
                                    bias.contiguous(), contiguous(c0), contiguous(masks.mask_c),
-                                   pad, KernelOptions.of(spec, SKIP_SCALED_X), packing)
+                                   pad, KernelOptions.of(spec, SKIP_SCALED_X), packing, gemm)

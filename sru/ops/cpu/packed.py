@@ -8,7 +8,7 @@ from torch import Tensor
 
 from ..spec import SKIP_SCALED_X, Masks, RecurrenceSpec, needs_history
 from .kernel import KernelOptions, backward as kernel_backward, forward as kernel_forward
-from .autograd import _library, compute_dtype
+from .autograd import require_library, compute_dtype
 
 
 class _PackedRecurrenceCPU(torch.autograd.Function):
@@ -18,7 +18,7 @@ class _PackedRecurrenceCPU(torch.autograd.Function):
     def forward(ctx, U, x, weight_c, bias, c0, mask_c, layout, options: KernelOptions,
                 store_c: bool):
         inputs = (U, x, weight_c, bias, c0, mask_c, None)
-        h, c_last, c_all = kernel_forward(_library(), inputs, options, store_c,
+        h, c_last, c_all = kernel_forward(require_library(), inputs, options, store_c,
                                           layout.kernel_args)
         ctx.save_for_backward(U, x, weight_c, bias, c0, mask_c, c_all)
         ctx.layout, ctx.kernel_options = layout, options
@@ -34,7 +34,7 @@ class _PackedRecurrenceCPU(torch.autograd.Function):
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         grads = (grad_h.contiguous(), None if grad_c_last is None else grad_c_last.contiguous())
         grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c = kernel_backward(
-            _library(), grads, (U, x, weight_c, bias, c0, mask_c, None), c_all, options,
+            require_library(), grads, (U, x, weight_c, bias, c0, mask_c, None), c_all, options,
             need_grad_mask_c, packing=layout.kernel_args)
         return (grad_U, grad_x if options.skip_mode == SKIP_SCALED_X else None, grad_wc,
                 grad_bias, None if c0 is None else grad_c0,

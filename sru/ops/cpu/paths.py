@@ -9,6 +9,9 @@
   layer;
 - the general path: U from the weight (or ``custom_m``), then ``sru.ops.elementwise_recurrence``
   (any backend, autograd, torch.compile, autocast, half precision).
+
+These functions are the CPU backend's whole-layer and whole-stack entry points (``paths`` of its entry
+in sru/ops/backends.py): the layer reaches them through that table, never by importing this module.
 """
 from typing import List, Optional, Sequence, Tuple
 
@@ -16,8 +19,11 @@ import torch
 from torch import Tensor
 
 from .build import cpu_kernel_available, load_library
+from .fused_layer import linear_recurrence
 from .inference import forward_stack, kernel_cell, skip_mode
 from .stack import StackPlan
+
+__all__ = ["fuse_layer", "inference_plan", "linear_recurrence", "run_inference_path", "stack_inference"]
 
 _KERNEL_DTYPES = (torch.float32, torch.float64)
 
@@ -32,6 +38,14 @@ def _eager_cpu(input: Tensor) -> bool:
             and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap
 
 
+def _bf16_inference(input: Tensor) -> bool:
+    """float32 CPU inference under bf16 autocast: the inference path runs with U from a bf16
+    GEMM (``sru.ops.cpu.gemm.bf16_matmul``) and the recurrence in fp32, as the general path would."""
+    return (type(input) is Tensor and input.is_cpu and input.dtype is torch.float32
+            and torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") is torch.bfloat16
+            and not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active())
+
+
 def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
     """The per-layer arguments of ``sru.ops.cpu.inference.forward_stack`` when ``cells`` can
     run on ``input`` that way, else None: no autograd (no_grad / inference_mode), eager CPU,
@@ -43,7 +57,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
     budget of a few) and checks and gathers in one pass.
     """
     dtype = input.dtype
-    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not _eager_cpu(input):
+    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not (_eager_cpu(input) or _bf16_inference(input)):
         return None
     plan = []
     for cell in cells:
@@ -55,7 +69,8 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
             return None
         plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
                      cell.normalize_after, cell.hidden_size, cell.num_directions,
-                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale))
+                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale,
+                     cell.gemm))
     return plan if cpu_kernel_available() else None
 
 
@@ -71,7 +86,7 @@ def run_inference_path(plan: List[tuple], input: Tensor, c0: Optional[Tensor],
 
 def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
     """Whether the matmul and the recurrence can run as one CPU autograd function
-    (``sru.ops.fused_layer``: the skip gradient is added inside the backward GEMM).
+    (``sru.ops.cpu.fused_layer``: the skip gradient is added inside the backward GEMM).
 
     Only when training in eager mode (under torch.compile the custom ops make one graph),
     with the plain weight (no projection, no custom_m), k = 3 and the skip input being
@@ -119,7 +134,7 @@ def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]
         if lib is None:
             return None
         plan = sru.__dict__["_stack_plan"] = StackPlan(lib, cells, x.dtype)
-    if not plan.usable:
+    if not plan.usable or not plan.gemm_is_mkl(length * batch):  # oneDNN: the inference path
         return None
     out = plan.run(x.contiguous(), c0, mask_pad)
     if out is None or not sru.batch_first:

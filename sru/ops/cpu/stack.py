@@ -20,10 +20,12 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from . import gemm as cpu_gemm
 from .inference import kernel_cell, skip_mode
 
 _DTYPES = (torch.float32, torch.float64)
 _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
+SMALL_ROWS = 8  # sru_stack.cpp's kSmallRows
 GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
 
 
@@ -69,6 +71,7 @@ def plan_key(cells: Sequence) -> tuple:
     key = []
     for cell in cells:
         key.append(_CELL_STATE(cell.__dict__))
+        key.append(cell.__dict__.get("gemm", "auto"))
         key.extend(map(id, cell._parameters.values()))
         key.extend(map(id, cell._modules.values()))
     return tuple(key)
@@ -95,6 +98,10 @@ class StackPlan:
             slot.skip_mode = skip_mode(cell)
             slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
         self.num_layers = len(cells)
+        # (in, out, library) per layer: the stack's C code calls MKL's sgemm, so the plan runs
+        # only where the GEMM dispatch picks MKL for every layer (``gemm_is_mkl``)
+        self.products = tuple((cell.weight.shape[0], cell.weight.shape[1], cell.gemm) for cell in cells)
+        self._mkl_rows: dict = {}
         self.width = cells[-1].output_size
         self.per_row = max(cell.output_size * cell.num_matrices for cell in cells) + self.width
         self._scratch = threading.local()
@@ -106,6 +113,20 @@ class StackPlan:
         swap storages in place; a stale pointer would read freed memory)."""
         return (dtype is self.dtype and plan_key(cells) == self.key
                 and tuple(map(Tensor.data_ptr, self.tensors)) == self.pointers)
+
+    def gemm_is_mkl(self, rows: int) -> bool:
+        """Whether the GEMM dispatch (sru/ops/cpu/gemm.py) picks MKL for every layer at ``rows``
+        rows: cached per (row bucket, threads, environment override)."""
+        if self.dtype is not torch.float32:
+            return True
+        key = (cpu_gemm.row_bucket(rows), torch.get_num_threads(), cpu_gemm.env_override())
+        found = self._mkl_rows.get(key)
+        if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
+            found = self._mkl_rows[key] = all(
+                library != "int8" and cpu_gemm.requested(library) != "onednn" if rows <= SMALL_ROWS
+                else cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
+                for d_in, d_out, library in self.products)
+        return found
 
     def run(self, x: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """x contiguous (L, B, in); c0 None or contiguous (layers, B, width) in x's dtype;

@@ -13,7 +13,7 @@ half precision, the rest fp32: a direct ``elementwise_recurrence`` call on half 
 flags (TANH, HAS_MASK_C, HAS_MASK_PAD, PER_STEP_W, SCALE_FROM_PTR, STORE_C / NEED_GRAD_MASK_C)
 are each compiled all off and all on (the register-pressure worst case; padded only for
 HAS_MASK_PAD and PER_STEP_W, which packed launches never set). Block sizes: every BLOCK
-``_launch_config`` returns (32, 64, 128 with 1, 2, 4 warps) for the all-on variants, 128 for
+``launch_config`` returns (32, 64, 128 with 1, 2, 4 warps) for the all-on variants, 128 for
 the rest (one column per thread in every case, so registers do not depend on it).
 
     python -m sru.ops.triton.compile_check [--quick] [--markdown]
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, List
 
 ARCHS = (80, 90)
-SHIPPED_BLOCKS = (32, 64, 128)  # _launch_config: BLOCK in [32, 128], num_warps = BLOCK // 32
+SHIPPED_BLOCKS = (32, 64, 128)  # launch_config: BLOCK in [32, 128], num_warps = BLOCK // 32
 DTYPES = ("fp32", "fp16", "bf16", "fp16-amp", "fp64")
 K_SKIP = ((3, 0), (3, 1), (4, 0), (4, 2))
 _LOW = {"U", "X", "H", "C_LAST", "GRAD_H", "GRAD_U", "GRAD_X"}  # pointers in U's dtype
@@ -136,7 +136,7 @@ def compile_variant(variant: Variant) -> Dict[str, object]:
 
     from . import kernels
 
-    body = kernels._sru_forward_kernel if variant.kernel == "forward" else kernels._sru_backward_kernel
+    body = kernels.sru_forward_kernel if variant.kernel == "forward" else kernels.sru_backward_kernel
     fn = triton.jit(body)
     constexprs = variant.constexprs()
     signature = {name: ("constexpr" if name in constexprs else _SCALARS.get(name)

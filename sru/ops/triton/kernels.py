@@ -1,6 +1,6 @@
 """The Triton kernels of the SRU recurrence: forward and backward, as plain functions jitted on first use.
 
-``sru/ops/triton.py`` (the custom ops, argument checks and launch configuration) is the module to read
+``sru/ops/triton/padded.py`` (the custom ops, argument checks and launch configuration) is the module to read
 first; this one holds only the kernel bodies, which follow docs/spec.md#forward-recurrence,
 docs/spec.md#backward and docs/spec.md#memory-layout.
 """
@@ -17,16 +17,16 @@ else:
     _TRITON_IMPORT_ERROR = None
 
 # Skip-term modes (a compile-time constant of the kernels).
-_SKIP_NONE, _SKIP_X, _SKIP_U3 = 0, 1, 2
+SKIP_NONE, SKIP_X, SKIP_U3 = 0, 1, 2
 
 
 if triton is not None:
-    # Plain functions, turned into kernels by ``triton.jit`` on first use (see _kernels), so that
+    # Plain functions, turned into kernels by ``triton.jit`` on first use (see compiled_kernels), so that
     # whether they are compiled or interpreted follows TRITON_INTERPRET at call time. They call
     # no other @jit function (sigmoid and tanh are written out with tl.exp, no tl.sigmoid or
     # libdevice): the interpreter cannot run a helper jitted before TRITON_INTERPRET was set.
 
-    def _sru_forward_kernel(
+    def sru_forward_kernel(
         U, X, WC, BIAS, C0, MASK_C, MASK_PAD, SCALE,          # inputs
         H, C_ALL, C_LAST,                                    # outputs
         L, B, D, DD, scale_x,                                # sizes; DD = dirs * d
@@ -104,7 +104,7 @@ if triton is not None:
 
         tl.store(C_LAST + j, c.to(C_LAST.dtype.element_ty), mask=live)
 
-    def _sru_backward_kernel(
+    def sru_backward_kernel(
         GRAD_H, GRAD_C_LAST, U, X, WC, BIAS, C0, MASK_C, MASK_PAD, SCALE, C_ALL,   # inputs
         GRAD_U, GRAD_X, GRAD_WC, GRAD_C0, GRAD_MASK_C,                            # outputs
         PART_W, PART_B,                                                           # (B, 2*DD)
@@ -253,7 +253,7 @@ if triton is not None:
 _JITTED: Dict[bool, Tuple[object, object]] = {}
 
 
-def _kernels():
+def compiled_kernels():
     """Return (forward, backward) kernels, jitted for the current TRITON_INTERPRET mode."""
     if triton is None:
         raise RuntimeError(
@@ -262,5 +262,5 @@ def _kernels():
         )
     interpret = bool(triton.knobs.runtime.interpret)
     if interpret not in _JITTED:
-        _JITTED[interpret] = (triton.jit(_sru_forward_kernel), triton.jit(_sru_backward_kernel))
+        _JITTED[interpret] = (triton.jit(sru_forward_kernel), triton.jit(sru_backward_kernel))
     return _JITTED[interpret]

@@ -12,9 +12,9 @@ import torch
 from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec, needs_history
-from .kernels import _SKIP_X, _kernels
+from .kernels import SKIP_X, compiled_kernels
 from .launch import launch
-from .padded import (_compute_dtype, _launch_config, _on_device, _scale_args, check_device,
+from .padded import (compute_dtype, launch_config, on_device, scale_args, check_device,
                      kernel_scale)
 
 
@@ -31,16 +31,16 @@ class _Options(NamedTuple):
 def _forward(tensors, scale_t, options: _Options, store_history: bool):
     U, x, weight_c, bias, c0, mask_c = tensors
     scale_value, layout, hidden_size, skip, tanh = options
-    forward_kernel, _ = _kernels()
+    forward_kernel, _ = compiled_kernels()
     batch, dd = c0.shape
     h = U.new_empty(layout.tokens, dd)
-    c_all = torch.empty(layout.tokens if store_history else 0, dd, dtype=_compute_dtype(U),
+    c_all = torch.empty(layout.tokens if store_history else 0, dd, dtype=compute_dtype(U),
                         device=U.device)
     c_last = U.new_empty(batch, dd)
     batch_sizes, offsets = layout.on(U.device)
-    block, num_warps, grid = _launch_config(batch * dd)
-    scale_ptr, scale_from_ptr = _scale_args(scale_t, U)
-    with _on_device(U):
+    block, num_warps, grid = launch_config(batch * dd)
+    scale_ptr, scale_from_ptr = scale_args(scale_t, U)
+    with on_device(U):
         launch(forward_kernel, (grid,), "forward", U.device, (
             U, U if x is None else x, weight_c, bias, c0, U if mask_c is None else mask_c, U,
             scale_ptr, h, c_all, c_last, layout.length, batch, hidden_size, dd, scale_value), dict(
@@ -67,22 +67,22 @@ class _PackedTriton(torch.autograd.Function):
     def backward(ctx, grad_h, grad_c_last):
         U, x, weight_c, bias, c0, mask_c, scale_t, c_all = ctx.saved_tensors
         scale_value, layout, hidden_size, skip, tanh = ctx.options
-        _, backward_kernel = _kernels()
+        _, backward_kernel = compiled_kernels()
         batch, dd = c0.shape
-        acc = _compute_dtype(U)
+        acc = compute_dtype(U)
         grad_h = U.new_zeros(layout.tokens, dd) if grad_h is None else grad_h.contiguous()
         grad_c_last = torch.zeros_like(c0) if grad_c_last is None else grad_c_last.contiguous()
         need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
         grad_U = torch.empty_like(U)
-        grad_x = torch.empty_like(x) if skip == _SKIP_X else None
+        grad_x = torch.empty_like(x) if skip == SKIP_X else None
         grad_c0 = torch.empty_like(c0)
         grad_mask_c = torch.empty_like(mask_c) if need_grad_mask_c else None
         part_w = torch.empty(batch, 2 * dd, dtype=acc, device=U.device)
         part_b = torch.empty(batch, 2 * dd, dtype=acc, device=U.device)
         batch_sizes, offsets = layout.on(U.device)
-        block, num_warps, grid = _launch_config(batch * dd)
-        scale_ptr, scale_from_ptr = _scale_args(scale_t, U)
-        with _on_device(U):
+        block, num_warps, grid = launch_config(batch * dd)
+        scale_ptr, scale_from_ptr = scale_args(scale_t, U)
+        with on_device(U):
             launch(backward_kernel, (grid,), "backward", U.device, (
                 grad_h, grad_c_last, U, U if x is None else x, weight_c, bias, c0,
                 U if mask_c is None else mask_c, U, scale_ptr, c_all, grad_U,
@@ -94,7 +94,7 @@ class _PackedTriton(torch.autograd.Function):
                 NEED_GRAD_MASK_C=need_grad_mask_c, FP64=U.dtype == torch.float64, BLOCK=block,
                 BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps),
                 layer=f"hidden_size={hidden_size}, directions={dd // hidden_size}")
-        # Deterministic reduction of the per-(batch, column) partial sums, as sru/ops/triton.py.
+        # Deterministic reduction of the per-(batch, column) partial sums, as sru/ops/triton/padded.py.
         return (grad_U, grad_x, part_w.sum(0).to(weight_c.dtype), part_b.sum(0).to(bias.dtype),
                 grad_c0, grad_mask_c, None, None, None)
 

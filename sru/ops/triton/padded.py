@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec, needs_history, split_flat
-from .kernels import _SKIP_X, _kernels, triton
+from .kernels import SKIP_X, compiled_kernels, triton
 from .launch import launch
 
 
@@ -36,7 +36,7 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def _launch_config(n_columns: int) -> Tuple[int, int, int]:
+def launch_config(n_columns: int) -> Tuple[int, int, int]:
     """(BLOCK, num_warps, grid): one column per thread, 32..128 columns (1..4 warps) a program.
 
     Each step's loads wait a full memory latency (the loop is sequential), so the latency is
@@ -47,16 +47,16 @@ def _launch_config(n_columns: int) -> Tuple[int, int, int]:
     return block, block // 32, triton.cdiv(n_columns, block)
 
 
-def _on_device(t: Tensor):
+def on_device(t: Tensor):
     """Launch on the tensors' own GPU (Triton uses that device's current stream)."""
     return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
 
 
-def _compute_dtype(U: Tensor) -> torch.dtype:
+def compute_dtype(U: Tensor) -> torch.dtype:
     return torch.float64 if U.dtype == torch.float64 else torch.float32
 
 
-def _scale_args(scale_x: Optional[Tensor], like: Tensor):
+def scale_args(scale_x: Optional[Tensor], like: Tensor):
     # A tensor scale_x is read inside the kernel (see kernel_scale); else a dummy pointer.
     return (scale_x, True) if scale_x is not None else (like, False)
 
@@ -65,26 +65,26 @@ def _scale_args(scale_x: Optional[Tensor], like: Tensor):
 # Custom ops: the kernels wrapped for autograd, torch.compile (fake impls) and the dispatcher.
 
 @torch.library.custom_op("sru_triton::recurrence_forward", mutates_args=())
-def _recurrence_forward(
+def recurrence_forward(
     U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Tensor,
     mask_c: Optional[Tensor], mask_pad: Optional[Tensor], scale_x: Optional[Tensor],
     scale_value: float, hidden_size: int, skip: int, tanh: bool, store_history: bool,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     """Returns (h, c_last, c history); the history is empty unless store_history."""
-    forward_kernel, _ = _kernels()
+    forward_kernel, _ = compiled_kernels()
     length, batch = U.shape[0], U.shape[1]
     dd = c0.shape[1]
     k = U.shape[2] // dd
     h = torch.empty(length, batch, dd, dtype=U.dtype, device=U.device)
-    c_all = torch.empty(length if store_history else 0, batch, dd, dtype=_compute_dtype(U),
+    c_all = torch.empty(length if store_history else 0, batch, dd, dtype=compute_dtype(U),
                         device=U.device)
     c_last = torch.empty(batch, dd, dtype=U.dtype, device=U.device)
     if length == 0 or batch * dd == 0:
         c_last.copy_(c0)
         return h, c_last, c_all
-    block, num_warps, grid = _launch_config(batch * dd)
-    scale_ptr, scale_from_ptr = _scale_args(scale_x, U)
-    with _on_device(U):
+    block, num_warps, grid = launch_config(batch * dd)
+    scale_ptr, scale_from_ptr = scale_args(scale_x, U)
+    with on_device(U):
         launch(forward_kernel, (grid,), "forward", U.device, (
             U, U if x is None else x, weight_c, bias, c0, U if mask_c is None else mask_c,
             U if mask_pad is None else mask_pad, scale_ptr, h, c_all, c_last,
@@ -97,30 +97,30 @@ def _recurrence_forward(
     return h, c_last, c_all
 
 
-@_recurrence_forward.register_fake
+@recurrence_forward.register_fake
 def _(U, x, weight_c, bias, c0, mask_c, mask_pad, scale_x, scale_value, hidden_size, skip, tanh,
       store_history):
     length, batch, dd = U.shape[0], U.shape[1], c0.shape[1]
     return (U.new_empty(length, batch, dd), U.new_empty(batch, dd),
-            U.new_empty(length if store_history else 0, batch, dd, dtype=_compute_dtype(U)))
+            U.new_empty(length if store_history else 0, batch, dd, dtype=compute_dtype(U)))
 
 
 @torch.library.custom_op("sru_triton::recurrence_backward", mutates_args=())
-def _recurrence_backward(
+def recurrence_backward(
     grad_h: Tensor, grad_c_last: Tensor, U: Tensor, x: Optional[Tensor], weight_c: Tensor,
     bias: Tensor, c0: Tensor, mask_c: Optional[Tensor], mask_pad: Optional[Tensor],
     scale_x: Optional[Tensor], c_all: Tensor, scale_value: float, hidden_size: int, skip: int,
     tanh: bool, need_grad_mask_c: bool,
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Returns grads of (U, x, weight_c, bias, c0, mask_c); x/mask_c grads are empty if unused."""
-    _, backward_kernel = _kernels()
+    _, backward_kernel = compiled_kernels()
     length, batch = U.shape[0], U.shape[1]
     dd = c0.shape[1]
     k = U.shape[2] // dd
-    acc = _compute_dtype(U)
+    acc = compute_dtype(U)
     per_step = weight_c.dim() > 1
     grad_U = torch.empty_like(U)
-    grad_x = torch.empty_like(x) if skip == _SKIP_X else U.new_empty(0)
+    grad_x = torch.empty_like(x) if skip == SKIP_X else U.new_empty(0)
     grad_wc = torch.empty_like(weight_c) if per_step else U.new_empty(0)
     grad_c0 = torch.empty_like(c0)
     grad_mask_c = torch.empty_like(mask_c) if need_grad_mask_c else U.new_empty(0)
@@ -131,9 +131,9 @@ def _recurrence_backward(
             t.zero_()
         grad_c0.copy_(grad_c_last)
     else:
-        block, num_warps, grid = _launch_config(batch * dd)
-        scale_ptr, scale_from_ptr = _scale_args(scale_x, U)
-        with _on_device(U):
+        block, num_warps, grid = launch_config(batch * dd)
+        scale_ptr, scale_from_ptr = scale_args(scale_x, U)
+        with on_device(U):
             launch(backward_kernel, (grid,), "backward", U.device, (
                 grad_h, grad_c_last, U, U if x is None else x, weight_c, bias, c0,
                 U if mask_c is None else mask_c, U if mask_pad is None else mask_pad, scale_ptr,
@@ -152,10 +152,10 @@ def _recurrence_backward(
     return grad_U, grad_x, grad_wc, grad_bias, grad_c0, grad_mask_c
 
 
-@_recurrence_backward.register_fake
+@recurrence_backward.register_fake
 def _(grad_h, grad_c_last, U, x, weight_c, bias, c0, mask_c, mask_pad, scale_x, c_all,
       scale_value, hidden_size, skip, tanh, need_grad_mask_c):
-    return (torch.empty_like(U), torch.empty_like(x) if skip == _SKIP_X else U.new_empty(0),
+    return (torch.empty_like(U), torch.empty_like(x) if skip == SKIP_X else U.new_empty(0),
             torch.empty_like(weight_c), torch.empty_like(bias), torch.empty_like(c0),
             torch.empty_like(mask_c) if need_grad_mask_c else U.new_empty(0))
 
@@ -176,14 +176,14 @@ def _backward(ctx, grad_h, grad_c_last, _grad_c_all):
     grad_h = torch.zeros_like(c_all, dtype=U.dtype) if grad_h is None else grad_h.contiguous()
     grad_c_last = torch.zeros_like(c0) if grad_c_last is None else grad_c_last.contiguous()
     need_grad_mask_c = mask_c is not None and ctx.needs_input_grad[5]
-    g_U, g_x, g_wc, g_bias, g_c0, g_mask_c = _recurrence_backward(
+    g_U, g_x, g_wc, g_bias, g_c0, g_mask_c = recurrence_backward(
         grad_h, grad_c_last, U, x, weight_c, bias, c0, mask_c, mask_pad, scale_x, c_all,
         scale_value, hidden_size, skip, tanh, need_grad_mask_c)
-    return (g_U, g_x if skip == _SKIP_X else None, g_wc, g_bias, g_c0,
+    return (g_U, g_x if skip == SKIP_X else None, g_wc, g_bias, g_c0,
             g_mask_c if need_grad_mask_c else None, None, None, None, None, None, None, None)
 
 
-_recurrence_forward.register_autograd(_backward, setup_context=_setup_context)
+recurrence_forward.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
     # Inference needs no c history: skip writing it (a quarter of the forward's traffic).
     store_history = needs_history(U, x, weight_c, bias, c0, mask_c)
     contig = lambda t: None if t is None else t.contiguous()  # noqa: E731
-    h, c_last, _ = _recurrence_forward(
+    h, c_last, _ = recurrence_forward(
         U.contiguous(), contig(x), weight_c.contiguous(), bias.contiguous(), c0.contiguous(),
         contig(mask_c), mask_pad, scale_t, scale_value, spec.hidden_size, skip, spec.use_tanh,
         store_history)

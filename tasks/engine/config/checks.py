@@ -1,6 +1,7 @@
 """One validation pass over a composed config, before any data is loaded or any model is built.
 
     check_run_config(cfg)      # seed, trainer.* (schema + the rules across keys), the environment
+    config = run_config(cfg)   # the typed run config: the run context builds it once, readers take its sections
 
 Command-line overrides arrive as whatever YAML makes of them (``trainer.max_steps=abc`` is the string
 "abc"); unchecked, a wrong value surfaces minutes later as a TypeError deep inside the loop, or is
@@ -12,13 +13,14 @@ checked by ``Task.check_config()``, also before data loading.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 import torch
 
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import check_number, typed
-from tasks.engine.config.trainer_schema import TrainerConfig
+from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
 
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
@@ -55,3 +57,18 @@ def check_lr_moves(t: TrainerConfig) -> None:
     if optimizer.lr == 0 and not rises:
         raise ConfigError("trainer.optimizer.lr=0: no step would change a weight (every schedule scales lr; only "
                           "cosine with min_lr > 0 rises from 0). Set trainer.optimizer.lr > 0")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run's config typed once, after the checks: what the trainer, the evaluation and the inference
+    commands read (``ctx.config`` of the run context). The composed mapping itself stays plain for what
+    saves it (checkpoints, .hydra/, model.pt) and for Hydra; the task types its own section
+    (``Task.task_cfg``), the encoders theirs (``check_encoder_config``)."""
+    seed: Optional[int]
+    trainer: TrainerConfig
+
+
+def run_config(cfg: Mapping[str, Any]) -> RunConfig:
+    seed = cfg["seed"]
+    return RunConfig(seed=None if seed is None else int(seed), trainer=trainer_config(cfg))

@@ -103,7 +103,7 @@ def _hints(schema: type) -> Dict[str, Any]:
     return typing.get_type_hints(schema, include_extras=False)
 
 
-def _optional(tp: Any):
+def optional_inner(tp: Any):
     """(inner type, True) for Optional[inner], else (tp, False)."""
     if typing.get_origin(tp) is Union:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -159,7 +159,7 @@ def _build(node: Mapping[str, Any], schema: type) -> Any:
 
 def _built(value: Any, tp: Any) -> Any:
     """One checked value in its typed form (see ``typed``)."""
-    tp, _ = _optional(tp)
+    tp, _ = optional_inner(tp)
     if value is None or tp is Any:
         return value
     origin = typing.get_origin(tp)
@@ -172,7 +172,7 @@ def _built(value: Any, tp: Any) -> Any:
 
 
 def check_value(where: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> None:
-    tp, optional = _optional(tp)
+    tp, optional = optional_inner(tp)
     if value is None:
         if optional or tp is Any:
             return

@@ -1,11 +1,12 @@
 """Argument handling shared by ``evaluate.py`` and ``predict.py``: Hydra-style ``key=value`` words,
 without Hydra (these commands make no run directory and write nothing into one).
 
-    options, overrides, positional = split_arguments(argv, {"run": None, "split": "test"})
+    given, overrides, positional = split_arguments(argv, command_options("predict"))
 
-A word ``key=value`` with a known ``key`` sets an option (value read as YAML: ``4`` is an int); a dotted
-``task.*`` / ``trainer.*`` key is an override of the saved config; a word without ``=`` is positional
-(predict.py: input files). Every error is one line and exit status 2 (``one_line_errors``).
+A word ``key=value`` with a known ``key`` is an option, kept as the text given (``command_options.py``
+checks and converts it); a dotted ``task.*`` / ``trainer.*`` key is an override of the saved config; a
+word without ``=`` is positional (predict.py: input files). Every error is one line and exit status 2
+(``one_line_errors``).
 """
 from __future__ import annotations
 
@@ -13,9 +14,7 @@ import contextlib
 import difflib
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
-
-import yaml
+from typing import Any, Collection, Dict, Iterator, List, Sequence, Tuple
 
 from tasks.engine.errors import RunError
 from tasks.engine.inference.loader import InferenceInputError
@@ -24,10 +23,9 @@ EXIT_BAD_INPUT = 2
 OVERRIDABLE_GROUPS = ("task", "trainer")  # the model's shape comes from the weights: model.* cannot change
 
 
-def split_arguments(argv: Sequence[str], known: Mapping[str, Any], extra: Optional[Dict[str, Any]] = None
-                    ) -> Tuple[Dict[str, Any], List[str], List[str]]:
-    """``extra``: when given, other undotted keys land there (a task's own options, checked by the task)."""
-    options, overrides, positional = dict(known), [], []
+def split_arguments(argv: Sequence[str], known: Collection[str]) -> Tuple[Dict[str, Any], List[str], List[str]]:
+    """The options given (key -> text as given; ``output=`` is ``""``), the overrides, the positional words."""
+    given, overrides, positional = {}, [], []
     for word in argv:
         key, sep, value = word.partition("=")
         if not sep:
@@ -35,15 +33,15 @@ def split_arguments(argv: Sequence[str], known: Mapping[str, Any], extra: Option
         elif key.split(".")[0] in OVERRIDABLE_GROUPS and "." in key:
             overrides.append(word)
         elif key in known:
-            options[key] = yaml.safe_load(value) if value else None
-        elif extra is not None and "." not in key:
-            extra[key] = yaml.safe_load(value) if value else None
+            if key in given:
+                raise InferenceInputError(f"{key}= given twice ({key}={given[key]} and {word}); give it once")
+            given[key] = value
         else:
             close = difflib.get_close_matches(key, [*known, "task.", "trainer."], n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise InferenceInputError(f"{key}: not an option{hint}; expected one of {sorted(known)}, or task.* / "
                                       f"trainer.* keys of the saved config")
-    return options, overrides, positional
+    return given, overrides, positional
 
 
 @contextlib.contextmanager

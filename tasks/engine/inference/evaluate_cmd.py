@@ -1,5 +1,7 @@
 """``python evaluate.py run=<run dir | model file> [split=test] [checkpoint=best] [output=metrics.json]
-[out_dir=<folder>] [device=cpu] [task.*=...]`` (also ``sru-evaluate``): score a trained model on a split.
+[out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
+``sru-evaluate``): score a trained model on a split (precision: tasks/engine/inference/precision.py; default the
+run's own trainer.precision).
 
 The same metrics, decoding settings and predictions files as the evaluation inside training
 (``predictions_<split>.json``, ``hyp_``/``ref_``/``src_<split>.txt``, ``transcripts_<split>.jsonl``),
@@ -13,31 +15,28 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from tasks.engine.inference.cli_args import one_line_errors, split_arguments
+from tasks.engine.inference.options import EVALUATE, command_options, parse_options
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
 from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
+from tasks.engine.inference.precision import apply_precision, check_precision
 from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
-from tasks.engine.config.trainer_schema import trainer_config
 
-OPTIONS = {"run": None, "split": "test", "checkpoint": "best", "output": None, "out_dir": None, "device": None}
-SPLITS = ("train", "valid", "test")
+OPTIONS = command_options(EVALUATE)
 
 
-def output_folder(out_dir: Optional[str], run: Path, task: str, split: str) -> Path:
-    """A new folder for the predictions files; never the run directory or inside it."""
-    folder = Path(out_dir).expanduser() if out_dir else \
+def output_folder(out_dir: Optional[str], task: str, split: str) -> Path:
+    """A new folder for the predictions files (checked by output_paths.check_out_dir: never a run's)."""
+    return Path(out_dir).expanduser() if out_dir else \
         Path("outputs") / "evaluations" / time.strftime("%Y-%m-%d") / f"{time.strftime('%H-%M-%S')}_{task}-{split}"
-    run_dir = run if run.is_dir() else None
-    if run_dir is not None and folder.resolve().is_relative_to(run_dir.resolve()):
-        raise InferenceInputError(f"out_dir={folder}: inside the run directory {run_dir}, which evaluate.py never "
-                                  f"writes into; pick a folder outside it")
-    return folder
 
 
 def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
@@ -46,20 +45,16 @@ def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
 
 
 def evaluate_run(argv: List[str]) -> Dict[str, float]:
-    options, overrides, positional = split_arguments(argv, OPTIONS)
+    given, overrides, positional = split_arguments(argv, OPTIONS)
     if positional:
         raise InferenceInputError(f"{positional[0]}: expected key=value words (run=<run dir | model file> ...)")
-    if not options["run"]:
-        raise InferenceInputError("run=<run dir | model file> is required, e.g. "
-                                  "python evaluate.py run=outputs/runs/<date>/<time>_<id> split=test")
+    options = parse_options(EVALUATE, given)
     split = str(options["split"])
-    if split not in SPLITS:
-        raise InferenceInputError(f"split={split}: expected one of {list(SPLITS)}")
-    if options["output"] and Path(str(options["output"])).is_dir():
-        raise InferenceInputError(f"output={options['output']}: a directory, not a file; output= names the "
-                                  f"metrics .json file (out_dir= names the predictions folder)")
+    if options["output"] is not None:
+        check_output_file("output", options["output"], options["run"])
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
-    folder = output_folder(options["out_dir"], Path(str(options["run"])).expanduser(), run.task.name, split)
+    folder = output_folder(options["out_dir"], run.task.name, split)
+    check_out_dir(str(folder), options["run"])
     ask_for_device(run, options["device"])
     # signals, process group, seed, threads, device: set once, as in training, before the model is built
     with open_run(run.cfg, folder, lock=False) as ctx:
@@ -71,22 +66,35 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         t0 = time.perf_counter()
-        precision = trainer_config(run.cfg).precision
-        metrics = evaluate(task, trained.model, split, ctx.device, precision, run_dir=folder)
+        asked = check_precision(options["precision"], ctx.device)
+        compare = check_precision(options["compare"], ctx.device, "compare")
+        model, precision = apply_precision(trained.model, asked, ctx.device, ctx.config.trainer.precision)
+        baseline = None
+        if compare is not None:  # the same split in the compared precision, reported beside
+            compare_model, compare_precision = apply_precision(trained.model, compare, ctx.device)
+            baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
+        metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
+        if baseline is not None:
+            metrics[f"compare_{compare}"] = baseline
+            print(f"[evaluate] {split} {task.monitor} in {compare}: {baseline[task.monitor]:.4f}", flush=True)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)
+    if options["output"] is not None:  # first: a failure to write it leaves no metrics file claiming success
+        write_output(str(options["output"]), json.dumps(json_safe(metrics), indent=2, allow_nan=False) + "\n")
+        if not is_stdout(options["output"]):
+            print(f"[evaluate] metrics: {options['output']}", flush=True)
     write_json_atomic(folder / f"metrics_{split}.json", metrics)
-    if options["output"]:
-        write_json_atomic(Path(str(options["output"])).expanduser(), metrics)
-        print(f"[evaluate] metrics: {options['output']}", flush=True)
     return metrics
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # output= empty or -: stdout carries the metrics JSON alone, the progress lines go to stderr
+    to_stdout = any(word in ("output=", "output=-") for word in argv)
     try:
-        with one_line_errors("evaluate"):
-            evaluate_run(list(sys.argv[1:] if argv is None else argv))
+        with one_line_errors("evaluate"), (redirect_stdout(sys.stderr) if to_stdout else nullcontext()):
+            evaluate_run(argv)
     except TrainingInterrupted as stop:  # SIGTERM / SIGINT: nothing to save, nothing half-written
         print(f"[evaluate] stopped by {stop.signal_name}; no metrics written", file=sys.stderr, flush=True)
         raise SystemExit(128 + stop.signum) from None

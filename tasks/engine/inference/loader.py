@@ -29,10 +29,11 @@ from tasks.engine.base import Task
 from tasks.engine.training.checkpoint import check_same_shapes, save_atomic
 from tasks.engine.run.devices import pick_device
 from tasks.engine.errors import ConfigError, RunError
+from tasks.engine.inference.overrides import check_overrides
 from tasks.engine.base import build_task
 from tasks.engine.run.context import apply_process_settings
 from tasks.engine.config.saved import fill_added_keys, group_choices
-from tasks.engine.config.trainer_schema import trainer_config
+from tasks.engine.config.checks import run_config
 
 MODEL_FORMAT = "sru-experiments/model"
 MODEL_VERSION = 1
@@ -41,6 +42,15 @@ MODEL_FILE = "model.pt"
 
 class InferenceInputError(RunError, ValueError):
     """A path, checkpoint, option or input line evaluate.py / predict.py cannot use (exit status 2)."""
+
+
+# Every key write_model_file writes: one missing is a damaged file, said in one line (never a traceback)
+MODEL_KEYS = ("format", "version", "task", "config", "model", "inference", "step", "metrics")
+
+
+def damaged(path: Path, key: str) -> InferenceInputError:
+    return InferenceInputError(f"damaged model file: no `{key}` in {path}; re-export with "
+                               f"`predict.py run=<run dir> export=<new file>`")
 
 
 @dataclass
@@ -90,12 +100,20 @@ def read_saved(path: Path) -> Dict[str, Any]:
     if not isinstance(saved, dict):
         raise InferenceInputError(f"{path} holds a {type(saved).__name__}, not a model of this project; pass a "
                                   f"run directory or the model.pt a run wrote")
-    if "format" in saved:
-        if saved["format"] != MODEL_FORMAT or int(saved.get("version", 0)) > MODEL_VERSION:
+    if "format" in saved or "inference" in saved:  # a model file (model.pt, export=)
+        if "format" in saved and (saved["format"] != MODEL_FORMAT or int(saved.get("version", 0)) > MODEL_VERSION):
             raise InferenceInputError(f"{path} is a {saved['format']} file of version {saved.get('version')}; this "
                                       f"code reads {MODEL_FORMAT} version <= {MODEL_VERSION}: update the package")
+        for key in MODEL_KEYS:
+            if key not in saved:
+                raise damaged(path, key)
+        if not isinstance(saved["config"], dict) or not isinstance(saved["config"].get("task"), dict) or \
+                "name" not in saved["config"]["task"]:
+            raise damaged(path, "config.task.name")
+        if not isinstance(saved["inference"], dict):
+            raise damaged(path, "inference")
         return {"config": saved["config"], "model": saved["model"], "inference": saved["inference"],
-                "step": int(saved.get("step", 0)), "metrics": saved.get("metrics", {})}
+                "step": int(saved["step"]), "metrics": saved["metrics"], "model_file": True}
     if "model" in saved and "step" in saved and "config" in saved:  # a trainer checkpoint (best.pt / last.pt)
         return {"config": saved["config"], "model": saved["model"], "inference": saved.get("task") or {},
                 "step": int(saved["step"]), "metrics": saved.get("metrics", {})}
@@ -158,7 +176,9 @@ def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
         raise InferenceInputError(f"{weights_path} is a task={name} model; this command needs a "
                                   f"task={' or '.join(expect_tasks)} run")
     complete_saved_config(cfg)
+    trained_cfg = cfg.copy()
     apply_overrides(cfg, overrides)
+    check_overrides(trained_cfg, cfg, overrides)
     try:
         task = build_task(cfg)  # the task reads task.* typed (Task.task_cfg): a bad value can fail here already
         task.check_config()
@@ -173,7 +193,11 @@ def ask_for_device(run: SavedRun, device: Optional[str]) -> None:
     if not device:
         return
     try:
-        pick_device(str(device))
+        chosen = pick_device(str(device))
+        if chosen.type == "mps" and not torch.backends.mps.is_available():
+            raise ValueError("mps")
+        if chosen.type == "cuda" and chosen.index is not None and chosen.index >= torch.cuda.device_count():
+            raise ValueError("cuda index")
     except ValueError:
         raise InferenceInputError(f"device={device}: not available on this machine; pass device=cpu (or "
                                   f"leave device= out for the run's own choice)") from None
@@ -191,6 +215,8 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
         if splits:
             task.splits = tuple(splits)
     except KeyError as missing:
+        if saved.get("model_file"):
+            raise damaged(run.source, f"inference.{missing.args[0] if missing.args else missing}") from None
         print(f"[load] {run.source} was saved before model.pt existed (no {missing} in it): rebuilding the "
               f"vocabulary from the run's training data", file=sys.stderr, flush=True)
         task.setup()
@@ -198,7 +224,7 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
     model = task.build_model()
     check_same_shapes(saved["model"], model, run.source)
     model.load_state_dict(saved["model"])
-    target = torch.device(device) if device else pick_device(trainer_config(run.cfg).device)
+    target = torch.device(device) if device else pick_device(run_config(run.cfg).trainer.device)
     return Trained(task=task, model=model.to(target).eval(), cfg=run.cfg, source=run.source, device=target,
                    step=saved["step"], data_loaded=data_loaded)
 
@@ -210,8 +236,9 @@ def load_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     run's seed, threads and subnormal flushing applied first (the same numbers as in training). A command
     that opens a run context (evaluate.py, predict.py) calls ``read_trained`` and ``build_trained`` around it."""
     run = read_trained(path, checkpoint, overrides, expect_tasks)
-    apply_process_settings(run.cfg["seed"], trainer_config(run.cfg))
-    return build_trained(run, splits, device)
+    config = run_config(run.cfg)
+    apply_process_settings(config.seed, config.trainer)
+    return build_trained(run, splits, device or str(pick_device(config.trainer.device)))
 
 
 def write_model_file(path: Path, task: Task, config: Mapping[str, Any], weights: Mapping[str, Any],

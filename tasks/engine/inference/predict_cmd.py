@@ -1,5 +1,5 @@
 """``python predict.py run=<run dir | model file> [input=<file>|-] [output=<file>|-] [batch_size=N]
-[<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
+[precision=fp32|bf16|int8] [<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
 
 Reads one input per line (stdin by default; words without ``=`` are inputs too, e.g. audio files) and
 writes one result per input, in input order, in the field's formats (docs/inference.md): translations
@@ -24,35 +24,40 @@ import torch
 from omegaconf import OmegaConf
 
 from tasks.engine.inference.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
+from tasks.engine.inference.options import PREDICT, check_for_task, command_options, parse_options, parse_value
 from tasks.engine.errors import TrainingInterrupted
+from tasks.engine.run.devices import autocast
 from tasks.engine.inference.loader import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
                                     read_trained, write_model_file)
-from tasks.engine.run.interrupts import write_text_atomic
+from tasks.engine.inference.input_lines import BadLine, read_lines
+from tasks.engine.inference.output_paths import check_output_file, write_output
+from tasks.engine.inference.precision import apply_precision, check_precision
 from tasks.engine.run.context import open_run
 
-OPTIONS = {"run": None, "checkpoint": "best", "input": "-", "output": "-", "batch_size": None, "device": None,
-           "export": None}
+OPTIONS = command_options(PREDICT)
 PROGRESS_ABOVE = 200  # inputs: a progress bar on stderr beyond this many
 
 
 class Predictor:
     """``predict(inputs)`` -> results (the task's ``predict`` hook); ``task`` and ``model`` are the loaded ones."""
 
-    def __init__(self, trained: Trained, options: Optional[Dict[str, Any]] = None):
-        self.trained, self.task, self.model = trained, trained.task, trained.model
+    def __init__(self, trained: Trained, options: Optional[Dict[str, Any]] = None, precision: Optional[str] = None):
+        self.trained, self.task = trained, trained.task
+        # fp32 / bf16 / int8 (tasks/engine/inference/precision.py): int8 quantises a copy here, at load time
+        self.model, self.precision = apply_precision(trained.model, check_precision(precision, trained.device),
+                                                     trained.device)
         known = dict(self.task.predict_options)
-        unknown = sorted(set(options or {}) - set(known) - {"batch_size"})
-        if unknown:
-            raise InferenceInputError(f"{unknown[0]}: not an option of task={self.task.name}; its options are "
-                                      f"{sorted(known)} (with their defaults {known}) and batch_size")
-        self.options = {**known, "batch_size": None, **(options or {})}
+        given = {name: parse_value(name, value) for name, value in (options or {}).items() if value is not None}
+        check_for_task(PREDICT, self.task.name, known, given, trained.cfg)
+        self.options = {**known, "batch_size": None, **given}
 
     def predict(self, inputs: Sequence[Any], show_progress: bool = False) -> List[Any]:
         bar = None
         if show_progress and len(inputs) > PROGRESS_ABOVE:
             from tqdm import tqdm
             bar = tqdm(total=len(inputs), unit="input", file=sys.stderr, dynamic_ncols=True)
-        with torch.no_grad(), (bar if bar is not None else nullcontext()):
+        with torch.no_grad(), autocast(self.trained.device, self.precision), \
+                (bar if bar is not None else nullcontext()):
             results = self.task.predict(self.model, list(inputs), self.options,
                                         bar.update if bar is not None else (lambda n: None))
         if len(results) != len(inputs):
@@ -62,37 +67,32 @@ class Predictor:
 
 
 def load_predictor(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (), device: Optional[str] = None,
-                   **options: Any) -> Predictor:
-    """A notebook's way in: ``load_predictor("model.pt").predict([...])``."""
-    return Predictor(load_trained(path, checkpoint, overrides, device=device), options)
-
-
-def read_lines(source: str, positional: List[str]) -> List[str]:
-    if positional:
-        return positional
-    if source == "-":
-        return sys.stdin.read().splitlines()
-    path = Path(source).expanduser()
-    if path.is_dir():
-        raise InferenceInputError(f"input={path}: a directory, not a file; pass a file with one input per line")
-    if not path.is_file():
-        raise InferenceInputError(f"input={path}: no such file; pass a file with one input per line, or - for stdin")
-    return path.read_text(encoding="utf-8").splitlines()
+                   precision: Optional[str] = None, **options: Any) -> Predictor:
+    """A notebook's way in: ``load_predictor("model.pt").predict([...])``; ``precision="int8"`` or ``"bf16"``
+    as the command's option."""
+    return Predictor(load_trained(path, checkpoint, overrides, device=device), options, precision)
 
 
 def run_predict(argv: List[str]) -> int:
-    task_options: Dict[str, Any] = {}
-    options, overrides, positional = split_arguments(argv, OPTIONS, extra=task_options)
-    if not options["run"]:
-        raise InferenceInputError("run=<run dir | model file> is required, e.g. python predict.py run=model.pt < input.txt")
+    given, overrides, positional = split_arguments(argv, OPTIONS)
+    options = parse_options(PREDICT, given, positional)
+    options["output"] = "-" if options["output"] is None else options["output"]  # predict.py: stdout by default
+    if options["export"] is not None:
+        check_output_file("export", options["export"], options["run"])
+    else:
+        check_output_file("output", str(options["output"]), options["run"],
+                          [options["input"], *positional] if not positional else positional)
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    task_options = {k: options[k] for k in given if k not in ("run", "checkpoint", "input", "output", "device",
+                                                               "export", "precision")}
+    check_for_task(PREDICT, run.task.name, run.task.predict_options, task_options, run.cfg)
     ask_for_device(run, options["device"])
     # signals, seed, threads, device: the run context training uses; no run directory (only named files written)
     with open_run(run.cfg, None, lock=False) as ctx:
         trained = build_trained(run, device=ctx.device)
-        if options["export"]:
+        if options["export"] is not None:
             return export(trained, Path(str(options["export"])).expanduser())
-        predictor = Predictor(trained, {**task_options, "batch_size": options["batch_size"]})
+        predictor = Predictor(trained, task_options, options["precision"])
         return predict_lines(predictor, options, positional)
 
 
@@ -100,21 +100,26 @@ def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: Lis
     """Read the inputs, predict, write one result per input in input order; 2 when a line was bad."""
     task = predictor.task
     raw = read_lines(str(options["input"]), positional)
-    document = task.read_document("\n".join(raw)) if not positional else None
+    readable = not positional and not any(isinstance(line, BadLine) for line in raw)
+    document = task.read_document("\n".join(raw)) if readable else None
     inputs, errors = ([], []) if document is None else (document, [])
+    where = "argument" if positional else "stdin" if options["input"] == "-" else f"input={options['input']}"
     if document is None:
         for number, line in enumerate(raw, 1):
             try:
+                if isinstance(line, BadLine):
+                    raise ValueError(str(line))
                 inputs.append((number, task.parse_input(line)))
             except ValueError as err:
                 errors.append((number, str(err)))
-                print(f"[predict] error: {options['input'] if not positional else 'argument'} line {number}: "
-                      f"{err}", file=sys.stderr, flush=True)
+                print(f"[predict] error: {where} line {number}: {err}", file=sys.stderr, flush=True)
         if not inputs and not errors:
-            raise InferenceInputError(f"input={options['input']}: empty; give one input per line")
+            raise InferenceInputError(f"{where}: empty; give one input per line")
         numbered, inputs = inputs, [x for _, x in inputs]
+    for warning in task.input_warnings(numbered if document is None else list(enumerate(inputs, 1))):
+        print(f"[predict] warning: {warning}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    results = predictor.predict(inputs, show_progress=True)
+    results = predictor.predict(inputs, show_progress=True) if inputs else []
     seconds = time.perf_counter() - t0
     if document is not None:
         lines = [task.format_document(document, results)]
@@ -124,21 +129,12 @@ def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: Lis
                           for n, e in errors})
         lines = [by_number[n] for n in sorted(by_number)]
     summary = task.predict_summary(results, predictor.options)
-    write_lines(str(options["output"]), lines + ([summary] if summary else []))
+    write_output(str(options["output"]), "".join(line + "\n" for line in lines + ([summary] if summary else [])))
     audio = sum(r.get("seconds", 0.0) for r in results if isinstance(r, dict))
     rtf = f"; real-time factor {seconds / audio:.4f} ({audio:.1f} s of audio)" if audio else ""
     print(f"[predict] {len(results)} inputs in {seconds:.2f} s ({len(results) / max(seconds, 1e-9):.1f}/s{rtf})",
           file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT if errors else 0
-
-
-def write_lines(target: str, lines: List[str]) -> None:
-    text = "".join(line + "\n" for line in lines)
-    if target == "-":
-        sys.__stdout__.write(text)
-        sys.__stdout__.flush()
-        return
-    write_text_atomic(Path(target).expanduser(), text)
 
 
 def export(trained: Trained, path: Path) -> int:

@@ -2,7 +2,7 @@
 
     with open_run(cfg, run_dir) as ctx:           # the runner (train.py, sru-train, sweeps, reproduce.py)
         result = fit(cfg, task, ctx)              # the trainer sets nothing up itself
-        evaluate_best(cfg, task, result, ctx)     # nor does the test evaluation
+        evaluate_best(task, result, ctx)          # nor does the test evaluation
 
 evaluate.py and predict.py open it too, around building the model and using it (tasks/engine/inference/loader.py).
 
@@ -29,7 +29,9 @@ from tasks.engine.run import distributed
 from tasks.engine.run.devices import pick_device
 from tasks.engine.run.interrupts import StopSignals
 from tasks.engine.run.lock import RunLock
-from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
+from tasks.engine.config.checks import RunConfig, run_config
+from tasks.engine.config.trainer_schema import TrainerConfig
+from tasks.engine.run.threads import choose_threads
 
 
 @dataclass
@@ -38,6 +40,7 @@ class RunContext:
     dist: distributed.DistInfo
     device: torch.device
     stop_signals: StopSignals
+    config: RunConfig  # the run's config, typed once here: the trainer, evaluation and commands read it
 
     @property
     def is_main(self) -> bool:
@@ -51,13 +54,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-def apply_process_settings(seed: Optional[int], trainer: TrainerConfig) -> None:
+def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce: bool = False) -> None:
     """Seed, threads and subnormal flushing: the same numbers from the same config (its top-level ``seed``
     and typed ``trainer``), in training and after."""
     if seed is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(seed))
-    if trainer.num_threads:  # null: torch's own default
-        torch.set_num_threads(trainer.num_threads)
+    threads, why = choose_threads(trainer.num_threads)  # null: the cores free at start (tasks/engine/run/threads.py)
+    if threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    if announce:
+        print(f"[run] {why}", flush=True)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
     torch.set_flush_denormal(trainer.flush_denormal)
 
@@ -66,11 +72,12 @@ def apply_process_settings(seed: Optional[int], trainer: TrainerConfig) -> None:
 def open_run(cfg: Mapping[str, Any], run_dir: Any, lock: bool = True) -> Iterator[RunContext]:
     with contextlib.ExitStack() as stack:
         stop_signals = stack.enter_context(StopSignals())
-        trainer = trainer_config(cfg)
+        config = run_config(cfg)
+        trainer = config.trainer
         dist_info = distributed.setup(trainer.device)  # under torchrun: join the process group
         shared_dir = None if run_dir is None else Path(distributed.broadcast_run_dir(run_dir))  # rank 0's, for all
         if lock and shared_dir is not None:
             stack.enter_context(RunLock(shared_dir, enabled=distributed.is_main()))
-        apply_process_settings(cfg["seed"], trainer)
+        apply_process_settings(config.seed, trainer, announce=distributed.is_main())
         device = dist_info.device if dist_info.enabled else pick_device(trainer.device)
-        yield RunContext(run_dir=shared_dir, dist=dist_info, device=device, stop_signals=stop_signals)
+        yield RunContext(run_dir=shared_dir, dist=dist_info, device=device, stop_signals=stop_signals, config=config)

@@ -1,9 +1,14 @@
 """Where tensors run and in which precision: the one place that resolves ``trainer.device`` and
-``trainer.precision`` and moves (nested) batches to a device."""
+``trainer.precision`` and moves (nested) batches to a device; and ``machine()``, the one description
+of the machine a run or a measurement ran on (the paper's records, bench/harness.py)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
 
 import torch
 from torch import Tensor
@@ -39,3 +44,21 @@ def move_to_device(obj: Any, device: torch.device) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(move_to_device(v, device) for v in obj)
     return obj
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what platform reports)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine(threads: Optional[int] = None) -> Dict[str, Any]:
+    """CPU, logical CPUs, threads (``threads`` or torch's setting), GPU, torch, Python and the date."""
+    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "threads": threads or torch.get_num_threads(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "torch": torch.__version__, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}

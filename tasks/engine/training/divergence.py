@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from tasks.engine.errors import NonFiniteError, resume_command, shell_path
-from tasks.engine.config.schema import typed
 from tasks.engine.config.trainer_schema import ExplosionConfig
 
 EMA_DECAY = 0.9
@@ -35,10 +34,8 @@ class DivergenceError(NonFiniteError):
 
 class DivergenceGuard:
     def __init__(self, run_dir: Path, last_path: Path, best_path: Path, explosion: ExplosionConfig):
-        """``explosion``: trainer.explosion (conf/trainer/*.yaml; a mapping is checked and typed); its factor
-        null turns the check off."""
+        """``explosion``: trainer.explosion, typed (conf/trainer/*.yaml); its factor null turns the check off."""
         self.run_dir, self.last_path, self.best_path = Path(run_dir), Path(last_path), Path(best_path)
-        explosion = typed(explosion, ExplosionConfig, "trainer.explosion")
         self.factor = explosion.factor
         self.patience = explosion.patience
         self.warmup = explosion.warmup_steps

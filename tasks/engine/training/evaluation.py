@@ -11,7 +11,7 @@ the same decisions (best checkpoint, early stopping).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import torch
 from torch import nn
@@ -20,7 +20,6 @@ from tasks.engine.run import distributed
 from tasks.engine.base import Task, sum_logging_outputs
 from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.run.devices import autocast
-from tasks.engine.config.trainer_schema import trainer_config
 
 if TYPE_CHECKING:
     from tasks.engine.run.context import RunContext
@@ -56,12 +55,11 @@ def evaluate(task: Task, model: nn.Module, split: str, device: torch.device, pre
     return distributed.broadcast_object(metrics)
 
 
-def evaluate_checkpoint(cfg: Mapping[str, Any], task: Task, checkpoint: Path, ctx: "RunContext",
+def evaluate_checkpoint(task: Task, checkpoint: Path, ctx: "RunContext",
                         split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of ``checkpoint`` (train.py: the best one, on test) in the run
     context of the training (its devices; predictions files into its run dir)."""
     distributed.barrier()  # rank 0 has finished writing the checkpoint
     model = task.build_model().to(ctx.device)
     model.load_state_dict(load_checkpoint(checkpoint, map_location=ctx.device)["model"])
-    precision = trainer_config(cfg).precision
-    return evaluate(task, model, split, ctx.device, precision, run_dir=ctx.run_dir)
+    return evaluate(task, model, split, ctx.device, ctx.config.trainer.precision, run_dir=ctx.run_dir)

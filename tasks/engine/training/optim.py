@@ -10,7 +10,6 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-from tasks.engine.config.schema import typed
 from tasks.engine.config.trainer_schema import OptimizerConfig, SchedulerConfig
 
 OPTIMIZERS = ("sgd", "adam", "adamw", "adamax", "radam")
@@ -18,8 +17,7 @@ SCHEDULES = ("constant", "step", "exponential", "noam", "cosine")
 
 
 def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimizerConfig) -> torch.optim.Optimizer:
-    """The optimizer ``cfg`` (trainer.optimizer; a mapping is checked and typed first) names."""
-    cfg = typed(cfg, OptimizerConfig, "trainer.optimizer")
+    """The optimizer ``cfg`` (trainer.optimizer, typed: the run config's ``trainer.optimizer``) names."""
     name, lr, wd = cfg.name, cfg.lr, cfg.weight_decay
     params = [p for p in params if p.requires_grad]
     if name == "sgd":
@@ -57,8 +55,7 @@ def restore_optimizer_state(optimizer: torch.optim.Optimizer, state: Mapping[str
 
 def get_lr(step: int, epoch: int, base_lr: float, cfg: SchedulerConfig, total_steps: int | None) -> float:
     """Learning rate for optimizer step ``step`` (0-based) during ``epoch`` (0-based); ``cfg``:
-    trainer.scheduler (a mapping is checked and typed first)."""
-    cfg = typed(cfg, SchedulerConfig, "trainer.scheduler")
+    trainer.scheduler, typed (the run config's ``trainer.scheduler``)."""
     name, warmup = cfg.name, cfg.warmup_steps
     if name == "noam":  # linear warm-up then inverse square root (Vaswani et al.)
         scale = (cfg.d_model ** -0.5) if cfg.d_model else 1.0  # d_model null: lr is the peak

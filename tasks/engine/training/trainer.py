@@ -25,25 +25,23 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
-from torch import nn
 
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task, run_seed, sum_logging_outputs
 from tasks.engine.training.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
                                      set_rng_state, task_state_for_this_rank)
-from tasks.engine.config.checks import check_trainer
-from tasks.engine.run.devices import autocast, pick_device
+from tasks.engine.run.devices import autocast
 from tasks.engine.training.divergence import DivergenceGuard
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate, evaluate_checkpoint
 from tasks.engine.run.context import RunContext
 from tasks.engine.training.loggers import build_loggers, drop_records_after
-from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimizer_state, scale_gradients
+from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimizer_state
+from tasks.engine.training.step import TrainStep
 from tasks.engine.training.loggers import plot_curves
 from tasks.engine.results import shown
-from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
+from tasks.engine.config.trainer_schema import TrainerConfig
 
-__all__ = ["fit", "evaluate", "evaluate_best", "check_trainer_config", "pick_device", "autocast", "FitResult"]
 
 
 @dataclass
@@ -72,17 +70,12 @@ class FitResult:
     final_valid: Dict[str, float] = field(default_factory=dict)
 
 
-def check_trainer_config(tcfg: Mapping[str, Any]) -> None:
-    """Fail fast, before data loading, on trainer values the loop would only reject later."""
-    check_trainer(tcfg)
-
-
 class Trainer:
     def __init__(self, cfg: Mapping[str, Any], task: Task, ctx: RunContext, config_to_save: Optional[Dict] = None,
                  validation_callbacks: Sequence[Callable[[int, Dict[str, float], str], None]] = ()):
         self.cfg, self.task = cfg, task
-        # trainer.* as one typed object (tasks/engine/config/trainer_schema.py); cfg itself is what the run saves
-        self.trainer_cfg: TrainerConfig = trainer_config(cfg)
+        # trainer.* as one typed object, typed once by the run context; cfg itself is what the run saves
+        self.trainer_cfg: TrainerConfig = ctx.config.trainer
         self.validation_callbacks = list(validation_callbacks)  # e.g. an Optuna trial's reporter; may raise
         self.run_dir = ctx.run_dir
         self.last_path = self.run_dir / "checkpoints" / "last.pt"
@@ -113,6 +106,8 @@ class Trainer:
         if resume:
             self.restore_checkpoint()
         self.model = distributed.wrap_model(self.model, self.dist_info)  # DDP after loading weights
+        self.train_step = TrainStep(self.task, self.model, self.optimizer, self.trainer_cfg, self.device,
+                                    self.dist_info.world_size, self.scaler)
         self.plan()
         self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
                                      str(self.cfg["run_name"]), enabled=self.is_main)
@@ -232,38 +227,21 @@ class Trainer:
 
     def forward_backward(self, batch: Any, sync: bool) -> LoggingOutput:
         with distributed.maybe_no_sync(self.model, sync=sync):  # DDP all-reduces on the last micro-batch only
-            with autocast(self.device, self.precision):
-                loss, logging_output = self.task.compute_loss(self.model, batch, "train")
+            loss, logging_output = self.train_step.forward(batch)
             # fp16: the GradScaler skips steps with inf/NaN by design. DDP: a rank raising here alone would
             # leave the others waiting in the gradient all-reduce; the all-reduced norm check stops all of them
             if self.precision != "fp16" and not self.dist_info.enabled:
                 self.guard.check_loss(self.progress.step + 1, float(loss.detach()))
-            # sample_size: `loss` is a sum, normalised in optimizer_step; else a mean over this micro-batch
-            self.scaler.scale(loss if "sample_size" in logging_output else loss / self.accumulate).backward()
+            self.train_step.backward(loss, logging_output)
         return logging_output
 
     def optimizer_step(self, micro: List[LoggingOutput]):
-        """Normalise gradients by the global sample size, set the LR, clip, step."""
-        summed = distributed.all_reduce_sum(sum_logging_outputs(micro))  # the global batch's sums
-        if "sample_size" in summed and summed["sample_size"] > 0:
-            # DDP averaged the summed gradients over ranks: x world / global sample size = sum / global size
-            scale_gradients(self.model, self.dist_info.world_size / summed["sample_size"])
+        """The schedule's LR, then the step (tasks/engine/training/step.py: normalise, clip, step)."""
         p = self.progress
         t = self.trainer_cfg
         lr = get_lr(p.step, p.epoch, t.optimizer.lr, t.scheduler, self.total_steps)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        grad_norm = None
-        if t.grad_clip:  # null or 0: off
-            self.scaler.unscale_(self.optimizer)
-            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip))
-        elif self.precision != "fp16":  # the norm only: a non-finite gradient must not reach the weights
-            grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), math.inf))
-        if self.precision != "fp16":
-            self.guard.check_grad_norm(p.step + 1, grad_norm)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+        summed, grad_norm = self.train_step.optimizer_step(
+            micro, lr, check_grad_norm=lambda norm: self.guard.check_grad_norm(p.step + 1, norm))
         return summed, lr, grad_norm
 
     def log_train(self, summed: LoggingOutput, lr: float, grad_norm: Optional[float]) -> None:
@@ -388,7 +366,7 @@ def fit(cfg: Mapping[str, Any], task: Task, ctx: RunContext, resume: bool = Fals
     return Trainer(cfg, task, ctx, config_to_save, validation_callbacks).train(resume)
 
 
-def evaluate_best(cfg: Mapping[str, Any], task: Task, result: FitResult, ctx: RunContext,
+def evaluate_best(task: Task, result: FitResult, ctx: RunContext,
                   split: str = "test") -> Dict[str, float]:
     """Evaluate ``split`` with the weights of the best checkpoint (predictions files go to the run dir)."""
-    return evaluate_checkpoint(cfg, task, result.best_checkpoint, ctx, split)
+    return evaluate_checkpoint(task, result.best_checkpoint, ctx, split)

@@ -1,0 +1,53 @@
+"""predict.py's throughput in fp32, int8 and bf16 on one trained run, in one process with paired
+interleaved rounds (bench/harness.py): the same inputs through ``load_predictor(run, precision=...)``,
+the same code path as ``python predict.py run=<run> precision=<p>`` (issue 54).
+
+    python -m bench.precision.predict --run <run dir | model.pt> --input <one input per line> \
+        [--limit 400] [--threads 2] [--repeats 5] [--option mode=score]
+
+Prints words/s of input per precision and the speed-up over fp32, headed by the CPU model and
+``get_cpu_capability()``; docs/benchmarks.md#int8-and-bf16-inference records its output.
+"""
+import argparse
+from pathlib import Path
+
+import torch
+
+from bench.harness import interleaved, machine_info, make_timer, markdown_table, paired_ratio, summarize
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--limit", type=int, default=400, help="first N input lines")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--precisions", default="fp32,int8,bf16")
+    parser.add_argument("--option", action="append", default=[], help="task option key=value (e.g. mode=score)")
+    args = parser.parse_args(argv)
+    from tasks.engine.inference.predict_cmd import load_predictor
+
+    options = dict(o.split("=", 1) for o in args.option)
+    lines = [x for x in Path(args.input).read_text(encoding="utf-8").splitlines() if x.strip()][:args.limit]
+    words = sum(len(x.split()) for x in lines)
+    predictors = {p: load_predictor(args.run, precision=p, **options) for p in args.precisions.split(",")}
+    torch.set_num_threads(args.threads)  # after loading: the run's own settings are applied there
+    outputs = {p: pred.predict(lines) for p, pred in predictors.items()}  # warm-up, and kept to compare
+    samples = interleaved({p: (lambda pred=pred: pred.predict(lines)) for p, pred in predictors.items()},
+                          make_timer("cpu"), args.repeats)
+    stats = {p: summarize(s) for p, s in samples.items()}
+    info = machine_info(capability=torch.backends.cpu.get_cpu_capability())
+    print(f"{info['cpu_model']}, get_cpu_capability()={info['capability']}, {args.threads} threads, torch "
+          f"{info['torch']}; {len(lines)} inputs, {words} words; `{info['command']}`\n")
+    same = {p: sum(a == b for a, b in zip(out, outputs["fp32"])) for p, out in outputs.items()} \
+        if "fp32" in outputs else {}
+    rows = [[p, f"{words / (s['median_ms'] / 1e3):.0f}",
+             f"{paired_ratio(stats['fp32'], s):.2f}×" if "fp32" in stats else "–",
+             f"{same.get(p, 0)}/{len(lines)}"] for p, s in stats.items()]
+    print(markdown_table(["precision", "input words/s", "speed-up vs fp32 (paired)", "outputs equal to fp32"],
+                         rows, "lrrr"))
+
+
+if __name__ == "__main__":
+    main()

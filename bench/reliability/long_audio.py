@@ -1,0 +1,103 @@
+"""Peak memory and wall time of ``predict.py`` on long audio (docs/inference.md#long-audio).
+
+    python -m bench.reliability.long_audio --minutes 20 180
+
+Builds a speech model file of the default shape (``task=speech``: 12 bidirectional SRU layers of 200,
+the default decoder: prefix beam search, beam 8, with an order-8 character LM; weights as initialised,
+not trained, and the LM fitted on a few sentences), writes a WAV of each length (16 kHz, 16-bit: tones
+with pauses and noise), and runs ``python predict.py`` on it in a fresh process per case, with the
+default decoder and with ``decoder=greedy``: the peak resident memory of that process (ru_maxrss of the
+child) and its wall time. An untrained model emits other labels than a trained one, so the beam's work
+differs; the memory bound comes from the windows (tasks/speech/long_audio.py) either way.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+ROOT = Path(__file__).resolve().parents[2]
+RATE = 16000
+
+
+def model_file(path: Path) -> None:
+    from tasks.engine.config.tree import compose
+    from tasks.engine.inference.loader import write_model_file
+    from tasks.engine.base import build_task
+    from tasks.speech.char_lm import CharNgramLM
+
+    cfg = compose(["task=speech", "trainer.device=cpu"])
+    task = build_task(cfg)
+    text = ["the quick brown fox jumps over the lazy dog", "a long file is read window by window"] * 20
+    ids = [[task.vocab.stoi[c] for c in s if c in task.vocab.stoi] for s in text]
+    task.char_lm = CharNgramLM.fit(ids, task.task_cfg.lm_order, len(task.vocab))
+    task.frequent_word, task.train_chars_per_step = "the", 0.4
+    model = task.build_model()
+    write_model_file(path, task, OmegaConf.to_container(cfg, resolve=True), model.state_dict(), 0)
+
+
+def wav_file(path: Path, minutes: float) -> None:
+    import soundfile
+
+    rng = np.random.default_rng(0)
+    with soundfile.SoundFile(str(path), "w", RATE, 1, "PCM_16") as f:
+        for second in range(int(minutes * 60)):  # written a second at a time: the bench itself stays small
+            t = np.arange(RATE) / RATE
+            tone = 0.2 * np.sin(2 * np.pi * (200 + 40 * (second % 7)) * t) * (second % 4 != 3)
+            f.write((tone + 0.01 * rng.standard_normal(RATE)).astype(np.float32))
+
+
+# each case in its own wrapper process: ru_maxrss of children is a running maximum per parent
+WRAPPER = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+           "sys.stderr.write(done.stderr); print(done.returncode, len(done.stdout), "
+           "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def measure(model: Path, wav: Path, extra) -> tuple:
+    """(peak resident KiB of the predict.py process, wall seconds)."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, str(ROOT / "predict.py"), f"run={model}",
+                           *extra, str(wav)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - t0
+    status, _, peak = (int(x) for x in done.stdout.split())
+    if status != 0:
+        raise SystemExit(done.stderr[-3000:])
+    return peak, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, nargs="+", default=[20, 180])
+    ap.add_argument("--decoders", nargs="+", default=["default", "greedy"])
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "speech.pt"
+        model_file(model)
+        print("| audio | decoder | peak memory | wall time |\n|---|---|---|---|", flush=True)
+        for minutes in args.minutes:
+            wav = Path(tmp) / f"{minutes:g}min.wav"
+            wav_file(wav, minutes)
+            for decoder in args.decoders:
+                extra = [] if decoder == "default" else [f"decoder={decoder}"]
+                peak, seconds = measure(model, wav, extra)
+                shown = f"{peak / 2**20:.2f} GiB"
+                name = "beam 8 + char LM (default)" if decoder == "default" else decoder
+                print(f"| {minutes:g} min | {name} | {shown} | {seconds:.0f} s |", flush=True)
+            wav.unlink()
+    import torch
+    from tasks.engine.run.devices import cpu_model  # the one machine description
+
+    print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; torch {torch.__version__}, "
+          f"capability {torch.backends.cpu.get_cpu_capability()}")
+
+
+if __name__ == "__main__":
+    main()

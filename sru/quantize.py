@@ -1,0 +1,142 @@
+"""Lower-precision CPU inference for models containing SRU / SRU++ layers (issue 54).
+
+``quantize_dynamic(model)``: every SRU layer's projection weights (``weight``, ``weight_proj``) and
+every ``nn.Linear`` of the model (SRU++'s attention and projections, the task heads, translation's
+Transformer layers) become int8 with one scale per output channel; activations are quantised at
+run time; the fused recurrence runs unchanged in float32 (c keeps float32). The kernel is torch's
+maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``: fbgemm / the x86
+engine on x86, VNNI where the CPU has it), reached through the SRU's CPU GEMM dispatch
+(``gemm="int8"``, sru/ops/cpu/gemm.py); docs/ops.md says why this kernel and not ``torch._int_mm``
+(slower than fp32 on CPU here) or torchao.
+
+bf16: under ``torch.autocast("cpu", torch.bfloat16)`` the layer already runs its projections in
+bf16 (oneDNN) and the recurrence in float32; ``bf16_native()`` says whether this CPU computes bf16
+natively (AVX512-BF16 / AMX) and ``warn_if_bf16_emulated()`` warns once where it does not (slower
+than fp32 there).
+"""
+import copy
+import warnings
+from typing import Iterable, Optional
+
+import torch
+from torch import Tensor, nn
+
+from sru.modules import SRUCell
+from sru.ops.cpu import gemm as cpu_gemm
+
+ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int8 GEMMs for x86 CPUs
+_warned = set()
+
+
+def int8_engine() -> Optional[str]:
+    """The quantised engine torch runs int8 linears with here (the current one if usable)."""
+    supported = torch.backends.quantized.supported_engines
+    if torch.backends.quantized.engine in ENGINES:
+        return torch.backends.quantized.engine
+    for engine in ENGINES:
+        if engine in supported:
+            torch.backends.quantized.engine = engine
+            return engine
+    return None
+
+
+def check_int8_device(device) -> None:
+    """One line naming what works when int8 cannot run on ``device`` / this torch."""
+    if torch.device(device).type != "cpu":
+        raise ValueError(f"precision=int8 runs on CPU only (torch's quantised linear has no {torch.device(device).type} "
+                         "kernel); use device=cpu, or precision=fp32 / bf16 on this device")
+    if int8_engine() is None:
+        raise ValueError("precision=int8 needs torch's x86, fbgemm or onednn quantised engine, which this torch "
+                         f"lacks (engines: {torch.backends.quantized.supported_engines}); use precision=fp32 or bf16")
+
+
+def bf16_native() -> bool:
+    """Whether this CPU computes bf16 matmuls natively (AVX512-BF16 or AMX)."""
+    cpu = torch.cpu
+    return bool(getattr(cpu, "_is_avx512_bf16_supported", lambda: False)()
+                or getattr(cpu, "_is_amx_tile_supported", lambda: False)())
+
+
+def warn_if_bf16_emulated() -> bool:
+    """Warn once when bf16 is emulated here (then slower than fp32). Returns ``bf16_native()``."""
+    native = bf16_native()
+    if not native and "bf16" not in _warned:
+        _warned.add("bf16")
+        warnings.warn(f"this CPU ({torch.backends.cpu.get_cpu_capability()}) has no native bf16 (AVX512-BF16 / "
+                      "AMX): bf16 is emulated and runs slower than fp32", stacklevel=2)
+    return native
+
+
+def quantize_weight(weight_out_in: Tensor):
+    """Symmetric int8 per output channel: (int8 (out, in), float32 scales (out,))."""
+    w = weight_out_in.detach().float()
+    scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127.0
+    return torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8), scale
+
+
+class Int8Linear(nn.Module):
+    """A quantised ``nn.Linear``: int8 weight with per-channel scales, float32 bias; state_dict
+    keys ``weight_int8``, ``weight_scale``, ``bias``. Off the int8 route (autograd, export,
+    another device) it computes with the dequantised weight in float32."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("weight_int8", torch.zeros(out_features, in_features, dtype=torch.int8))
+        self.register_buffer("weight_scale", torch.ones(out_features))
+        self.register_buffer("bias", torch.zeros(out_features) if bias else None)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> "Int8Linear":
+        out = cls(linear.in_features, linear.out_features, linear.bias is not None)
+        q, scale = quantize_weight(linear.weight)
+        out.weight_int8.copy_(q)
+        out.weight_scale.copy_(scale)
+        if linear.bias is not None:
+            out.bias.copy_(linear.bias.detach())
+        return out.to(linear.weight.device)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return cpu_gemm.int8_linear(input, self.weight_int8, self.weight_scale, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8 per-channel"
+
+
+def _quantize_cell(cell: SRUCell) -> None:
+    """int8 copies of the cell's projection weights as buffers; ``weight`` / ``weight_proj`` keep
+    the dequantised values (so every float path computes the same function) and point the GEMM
+    dispatch at the int8 copies (``gemm="int8"``)."""
+    for name in ("weight_proj", "weight"):
+        param = cell._parameters.get(name)
+        if param is None:
+            continue
+        q, scale = quantize_weight(param.t())  # stored (in, out): the int8 weight is (out, in)
+        cell.register_buffer(f"{name}_int8", q)
+        cell.register_buffer(f"{name}_scale", scale)
+        with torch.no_grad():
+            param.copy_((q.float() * scale[:, None]).t())
+        param.requires_grad_(False)
+        cpu_gemm.attach_int8(param, getattr(cell, f"{name}_int8"), getattr(cell, f"{name}_scale"))
+    cell.__dict__["gemm"] = "int8"  # not a user choice: only quantised cells have int8 copies
+
+
+def quantize_dynamic(model: nn.Module, keep_fp32: Iterable[str] = (), inplace: bool = False) -> nn.Module:
+    """``model`` with int8 projections (see the module docstring). ``keep_fp32``: names of
+    submodules (as in ``named_modules``) left in float32, e.g. an output softmax."""
+    if int8_engine() is None:
+        check_int8_device("cpu")  # raises the one-line error
+    model = model if inplace else copy.deepcopy(model)
+    keep = tuple(keep_fp32)
+    skipped = lambda name: any(name == k or name.startswith(k + ".") for k in keep)  # noqa: E731
+    for name, module in list(model.named_modules()):
+        if skipped(name):
+            continue
+        if isinstance(module, SRUCell) and module.custom_m is None and module._parameters.get("weight") is not None:
+            _quantize_cell(module)
+        for child_name, child in list(module._modules.items()):
+            full = f"{name}.{child_name}" if name else child_name
+            if isinstance(child, nn.Linear) and not skipped(full):
+                module._modules[child_name] = Int8Linear.from_linear(child)
+    return model
+
