@@ -79,7 +79,8 @@ def dispatchable(a: Tensor, b: Tensor) -> bool:
             and type(b) in _PLAIN and a.is_cpu and b.is_cpu
             and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
             and not torch._C._are_functorch_transforms_active()
-            and torch._C._len_torch_dispatch_stack() == 0 and not exporting())
+            and torch._C._len_torch_dispatch_stack() == 0 and not exporting()
+            and not torch.jit.is_tracing())  # traced sizes are tensors; the trace wants torch.mm
 
 
 # SRU_CPU_GEMM as read when sru was imported or at the last clear_cpu_gemm_cache() (reading
