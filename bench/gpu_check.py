@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from sru.ops.triton.roofline import gpu_key, predicted_us, step_bytes
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, script_command
 from sru.ops import testing
 from sru.ops.triton.kernels import SKIP_X
@@ -157,11 +158,19 @@ def bandwidth(L=256, B=128, d=1024):
             inf_bytes = fwd_bytes - n_state * 4  # inference writes no c history
             fwd_ms, bwd_ms = cuda_time_ms(forward), cuda_time_ms(backward)
             inf_ms = cuda_time_ms(inference)
+            # Measured vs bandwidth-bound µs per step (sru/ops/triton/roofline.py; docs/gpu.md).
+            gpu = gpu_key(torch.cuda.get_device_name() if DEVICE == "cuda" else "")
+            per_step = step_bytes(B, d, bidirectional, es)
             rows.append(dict(L=L, B=B, d=d, bidirectional=bidirectional,
                              dtype=str(dtype).replace("torch.", ""),
                              inference_ms=inf_ms, inference_GBps=inf_bytes / inf_ms / 1e6,
                              forward_ms=fwd_ms, forward_GBps=fwd_bytes / fwd_ms / 1e6,
-                             backward_ms=bwd_ms, backward_GBps=bwd_bytes / bwd_ms / 1e6))
+                             backward_ms=bwd_ms, backward_GBps=bwd_bytes / bwd_ms / 1e6,
+                             predicted_for=gpu,
+                             **{f"{kind}_us_per_step": ms * 1e3 / L for kind, ms in
+                                (("inference", inf_ms), ("forward", fwd_ms), ("backward", bwd_ms))},
+                             **{f"{kind}_predicted_us_per_step": predicted_us(n, gpu)
+                                for kind, n in per_step.items()}))
             print(f"  bandwidth {rows[-1]}", flush=True)
     return rows
 
@@ -265,14 +274,19 @@ def main(argv=None):
             (out / "bench_log.txt").write_text(str(err.stdout or "") + str(err.stderr or ""))
             bench_status = f"timed out after {args.bench_timeout:.0f}s"
 
+    step = (lambda r, kind: f"{r[kind + '_us_per_step']:.2f} ({r[kind + '_predicted_us_per_step']:.2f})")
     table = markdown_table(
-        ["L", "B", "d", "bi", "dtype", "inference ms", "inf GB/s", "fwd ms", "fwd GB/s", "bwd ms", "bwd GB/s"],
+        ["L", "B", "d", "bi", "dtype", "inference ms", "inf GB/s", "fwd ms", "fwd GB/s", "bwd ms",
+         "bwd GB/s", "µs/step inf (predicted)", "fwd (predicted)", "bwd (predicted)"],
         [[r["L"], r["B"], r["d"], r["bidirectional"], r["dtype"], f"{r['inference_ms']:.3f}",
           f"{r['inference_GBps']:.0f}", f"{r['forward_ms']:.3f}", f"{r['forward_GBps']:.0f}",
-          f"{r['backward_ms']:.3f}", f"{r['backward_GBps']:.0f}"] for r in rows])
+          f"{r['backward_ms']:.3f}", f"{r['backward_GBps']:.0f}", step(r, "inference"),
+          step(r, "forward"), step(r, "backward")] for r in rows])
     lines = [f"# GPU check: {info['device']} (torch {info['torch']}, triton {info['triton']})", "",
              f"correctness: {'ALL OK' if all_ok else 'FAILURES'} "
-             f"({sum(r['ok'] for r in results)}/{len(results)})", "", table]
+             f"({sum(r['ok'] for r in results)}/{len(results)})", "", table, "",
+             f"predicted = bytes per step / {rows[0]['predicted_for'] if rows else 'H100'} peak "
+             "HBM bandwidth (sru/ops/triton/roofline.py)"]
     lines += ["", "BLOCK sweep (bi, fp32, fwd+bwd ms): "
               + ", ".join(f"{r['block']}: {r['fwd_bwd_ms']:.3f}" for r in sweep)]
     lines += ["", f"bench_speed.py: {bench_status} (see bench/ and bench_log.txt)"]

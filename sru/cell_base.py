@@ -16,6 +16,7 @@ from sru.checks import check_layer_sizes, state_dtype
 from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
 from sru.ops.cpu.gemm import check_library, reattach_int8
+from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
 
@@ -29,6 +30,7 @@ class RecurrentCellBase(nn.Module):
     ``extra_repr`` shows when they differ from their default."""
 
     scale_x: Tensor
+    __jit_unused_properties__ = ["backend", "gemm", "_skip_scale"]  # torch.jit.script: Python only
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
 
@@ -123,11 +125,15 @@ class RecurrentCellBase(nn.Module):
         autocast_off = torch.autocast(U.device.type, enabled=False) \
             if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
         with autocast_off:
-            return elementwise_recurrence(
-                cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
-                bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
-                scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
-                mask_pad=mask_pad, backend=self.backend)
+            try:
+                return elementwise_recurrence(
+                    cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
+                    bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
+                    scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
+                    mask_pad=mask_pad, backend=self.backend)
+            except TritonKernelError as err:  # one line that also names this layer
+                raise TritonKernelError(f"{type(self).__name__}({self.extra_repr()}): "
+                                        f"{err}") from None
 
     def extra_repr(self) -> str:
         shown = [f"{name}={value!r}" if isinstance(value, str) and name in ("backend", "gemm")
@@ -139,6 +145,8 @@ class RecurrentCellBase(nn.Module):
 
 class StackBase(nn.Module):
     """A stack of cells in ``rnn_lst`` with one backend."""
+
+    __jit_unused_properties__ = ["backend", "gemm"]  # torch.jit.script: Python only
 
     def _set_options(self, input_size: int, hidden_size: int, num_layers: int,
                      bidirectional: bool, **options) -> None:

@@ -6,6 +6,8 @@ translation model's Linear layers are ``nn.Linear``; as a subclass they keep the
 state_dict keys and ``isinstance`` answers, and every other dtype, device, autocast, compile and
 export runs ``F.linear`` exactly as before.
 """
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sru.ops.cpu import gemm as cpu_gemm
@@ -20,6 +22,8 @@ class DispatchedLinear(nn.Linear):
         self.gemm = cpu_gemm.check_library(gemm, "DispatchedLinear")
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():  # TorchScript compiles only this line (sru/scripting/)
+            return F.linear(input, self.weight, self.bias)
         return cpu_gemm.linear(input, self.weight, self.bias, self.__dict__.get("gemm", "auto"))
 
     def extra_repr(self) -> str:

@@ -22,9 +22,10 @@ from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, mat
                               stack_inference)
 from sru.ops.spec import Masks
 from sru.packed import forward_packed_sequence, forward_varlen
+from sru.scripting.cells import ScriptableCell, ScriptableStack
 
 
-class SRUCell(RecurrentCellBase):
+class SRUCell(ScriptableCell, RecurrentCellBase):
     """One SRU layer (both directions when bidirectional), like ``nn.LSTMCell`` for a sequence.
 
     Input (L, B, input_size) or a single step (B, input_size); c0 (B, dirs*hidden_size);
@@ -42,6 +43,9 @@ class SRUCell(RecurrentCellBase):
     _PICKLE_DEFAULTS = (("normalize_after", False), ("weight_c_init", None),
                         ("amp_recurrence_fp16", False), ("custom_m", None),
                         ("project_skip", False))
+    # Declared here: torch.jit.script warns on value-less annotations in __init__.
+    weight_proj: Optional[nn.Parameter]
+    weight: Optional[nn.Parameter]
 
     def __init__(self,
                  input_size: int,
@@ -81,8 +85,6 @@ class SRUCell(RecurrentCellBase):
         self.project_skip = bool(project_skip)
         self.num_matrices = 4 if has_skip_term and (project_skip or input_size != self.output_size) else 3
 
-        self.weight_proj: Optional[nn.Parameter]
-        self.weight: Optional[nn.Parameter]
         if custom_m is None:
             in_features = self.projection_size or input_size
             self.weight_proj = (nn.Parameter(torch.empty(input_size, self.projection_size))
@@ -98,7 +100,7 @@ class SRUCell(RecurrentCellBase):
         self.register_buffer("scale_x", torch.ones(1, dtype=torch.float32))
         self._scale_x_value = 1.0  # Python copy of scale_x: no .item() sync in forward
 
-        self.layer_norm: Optional[nn.LayerNorm] = None
+        self.layer_norm = None  # type: Optional[nn.LayerNorm]  (annotated: torch.jit warns)
         if layer_norm:
             self.layer_norm = nn.LayerNorm(self.output_size if normalize_after else input_size)
         self.reset_parameters()
@@ -111,6 +113,8 @@ class SRUCell(RecurrentCellBase):
                 input: Tensor,
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this line
+            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
         input, mask_pad, single_step = check_cell_input(self, input, c0, mask_pad)
         length, batch = input.size(0), input.size(1)
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
@@ -173,7 +177,7 @@ class SRUCell(RecurrentCellBase):
         return list(self._recurrence(U, residual, V, c0, mask_c, mask_pad))
 
 
-class SRU(StackBase):
+class SRU(ScriptableStack, StackBase):
     """A stack of SRU layers, like ``nn.LSTM``.
 
     Input (L, B, input_size) ((B, L, input_size) with batch_first) or a PackedSequence;
@@ -220,7 +224,7 @@ class SRU(StackBase):
                           amp_recurrence_fp16=amp_recurrence_fp16, batch_first=batch_first)
 
         # Optionally map the input to the hidden width first, so every layer has k = 3.
-        self.input_to_hidden: Optional[nn.Linear] = None
+        self.input_to_hidden = None  # type: Optional[nn.Linear]  (see SRUCell.layer_norm)
         first_input_size = input_size
         if proj_input_to_hidden_first and input_size != self.output_size:
             self.input_to_hidden = nn.Linear(input_size, self.output_size, bias=False)
@@ -276,6 +280,11 @@ class SRU(StackBase):
                 input: Union[Tensor, PackedSequence],
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Union[Tensor, PackedSequence], Tensor]:
+        if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this branch
+            if not isinstance(input, Tensor):
+                raise ValueError("SRU under torch.jit.script takes a padded tensor with "
+                                 "mask_pad, not a PackedSequence")
+            return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
         fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
         if fast is not None:
             return fast

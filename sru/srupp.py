@@ -21,11 +21,13 @@ from sru.cell_base import RecurrentCellBase, StackBase
 from sru.linear import DispatchedLinear
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
+from sru.scripting.cells import ScriptableCell
+from sru.scripting.srupp import ScriptableSRUppCell, ScriptableSRUppStack
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
 
 
-class SRUppCell(RecurrentCellBase):
+class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
     """One SRU++ layer: U = transform_module(x) (attention or projected linear), then the SRU
     recurrence. Arguments as the official 3.0 ``SRUCell`` (which ``SRUppCell`` subclasses
     there); ``backend`` picks the recurrence kernel as in ``sru.SRUCell``.
@@ -78,7 +80,7 @@ class SRUppCell(RecurrentCellBase):
         self.bias = nn.Parameter(torch.empty(2 * self.output_size))      # [b_f ; b_r]
         self.register_buffer("scale_x", torch.zeros(1))
         self._scale_x_value = 1.0  # Python copy of scale_x: nothing to sync in forward
-        self.layer_norm: Optional[nn.LayerNorm] = None
+        self.layer_norm = None  # type: Optional[nn.LayerNorm]  (annotated: torch.jit warns)
         if layer_norm:
             self.layer_norm = nn.LayerNorm(self.output_size if normalize_after else input_size)
         self.reset_parameters()
@@ -108,6 +110,9 @@ class SRUppCell(RecurrentCellBase):
         """input (L, B, input_size); c0 (B, dirs*hidden_size); mask_pad (L, B), nonzero =
         padded; attention arguments as ``SRUppAttention.forward``. Returns h (L, B,
         dirs*hidden_size) and the last c (B, dirs*hidden_size)."""
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
+            return self._scripted_forward(input, c0, mask_pad, attn_mask, memory,
+                                          memory_mask_pad)
         self._check(input, c0, mask_pad)
         batch = input.size(1)
         residual = input  # the skip term sees the raw input
@@ -195,7 +200,7 @@ def _reset_transform(module: nn.Module) -> None:
         module.reset_parameters()
 
 
-class SRUpp(StackBase):
+class SRUpp(ScriptableSRUppStack, StackBase):
     """A stack of SRU++ layers (``rnn_lst``), like the official ``sru.SRUpp``.
 
     forward(input (L, B, input_size) or PackedSequence, c0 (layers, B, dirs*hidden_size),
@@ -236,7 +241,7 @@ class SRUpp(StackBase):
                           num_heads=num_heads, dropout=dropout, use_layer_norm=layer_norm,
                           nn_rnn_compatible_return=nn_rnn_compatible_return)
         self.rnn_lst = nn.ModuleList()  # registered before input_to_hidden: the official key order
-        self.input_to_hidden: Optional[nn.Linear] = None
+        self.input_to_hidden = None  # type: Optional[nn.Linear]  (see SRUppCell.layer_norm)
         first_input = input_size
         if proj_input_to_hidden_first and input_size != self.output_size:
             first_input = self.output_size
@@ -281,6 +286,12 @@ class SRUpp(StackBase):
                 memory: Optional[List[Optional[Tensor]]] = None,
                 memory_mask_pad: Optional[Tensor] = None,
                 ) -> Tuple[Union[Tensor, PackedSequence], Tensor, Dict[str, List[Tensor]]]:
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
+            if not isinstance(input, Tensor):
+                raise ValueError("SRUpp under torch.jit.script takes a padded tensor with "
+                                 "mask_pad, not a PackedSequence")
+            return self._scripted_forward(input, c0, mask_pad, attn_mask, memory,
+                                          memory_mask_pad)
         lengths = None
         if isinstance(input, PackedSequence):
             if mask_pad is not None:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sru.linear import DispatchedLinear  # nn.Linear through the CPU GEMM dispatch
+from sru.scripting.attention import ScriptableAttention
 
 
 def _shape(t) -> tuple:
@@ -42,7 +43,7 @@ class SRUppProjectedLinear(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.linear1 = DispatchedLinear(in_features, proj_features, bias=False)
         self.linear2 = DispatchedLinear(proj_features, out_features, bias=False)
-        self.layer_norm: Optional[nn.LayerNorm] = nn.LayerNorm(proj_features) if layer_norm else None
+        self.layer_norm = nn.LayerNorm(proj_features) if layer_norm else None  # Optional[LayerNorm]
         self.reset_parameters()
 
     @torch.no_grad()
@@ -63,7 +64,7 @@ class SRUppProjectedLinear(nn.Module):
         return self.linear2(self.dropout(z))
 
 
-class SRUppAttention(nn.Module):
+class SRUppAttention(ScriptableAttention, nn.Module):
     """U from multi-head self-attention over [memory ; input] in a ``proj_features`` space."""
 
     def __init__(self, in_features: int, out_features: int, proj_features: int,
@@ -87,7 +88,7 @@ class SRUppAttention(nn.Module):
         # ReZero: the attention starts switched off (alpha = 0) and is learned in.
         self.alpha = nn.Parameter(torch.tensor([self.rezero_init_alpha]))
         self.normalize_after = normalize_after
-        self.layer_norm: Optional[nn.LayerNorm] = nn.LayerNorm(proj_features) if layer_norm else None
+        self.layer_norm = nn.LayerNorm(proj_features) if layer_norm else None  # Optional[LayerNorm]
         self.reset_parameters()
 
     @torch.no_grad()
@@ -145,6 +146,8 @@ class SRUppAttention(nn.Module):
         """input (L, B, in); mask_pad (L, B) and memory_mask_pad (M, B), nonzero = padded key;
         attn_mask (L, M+L) additive float (e.g. -inf above the causal diagonal); memory
         (M, B, in). Returns U (L, B, out)."""
+        if torch.jit.is_scripting():  # a constant to TorchScript (sru/scripting/srupp.py)
+            return self._scripted_forward(input, mask_pad, attn_mask, memory, memory_mask_pad)
         q, k, v, residual = self.query_key_value(input, memory)
         mask = attention_mask(q.size(0), k.size(0), q.size(1), q.dtype, attn_mask,
                               mask_pad, memory_mask_pad)

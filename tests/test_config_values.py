@@ -173,7 +173,7 @@ def test_an_sru_run_saved_before_the_sru_keys_joined_conf_gets_the_layers_own_de
         check_encoder_config(saved.model)
     added = fill_added_keys(saved, _current_conf(saved))
     sru_keys = ("has_skip_term", "project_skip", "v1", "proj_input_to_hidden_first", "normalize_after",
-                "weight_c_init", "amp_recurrence_fp16", "backend")
+                "weight_c_init", "amp_recurrence_fp16", "backend", "gemm")
     assert sorted(k for k in added if k.startswith("model.")) == sorted(f"model.{k}" for k in sru_keys)
     layer_defaults = inspect.signature(SRU).parameters
     assert {k: saved.model[k] for k in sru_keys} == {k: layer_defaults[k].default for k in sru_keys}

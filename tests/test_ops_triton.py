@@ -222,6 +222,10 @@ def test_check_gpu_script_dry_run(tmp_path):
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "correctness: ALL OK" in (tmp_path / "summary.md").read_text()
     assert (tmp_path / "bandwidth.json").exists()
+    # Measured µs per step printed beside the bandwidth-bound prediction (sru/ops/triton/roofline.py).
+    assert "µs/step inf (predicted)" in (tmp_path / "summary.md").read_text()
+    row = json.loads((tmp_path / "bandwidth.json").read_text())["rows"][0]
+    assert row["inference_predicted_us_per_step"] > 0 and row["inference_us_per_step"] > 0
     # Its own GPU-scale cases and the test suite's (sru.ops.testing.CASES) both ran.
     cases = {r["case"] for r in json.loads((tmp_path / "correctness.json").read_text())["results"]}
     assert "no_skip" in cases and "tests:padded-bi-k4-dropout-tanh" in cases, cases

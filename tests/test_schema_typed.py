@@ -80,7 +80,7 @@ def test_a_task_reads_its_typed_section_and_a_python_built_config_gets_the_same(
 NOT_CONFIG = {"input_size", "custom_m", "nn_rnn_compatible_return", "batch_first", "gemm"}
 ENCODER_ONLY = {"name", "forget_bias", "mem_len"}  # keys the encoders read themselves (tasks/common/)
 # arguments a model's encoder leaves at the layer's default on purpose (tasks/common/srupp_encoder.py)
-KEPT_AT_DEFAULT = {"srupp": {"proj_input_to_hidden_first", "weight_c_init", "backend"}, "sru": set()}
+KEPT_AT_DEFAULT = {"srupp": {"proj_input_to_hidden_first", "weight_c_init", "backend", "gemm"}, "sru": set()}
 
 
 @pytest.mark.parametrize("layer, model", [("SRU", "sru"), ("SRUpp", "srupp")])

@@ -19,6 +19,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from .cpu.custom_op import fused_export_wanted, padded as fused_padded
 from .reference import cell_step, gate_setup
 from .spec import Masks, RecurrenceSpec, flat_entry
 
@@ -45,7 +46,11 @@ def _scan():
 
 def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
            c0: Optional[Tensor], masks: Masks, spec: RecurrenceSpec) -> Tuple[Tensor, Tensor]:
-    """Return ``(h, c_last)`` as the reference does: h (L, B, dirs*d), c_last (B, dirs*d)."""
+    """Return ``(h, c_last)`` as the reference does: h (L, B, dirs*d), c_last (B, dirs*d).
+    Under ``torch.export`` on CPU: one call of the fused kernel's dispatcher op instead
+    (sru/ops/cpu/custom_op.py), which AOTInductor compiles to a direct call."""
+    if fused_export_wanted(U):
+        return fused_padded(U, x, weight_c, bias, c0, masks, spec)
     length, batch = U.shape[0], U.shape[1]
     g = gate_setup(U, x, weight_c, bias, c0, masks.mask_c, spec, batch)
     per_step = g.v_f.dim() > 2  # (L, B, dirs, d): one more scanned input

@@ -36,6 +36,7 @@ class SRUConfig:
     weight_c_init: Optional[float] = key()
     amp_recurrence_fp16: bool = key()
     backend: Literal[BACKENDS] = key()  # the names of sru/ops/backends.py's table
+    gemm: Literal["auto", "mkl", "onednn"] = key()  # CPU GEMM library (sru/ops/cpu/gemm.py LIBRARIES)
 
 
 @dataclass(kw_only=True)

@@ -124,7 +124,9 @@ def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
 
     tensors = (U, x, weight_c, bias, c0)
     # Keep every step's c only when a backward pass can follow (saves memory at inference).
-    store_c = needs_history(*tensors)
+    # Always under torch.jit.trace: the traced graph serves both modes, and the tracer's own
+    # check re-runs it under no_grad, where a grad-dependent flag would make the graphs differ.
+    store_c = needs_history(*tensors) or torch.jit.is_tracing()
     mask_pad = masks.mask_pad
     pad = None if mask_pad is None else mask_pad.ne(0).to(torch.uint8).contiguous()
     h, c_last, _ = recurrence_fwd(*(prepare(t) for t in tensors), prepare(masks.mask_c), pad,

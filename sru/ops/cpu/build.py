@@ -73,16 +73,16 @@ def _cpu_signature() -> str:
     return platform.machine() + "\n" + "\n".join(seen[k] for k in sorted(seen))
 
 
-def extension_name() -> str:
-    """``sru_cpu_<hash>``: changes whenever the binary would differ."""
+def extension_name(prefix: str = "sru_cpu", sources: tuple = SOURCES) -> str:
+    """``<prefix>_<hash>``: changes whenever the binary would differ."""
     key = hashlib.sha256()
-    parts = (*(f.read_bytes() for f in SOURCES + HEADERS), " ".join(compile_flags()).encode(),
+    parts = (*(f.read_bytes() for f in sources + HEADERS), " ".join(compile_flags()).encode(),
              torch.__version__.encode(),
              os.environ.get("CXX", "c++").encode(), _cpu_signature().encode())
     for part in parts:
         key.update(part)
         key.update(b"\0")
-    return "sru_cpu_" + key.hexdigest()[:16]
+    return prefix + "_" + key.hexdigest()[:16]
 
 
 def library_path() -> Path:
@@ -101,7 +101,7 @@ def _remove_abandoned_builds(entry: Path, name: str, age_s: float = 3600.0) -> N
             pass  # another process removed it first
 
 
-def _build(target: Path) -> None:
+def _build(target: Path, sources: tuple = SOURCES) -> None:
     """Compile into a private temporary directory, then atomically publish to ``target``."""
     from torch.utils import cpp_extension  # imported lazily: it is slow to import
 
@@ -110,7 +110,7 @@ def _build(target: Path) -> None:
     _remove_abandoned_builds(target.parent, name)
     scratch = tempfile.mkdtemp(prefix=name + ".build-", dir=target.parent)
     try:
-        cpp_extension.load(name=name, sources=[str(f) for f in SOURCES], extra_cflags=compile_flags(),
+        cpp_extension.load(name=name, sources=[str(f) for f in sources], extra_cflags=compile_flags(),
                            extra_ldflags=["-fopenmp", "-ldl"], build_directory=scratch,
                            is_python_module=False, verbose=False)
         os.replace(os.path.join(scratch, name + ".so"), target)

@@ -17,7 +17,8 @@ computes in fp32 (only the summation order differs). Two more routes serve issue
 autocast in inference (``bf16_matmul``) and ``gemm="int8"`` for ``sru.quantize_dynamic``'s cells.
 
 Forcing: ``SRU(..., gemm="mkl"|"onednn")`` per module, or the environment variable
-``SRU_CPU_GEMM=mkl|onednn|auto`` for modules left at ``gemm="auto"``.
+``SRU_CPU_GEMM=mkl|onednn|auto`` for modules left at ``gemm="auto"`` (read when sru is imported;
+``clear_cpu_gemm_cache()`` reads it again).
 
 Prepacked weights: oneDNN reads W in its own blocked layout; the packed copy is cached per
 weight tensor and rebuilt when the weight's version counter or storage changes (an optimizer's
@@ -78,22 +79,26 @@ def dispatchable(a: Tensor, b: Tensor) -> bool:
             and type(b) in _PLAIN and a.is_cpu and b.is_cpu
             and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
             and not torch._C._are_functorch_transforms_active()
-            and torch._C._len_torch_dispatch_stack() == 0 and not exporting())
+            and torch._C._len_torch_dispatch_stack() == 0 and not exporting()
+            and not torch.jit.is_tracing())  # traced sizes are tensors; the trace wants torch.mm
 
 
-def env_override() -> str:
-    return os.environ.get(ENV_VAR, "auto")
-
-
+# SRU_CPU_GEMM as read when sru was imported or at the last clear_cpu_gemm_cache() (reading
+# os.environ costs ~1 µs, and this is consulted before every projection and decoding step)
+_env = [os.environ.get(ENV_VAR)]
 _env_parsed = ["auto", "auto"]  # [raw value, its meaning]: parsed again only when it changes
+
+
+def env_override() -> Optional[str]:
+    return _env[0]
 
 
 def requested(library: str) -> str:
     """The module's choice, with ``auto`` overridden by the environment variable if set."""
     if library != "auto":
         return library
-    raw = os.environ.get(ENV_VAR, "auto")
-    if raw is _env_parsed[0] or raw == _env_parsed[0]:
+    raw = _env[0] or "auto"
+    if raw == _env_parsed[0]:
         return _env_parsed[1]
     env = raw.strip().lower() or "auto"
     if env not in LIBRARIES:
@@ -287,7 +292,7 @@ def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -
     if dispatchable(x, weight):
         backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
         rows = x.shape[0]
-        key = (library, os.environ.get(ENV_VAR), 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length(),
+        key = (library, _env[0], 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length(),
                weight.shape, oi, backward, torch.get_num_threads())
         onednn = _routes.get(key)
         if onednn is None:  # one dict lookup per call once the shape was seen (this runs per projection)
@@ -390,8 +395,10 @@ def cpu_gemm_report() -> List[dict]:
 
 
 def clear_cpu_gemm_cache() -> None:
-    """Forget every choice and packed weight (after writing weights through ``.data``)."""
+    """Forget every choice and packed weight (after writing weights through ``.data``) and read
+    ``SRU_CPU_GEMM`` again (after changing it in this process)."""
     with _lock:
+        _env[0] = os.environ.get(ENV_VAR)
         _choices.clear()
         _routes.clear()
         _packs.clear()

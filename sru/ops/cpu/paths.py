@@ -29,8 +29,10 @@ _KERNEL_DTYPES = (torch.float32, torch.float64)
 
 
 def _eager_cpu(input: Tensor) -> bool:
-    """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch."""
-    return (type(input) is Tensor and input.is_cpu
+    """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch, and no
+    ``torch.jit.trace`` (the direct kernel calls go through ctypes, which the tracer cannot see:
+    it would record only the empty outputs, an uninitialised buffer on the checked re-run)."""
+    return (type(input) is Tensor and input.is_cpu and not torch.jit.is_tracing()
             and not torch.is_autocast_enabled("cpu")
             and not torch.compiler.is_compiling()
             and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap

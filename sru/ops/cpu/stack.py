@@ -102,6 +102,7 @@ class StackPlan:
         # only where the GEMM dispatch picks MKL for every layer (``gemm_is_mkl``)
         self.products = tuple((cell.weight.shape[0], cell.weight.shape[1], cell.gemm) for cell in cells)
         self._mkl_rows: dict = {}
+        self._small_plain = all(library in ("auto", "mkl") for _, _, library in self.products)
         self.width = cells[-1].output_size
         self.per_row = max(cell.output_size * cell.num_matrices for cell in cells) + self.width
         self._scratch = threading.local()
@@ -116,10 +117,14 @@ class StackPlan:
 
     def gemm_is_mkl(self, rows: int) -> bool:
         """Whether the GEMM dispatch (sru/ops/cpu/gemm.py) picks MKL for every layer at ``rows``
-        rows: cached per (row bucket, threads, environment override)."""
+        rows: cached per (row bucket, threads, environment override). Runs at every decoding
+        step, so the common case (a few rows, no layer forced to oneDNN, no SRU_CPU_GEMM) is two tests."""
         if self.dtype is not torch.float32:
             return True
-        key = (cpu_gemm.row_bucket(rows), torch.get_num_threads(), cpu_gemm.env_override())
+        env = cpu_gemm.env_override()
+        if rows <= SMALL_ROWS and self._small_plain and env is None:
+            return True  # the C code's own loop, as before the dispatch
+        key = (rows if rows <= SMALL_ROWS else cpu_gemm.row_bucket(rows), torch.get_num_threads(), env)
         found = self._mkl_rows.get(key)
         if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
             found = self._mkl_rows[key] = all(

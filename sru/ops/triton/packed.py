@@ -13,6 +13,7 @@ from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec, needs_history
 from .kernels import SKIP_X, compiled_kernels
+from .launch import launch
 from .padded import (compute_dtype, launch_config, on_device, scale_args, check_device,
                      kernel_scale)
 
@@ -40,13 +41,14 @@ def _forward(tensors, scale_t, options: _Options, store_history: bool):
     block, num_warps, grid = launch_config(batch * dd)
     scale_ptr, scale_from_ptr = scale_args(scale_t, U)
     with on_device(U):
-        forward_kernel[(grid,)](
+        launch(forward_kernel, (grid,), "forward", U.device, (
             U, U if x is None else x, weight_c, bias, c0, U if mask_c is None else mask_c, U,
-            scale_ptr, h, c_all, c_last, layout.length, batch, hidden_size, dd, scale_value,
+            scale_ptr, h, c_all, c_last, layout.length, batch, hidden_size, dd, scale_value), dict(
             K=U.shape[1] // dd, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
             HAS_MASK_PAD=False, PER_STEP_W=False, SCALE_FROM_PTR=scale_from_ptr,
             STORE_C=store_history, FP64=U.dtype == torch.float64, BLOCK=block,
-            BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps)
+            BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps),
+            layer=f"hidden_size={hidden_size}, directions={dd // hidden_size}")
     return h, c_last, c_all
 
 
@@ -81,16 +83,17 @@ class _PackedTriton(torch.autograd.Function):
         block, num_warps, grid = launch_config(batch * dd)
         scale_ptr, scale_from_ptr = scale_args(scale_t, U)
         with on_device(U):
-            backward_kernel[(grid,)](
+            launch(backward_kernel, (grid,), "backward", U.device, (
                 grad_h, grad_c_last, U, U if x is None else x, weight_c, bias, c0,
                 U if mask_c is None else mask_c, U, scale_ptr, c_all, grad_U,
                 U if grad_x is None else grad_x, U, grad_c0,
                 U if grad_mask_c is None else grad_mask_c, part_w, part_b,
-                layout.length, batch, hidden_size, dd, scale_value,
+                layout.length, batch, hidden_size, dd, scale_value), dict(
                 K=U.shape[1] // dd, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
                 HAS_MASK_PAD=False, PER_STEP_W=False, SCALE_FROM_PTR=scale_from_ptr,
                 NEED_GRAD_MASK_C=need_grad_mask_c, FP64=U.dtype == torch.float64, BLOCK=block,
-                BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps)
+                BATCH_SIZES=batch_sizes, STEP_OFFSETS=offsets, PACKED=True, num_warps=num_warps),
+                layer=f"hidden_size={hidden_size}, directions={dd // hidden_size}")
         # Deterministic reduction of the per-(batch, column) partial sums, as sru/ops/triton/padded.py.
         return (grad_U, grad_x, part_w.sum(0).to(weight_c.dtype), part_b.sum(0).to(bias.dtype),
                 grad_c0, grad_mask_c, None, None, None)

@@ -29,6 +29,7 @@ from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec, needs_history, split_flat
 from .kernels import SKIP_X, compiled_kernels, triton
+from .launch import launch
 
 
 def _interpreting() -> bool:
@@ -84,15 +85,15 @@ def recurrence_forward(
     block, num_warps, grid = launch_config(batch * dd)
     scale_ptr, scale_from_ptr = scale_args(scale_x, U)
     with on_device(U):
-        forward_kernel[(grid,)](
+        launch(forward_kernel, (grid,), "forward", U.device, (
             U, U if x is None else x, weight_c, bias, c0, U if mask_c is None else mask_c,
             U if mask_pad is None else mask_pad, scale_ptr, h, c_all, c_last,
-            length, batch, hidden_size, dd, scale_value,
+            length, batch, hidden_size, dd, scale_value), dict(
             K=k, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
             HAS_MASK_PAD=mask_pad is not None, PER_STEP_W=weight_c.dim() > 1,
             SCALE_FROM_PTR=scale_from_ptr, STORE_C=store_history, FP64=U.dtype == torch.float64,
-            BLOCK=block, num_warps=num_warps,
-        )
+            BLOCK=block, num_warps=num_warps),
+            layer=f"hidden_size={hidden_size}, directions={dd // hidden_size}")
     return h, c_last, c_all
 
 
@@ -133,17 +134,17 @@ def recurrence_backward(
         block, num_warps, grid = launch_config(batch * dd)
         scale_ptr, scale_from_ptr = scale_args(scale_x, U)
         with on_device(U):
-            backward_kernel[(grid,)](
+            launch(backward_kernel, (grid,), "backward", U.device, (
                 grad_h, grad_c_last, U, U if x is None else x, weight_c, bias, c0,
                 U if mask_c is None else mask_c, U if mask_pad is None else mask_pad, scale_ptr,
                 c_all, grad_U, grad_x if grad_x.numel() else U, grad_wc if per_step else U,
                 grad_c0, grad_mask_c if need_grad_mask_c else U, part_w, part_b,
-                length, batch, hidden_size, dd, scale_value,
+                length, batch, hidden_size, dd, scale_value), dict(
                 K=k, SKIP=skip, TANH=tanh, HAS_MASK_C=mask_c is not None,
                 HAS_MASK_PAD=mask_pad is not None, PER_STEP_W=per_step,
                 SCALE_FROM_PTR=scale_from_ptr, NEED_GRAD_MASK_C=need_grad_mask_c,
-                FP64=U.dtype == torch.float64, BLOCK=block, num_warps=num_warps,
-            )
+                FP64=U.dtype == torch.float64, BLOCK=block, num_warps=num_warps),
+                layer=f"hidden_size={hidden_size}, directions={dd // hidden_size}")
     # Deterministic reduction of the per-(batch, column) partial sums.
     grad_bias = part_b.sum(0).to(bias.dtype)
     if not per_step:

@@ -1,0 +1,1 @@
+"""Benchmarks of the deployment routes (docs/deploy.md): ``python -m bench.deploy.speed``."""
