@@ -31,7 +31,7 @@ def test_tiny_grid_writes_json_markdown_and_png(tmp_path):
     assert not errors, errors
     sru_expected = {f"sru-{b}" for b in available_backends() if b != "triton"}
     assert sru_expected, "sru.ops reports no CPU backend"
-    expected = {"gemm-bound", "conv1d-k3", "lstm"} | sru_expected
+    expected = {"gemm-bound", "gemm-bound-onednn", "conv1d-k3", "lstm"} | sru_expected  # fp32 on CPU: both GEMM libraries
     assert {r["candidate"] for r in rows} == expected
     for r in rows:
         for mode in ("forward", "train_step"):

@@ -75,9 +75,9 @@ def test_a_task_reads_its_typed_section_and_a_python_built_config_gets_the_same(
 
 
 # sru.SRU / SRUpp arguments that are not config keys: the width comes from the task, the others are
-# Python-side options of the layer (a module, a return convention, the batch layout the encoder sets) and
-# the GEMM library, a per-process execution choice (SRU_CPU_GEMM, evaluate.py / predict.py options, docs/sru.md)
-NOT_CONFIG = {"input_size", "custom_m", "nn_rnn_compatible_return", "batch_first", "gemm"}
+# Python-side options of the layer (a module, a return convention, the batch layout the encoder sets).
+# The GEMM library is a config key of the SRU model (model.gemm, conf/model/sru.yaml); SRU++ keeps its default.
+NOT_CONFIG = {"input_size", "custom_m", "nn_rnn_compatible_return", "batch_first"}
 ENCODER_ONLY = {"name", "forget_bias", "mem_len"}  # keys the encoders read themselves (tasks/common/)
 # arguments a model's encoder leaves at the layer's default on purpose (tasks/common/srupp_encoder.py)
 KEPT_AT_DEFAULT = {"srupp": {"proj_input_to_hidden_first", "weight_c_init", "backend", "gemm"}, "sru": set()}
