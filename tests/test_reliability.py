@@ -165,3 +165,28 @@ def test_submitit_job_preempted_with_sigusr2_is_requeued_and_resumes(tmp_path):
         steps = [r["step"] for r in read_metrics(run_dir, split)]
         assert steps == sorted(set(steps)) and steps[-1] == n, split
     assert [r["step"] for r in read_metrics(run_dir, "train")] == list(range(1, n + 1))  # none lost
+
+
+class _BusyWriter:
+    """A stream whose writer is in use, as the tee'd train.log is when a signal lands mid-print."""
+
+    def write(self, text):
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='train.log'>")
+
+    def flush(self):
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='train.log'>")
+
+
+def test_signal_while_a_line_is_being_written_stops_cleanly(monkeypatch, capfd):
+    """The handler's notice goes to file descriptor 2 directly: a print from the handler would re-enter the
+    writer the interrupted print holds and end the run in a RuntimeError instead of a clean stop (seen in CI:
+    SIGTERM while a [train] line was copied to train.log)."""
+    from tasks.engine.run.interrupts import StopSignals
+
+    stop = StopSignals()
+    with stop.deferred():
+        monkeypatch.setattr(sys, "stderr", _BusyWriter())
+        stop.handle(signal.SIGTERM)  # old code: RuntimeError from print
+        monkeypatch.undo()
+    assert stop.requested()
+    assert "SIGTERM: stopping after the current optimizer step" in capfd.readouterr().err

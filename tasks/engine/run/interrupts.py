@@ -72,6 +72,21 @@ def handled_signals():
     return sigs
 
 
+def say_from_handler(text: str) -> None:
+    """One line to standard error from inside a signal handler: written to file descriptor 2 directly.
+    ``print`` could re-enter the buffered writer that the interrupted code is in the middle of (a log line
+    being copied to train.log, tasks/engine/run/console.py), which raises ``RuntimeError: reentrant call``
+    in the training loop instead of stopping it cleanly. Not copied to train.log for the same reason."""
+    try:
+        sys.stderr.flush()  # what was printed before comes first, where the stream allows it now
+    except (RuntimeError, ValueError, OSError):
+        pass
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
 class StopSignals:
     """Owns the process's SIGTERM/SIGINT(/SIGUSR2) handlers between ``__enter__`` and ``__exit__``."""
 
@@ -110,13 +125,13 @@ class StopSignals:
         name = signal.Signals(signum).name
         if self.signum is not None:
             remove_partial_files()
-            print(f"[trainer] second signal ({name}): exiting now without saving", file=sys.stderr, flush=True)
+            say_from_handler(f"[trainer] second signal ({name}): exiting now without saving")
             os._exit(128 + signum)
         self.signum = signum
         if not self._deferred:
             raise TrainingInterrupted(signum)
-        print(f"[trainer] {name}: stopping after the current optimizer step and saving last.pt "
-              f"(send it again to exit at once)", file=sys.stderr, flush=True)
+        say_from_handler(f"[trainer] {name}: stopping after the current optimizer step and saving last.pt "
+                         f"(send it again to exit at once)")
 
     def requested(self) -> bool:
         return self.signum is not None
