@@ -90,11 +90,10 @@ def parse_args(argv=None):
 def main(argv=None) -> Dict:
     args = parse_args(argv)
     from tasks.classification.data import load_classification_data
-    from tasks.classification.schema import ClassificationDataConfig
-    from tasks.engine.config.schema import typed
+    from tasks.engine.base import build_task
 
-    def load_data(cfg):  # the data loader reads the typed task.data section
-        return load_classification_data(typed(cfg.task.data, ClassificationDataConfig, "task.data"))
+    def load_data(cfg):  # the data loader reads the typed task.data section, typed where every task's is
+        return load_classification_data(build_task(cfg).task_cfg.data)
 
     models = args.models.split(",") if args.models else [None]
     if args.models is None and any("{model}" in o for o in args.overrides):

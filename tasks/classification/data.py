@@ -62,7 +62,7 @@ def load_raw_splits(cfg: ClassificationDataConfig) -> Dict[str, List[Row]]:
 
 def load_classification_data(data: ClassificationDataConfig) -> ClassificationData:
     """Load, validate and split. ``data``: the typed ``task.data`` section (conf/task/classification.yaml);
-    a composed one: ``typed(cfg.task.data, ClassificationDataConfig, "task.data")``."""
+    from a composed config: ``build_task(cfg).task_cfg.data`` (tasks/engine/base.py types it)."""
     cfg = apply_preset(data)
     raw = load_raw_splits(cfg)
     explicit = cfg.labels

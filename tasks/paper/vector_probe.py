@@ -14,9 +14,8 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from tasks.classification.data import load_classification_data, tokenize_rows
-from tasks.classification.schema import ClassificationDataConfig
 from tasks.common.vectors import load_vectors
-from tasks.engine.config.schema import typed
+from tasks.engine.base import build_task
 from tasks.engine.config.tree import compose
 
 
@@ -34,7 +33,7 @@ def main(argv=None) -> None:
     p.add_argument("--vectors", nargs="+", required=True)
     args = p.parse_args(argv)
     overrides = ["task=classification", f"task.data.name={args.data}", "task.data.fold=0"]
-    data = load_classification_data(typed(compose(overrides).task.data, ClassificationDataConfig, "task.data"))
+    data = load_classification_data(build_task(compose(overrides)).task_cfg.data)  # the task's typed section
     tokens = {split: tokenize_rows(rows) for split, rows in data.splits.items()}
     labels = {split: [r.label for r in rows] for split, rows in data.splits.items()}
     words = {w for sentences in tokens.values() for s in sentences for w in s}
