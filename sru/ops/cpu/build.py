@@ -101,7 +101,7 @@ def _remove_abandoned_builds(entry: Path, name: str, age_s: float = 3600.0) -> N
             pass  # another process removed it first
 
 
-def _build(target: Path, sources: tuple = SOURCES) -> None:
+def build_extension(target: Path, sources: tuple = SOURCES) -> None:
     """Compile into a private temporary directory, then atomically publish to ``target``."""
     from torch.utils import cpp_extension  # imported lazily: it is slow to import
 
@@ -131,11 +131,11 @@ def _load_or_build() -> ctypes.CDLL:
             return _open(target)
         except (OSError, RuntimeError):
             pass  # unreadable or from an incompatible build: rebuild it below
-    _build(target)
+    build_extension(target)
     return _open(target)
 
 
-def _short(message: str, tail: int = 3, width: int = 240) -> str:
+def short_log(message: str, tail: int = 3, width: int = 240) -> str:
     """First line and last lines of a (long) build log: what failed, and why."""
     lines = [line.strip()[:width] for line in str(message).splitlines() if line.strip()]
     keep = lines if len(lines) <= tail + 1 else [lines[0], "..."] + lines[-tail:]
@@ -156,7 +156,7 @@ def load_library() -> Optional[ctypes.CDLL]:
         try:
             _library = _load_or_build()
         except Exception as exc:  # any build failure means: use the reference instead
-            _error = f"{type(exc).__name__}: {_short(exc)}"
+            _error = f"{type(exc).__name__}: {short_log(exc)}"
             warnings.warn(
                 "sru: could not build the fused CPU recurrence kernel, so the slower PyTorch "
                 f"reference is used instead.\n  What failed: {_error}\n  Fix: install a C++ "

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec
-from .build import SOURCE, _build, _short, cache_root, extension_name
+from .build import SOURCE, build_extension, short_log, cache_root, extension_name
 
 OP_SOURCES = (SOURCE.with_name("sru_torch_op.cpp"), SOURCE)
 _lock = threading.Lock()
@@ -54,12 +54,12 @@ def load_op_library() -> Optional[Path]:
         target = op_library_path()
         try:
             if not target.exists():
-                _build(target, OP_SOURCES)
+                build_extension(target, OP_SOURCES)
             torch.ops.load_library(str(target))
             _register_fake()
             _state["loaded"] = True
         except Exception as exc:  # no compiler, or torch headers missing: keep the scan
-            _state["error"] = f"{type(exc).__name__}: {_short(exc)}"
+            _state["error"] = f"{type(exc).__name__}: {short_log(exc)}"
             warnings.warn("sru: could not build the sru_cpp custom-op library, so torch.export "
                           f"keeps the decomposed recurrence (a scan).\n  What failed: "
                           f"{_state['error']}\n  Fix: install a C++ compiler and ninja; set "
