@@ -24,20 +24,8 @@ from torch import Tensor, nn
 from sru.modules import SRUCell
 from sru.ops.cpu import gemm as cpu_gemm
 
-ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int8 GEMMs for x86 CPUs
 _warned = set()
-
-
-def int8_engine() -> Optional[str]:
-    """The quantised engine torch runs int8 linears with here (the current one if usable)."""
-    supported = torch.backends.quantized.supported_engines
-    if torch.backends.quantized.engine in ENGINES:
-        return torch.backends.quantized.engine
-    for engine in ENGINES:
-        if engine in supported:
-            torch.backends.quantized.engine = engine
-            return engine
-    return None
+int8_engine = cpu_gemm.int8_engine  # which quantised engine runs the int8 weights (SRU_INT8_ENGINE overrides)
 
 
 def check_int8_device(device) -> None:

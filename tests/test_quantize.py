@@ -142,3 +142,41 @@ def test_torch_export_of_a_quantized_model_runs_the_dequantized_weights():
         got = exported.module()(x)
         # the int8-rounded weights in fp32: close to both the int8 run and fp32
         assert rel_err(got, quantized(x)[0]) < INT8_TOL and rel_err(got, model(x)[0]) < INT8_TOL
+
+
+def test_every_int8_engine_computes_the_same_layer(monkeypatch):
+    """oneDNN (AMX), x86 and fbgemm packs of one quantised layer agree; SRU_INT8_ENGINE picks the engine
+    that packs the weight (checked on the packed object's type), and torch's global engine is left alone."""
+    from sru.ops.cpu import gemm
+    model, x = model_and_input("plain")
+    q = sru.quantize_dynamic(model)
+    engines = [e for e in gemm.INT8_ENGINES if e in torch.backends.quantized.supported_engines]
+    before = torch.backends.quantized.engine
+    outs = {}
+    for engine in engines:
+        monkeypatch.setenv(gemm.INT8_ENGINE_VAR, engine)
+        assert gemm.int8_engine(48) == engine
+        with torch.no_grad():
+            assert int8_ran(lambda: q(x))
+            outs[engine] = q(x)[0]
+        cell = next(m for m in q.modules() if isinstance(m, sru.SRUCell))
+        assert engine in gemm._int8_packs[cell.weight_int8]
+    assert torch.backends.quantized.engine == before
+    for engine, out in outs.items():
+        assert rel_err(out, outs[engines[0]]) < 0.02, engine
+    monkeypatch.setenv(gemm.INT8_ENGINE_VAR, "qnnpack")
+    with pytest.raises(ValueError, match="SRU_INT8_ENGINE=qnnpack: .*unset it"):
+        gemm.int8_engine(48)
+
+
+def test_int8_engine_by_rows(monkeypatch):
+    """With AMX, oneDNN from AMX_INT8_MIN_ROWS rows and fbgemm's kernel for a decode step."""
+    from sru.ops.cpu import gemm
+    monkeypatch.delenv(gemm.INT8_ENGINE_VAR, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    if "onednn" not in torch.backends.quantized.supported_engines:
+        pytest.skip("no onednn engine")
+    assert gemm.int8_engine(gemm.AMX_INT8_MIN_ROWS) == "onednn"
+    assert gemm.int8_engine(1) in ("x86", "fbgemm")
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert gemm.int8_engine(4096) in ("x86", "fbgemm")

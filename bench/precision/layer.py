@@ -1,18 +1,20 @@
 """The SRU layer (L=64 B=32 d=512, 2 layers) on CPU through each GEMM route, in one process with
 paired interleaved rounds (bench/harness.py): fp32 with gemm=mkl / onednn / auto, int8
-(``sru.quantize_dynamic``) and bf16 (autocast), inference and a B=1 decode step; the training step
+(``sru.quantize_dynamic``; its automatic engine and each engine forced) and bf16 (autocast), inference and a B=1 decode step; the training step
 with gemm=mkl / onednn; the GEMM bound through both libraries; and nn.LSTM beside (issues 54, 55).
 
     python -m bench.precision.layer --threads 2 --repeats 15
 """
 import argparse
 import copy
+import os
 from typing import Dict
 
 import torch
 from torch import nn
 
 import sru
+from sru.ops.cpu import gemm as cpu_gemm
 from bench.harness import (calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
 
@@ -51,13 +53,25 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
             m(xg)[0].sum().backward()
         return run
 
+    def int8_on(engine, inp):  # the int8 model with its weights packed by one engine (SRU_INT8_ENGINE)
+        def run():
+            os.environ[cpu_gemm.INT8_ENGINE_VAR] = engine
+            try:
+                infer(int8, inp)()
+            finally:
+                del os.environ[cpu_gemm.INT8_ENGINE_VAR]
+        return run
+
+    engines = [e for e in ("onednn", "fbgemm") if e in torch.backends.quantized.supported_engines]
     rows = torch.randn(L * B, d)
     inference = {f"fp32 {k}": infer(m, x) for k, m in models.items()}
-    inference.update({"int8": infer(int8, x), "bf16": bf16(x), "nn.LSTM": infer(lstm, x),
+    inference.update({"int8": infer(int8, x), **{f"int8 {e}": int8_on(e, x) for e in engines},
+                      "bf16": bf16(x), "nn.LSTM": infer(lstm, x),
                       "GEMM bound mkl": lambda: [rows.mm(w) for _ in range(layers)],
                       "GEMM bound onednn": lambda: [torch.ops.mkldnn._linear_pointwise(rows, packed, None, "none", [], "")
                                                     for _ in range(layers)]})
-    decode = {"decode fp32": infer(base, x1), "decode int8": infer(int8, x1), "decode bf16": bf16(x1)}
+    decode = {"decode fp32": infer(base, x1), "decode int8": infer(int8, x1),
+              **{f"decode int8 {e}": int8_on(e, x1) for e in engines}, "decode bf16": bf16(x1)}
     training = {f"train fp32 {k}": step(m) for k, m in train.items()}
     lstm_t = nn.LSTM(d, d, num_layers=layers)
     training["train nn.LSTM"] = step(lstm_t)
