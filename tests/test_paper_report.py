@@ -168,6 +168,10 @@ def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
     reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm", "--seeds", "3", "--dry-run", "--records", "/x"])
     assert capsys.readouterr().out.splitlines() == [
         "python train.py experiment=cpu/ptb_lstm seed=3  hydra.run.dir=outputs/paper/cpu/cpu/ptb_lstm/seed3"]
+    reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm,cpu/ptb_sru", "--seeds", "3", "--dry-run", "--records", "/x"])
+    assert len(capsys.readouterr().out.splitlines()) == 2  # a comma list names two cells
+    with pytest.raises(SystemExit, match="--cell cpu/ptb_lsmt: no such cpu cell .*cpu/ptb_lstm"):  # not "0 ran"
+        reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lsmt", "--dry-run", "--records", "/x"])
 
 
 def test_a_cell_with_a_record_is_not_rerun(tmp_path):

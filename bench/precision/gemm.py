@@ -52,6 +52,11 @@ def candidates(rows: int, d_in: int, d_out: int, kind: str, low_precision: bool
                                             0, torch.qint8)
             packed_q = torch.ops.quantized.linear_prepack(qw, None)
             routes["int8 dynamic"] = lambda: torch.ops.quantized.linear_dynamic(x, packed_q, True)
+            if "onednn" in torch.backends.quantized.supported_engines:  # its AMX kernels (sru's choice there)
+                before, torch.backends.quantized.engine = torch.backends.quantized.engine, "onednn"
+                packed_o = torch.ops.quantized.linear_prepack(qw, None)
+                torch.backends.quantized.engine = before
+                routes["int8 onednn"] = lambda: torch.ops.quantized.linear_dynamic(x, packed_o, False)
         return routes
     if kind == "dx":  # dU (rows, out) · W^T: the weight (in, out) is F.linear's (out, in) here
         packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
@@ -78,7 +83,7 @@ def run(threads: int, repeats: int, low_precision: bool, only: Optional[List[str
         best_onednn = min((k for k in samples if k.startswith("onednn")), key=lambda k: samples[k]["median_ms"])
         row = {"shape": name, "gflops": gflops,
                "onednn_over_mkl": paired_ratio(samples["mkl"], samples[best_onednn]), "best_onednn": best_onednn}
-        for k in ("bf16 F.linear", "int8 dynamic"):
+        for k in ("bf16 F.linear", "int8 dynamic", "int8 onednn"):
             if k in samples:
                 row[k + " over mkl"] = paired_ratio(samples["mkl"], samples[k])
         rows_out.append(row)
@@ -88,7 +93,7 @@ def run(threads: int, repeats: int, low_precision: bool, only: Optional[List[str
 def markdown(rows: List[Dict]) -> str:
     routes = sorted({k for r in rows for k in r["gflops"]}, key=lambda k: ["mkl", "mkl F.linear", "onednn",
                                                                           "onednn prepacked", "bf16 F.linear",
-                                                                          "int8 dynamic"].index(k))
+                                                                          "int8 dynamic", "int8 onednn"].index(k))
     header = ["GEMM", *[f"{k} GFLOP/s" for k in routes], "oneDNN / MKL speed"]
     body = [[r["shape"], *[f"{r['gflops'][k]:.0f}" if k in r["gflops"] else "–" for k in routes],
              f"{r['onednn_over_mkl']:.2f}× ({r['best_onednn']})"] for r in rows]

@@ -262,6 +262,16 @@ def run_speed(out: Path, scale: str, dry_run: bool) -> str:
     return "ran"
 
 
+def check_cells(wanted: List[str], tables: List[str], scale: str) -> None:
+    """A --cell that names no cell of the chosen tables is an error naming those that exist (not 0 runs)."""
+    cells = [c for key in tables for c in cells_at(TABLES[key], scale)]
+    known = {getattr(c, scale) for c in cells} | {c.name for c in cells}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise SystemExit(f"reproduce.py: --cell {', '.join(unknown)}: no such {scale} cell in "
+                         f"{', '.join(tables)}; cells: {', '.join(sorted(getattr(c, scale) for c in cells))}")
+
+
 def selected(cell, wanted: List[str], scale: str) -> bool:
     return not wanted or getattr(cell, scale) in wanted or cell.name in wanted
 
@@ -269,6 +279,8 @@ def selected(cell, wanted: List[str], scale: str) -> bool:
 def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
     tables = ["speed", *sorted(TABLES)] if args.all else (args.table or sorted(TABLES))
+    args.cell = [c.strip() for given in args.cell for c in given.split(",") if c.strip()]  # "--cell a,b" too
+    check_cells(args.cell, [t for t in tables if t != "speed"], args.scale)
     seeds = [int(s) for s in args.seeds.split(",")]
     out, records = Path(args.out) / args.scale, Path(args.records)
     status = {}

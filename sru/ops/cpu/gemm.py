@@ -359,7 +359,7 @@ INT8_ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int
 INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
 
 
-AMX_INT8_MIN_ROWS = 64  # fewer rows (a decode step): fbgemm's VNNI kernel wins (B=1: 1.7x oneDNN's here)
+AMX_INT8_MIN_ROWS = 32  # oneDNN won from 32 rows (decode B=32: 1.9x fbgemm), fbgemm at 1 row (1.8x oneDNN)
 
 
 def int8_engine(rows: Optional[int] = None) -> Optional[str]:
