@@ -23,6 +23,7 @@ PARAGRAPHS = [
     "The tower is 330 metres tall. It has three levels for visitors.",
     "Alexander Fleming discovered penicillin in 1928. The Danube rises in Germany. "
     "Tim Berners-Lee invented the World Wide Web in 1989. The war lasted for six years.",
+    "The Amazon flows into the Atlantic Ocean. The Yangtze River crosses China.",
 ]
 # (construction, question, answer): one or more per construction of the issue
 EXPECTED = [
@@ -35,6 +36,9 @@ EXPECTED = [
     ("passive_to_active", "Who designed the Eiffel Tower?", "company of Gustave Eiffel"),  # passive -> active
     ("active_to_passive", "Who was penicillin discovered by?", "Alexander Fleming"),     # active -> passive
     ("which", "In which country does the Danube rise?", "Germany"),                      # which + noun
+    ("which", "Into which ocean does the Amazon flow?", "the Atlantic Ocean"),           # ... from the name
+    ("subject", "Which river crosses China?", "The Yangtze River"),                 # subject + name noun
+    ("nationality", "What nationality was Johann Sebastian Bach?", "German"),
     ("how_many", "How many works did Bach write?", "more than 1,000"),
     ("how_many", "How many levels does the Eiffel Tower have?", "three"),
     ("how_measure", "How tall is the tower?", "330 metres"),

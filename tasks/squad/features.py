@@ -9,11 +9,15 @@ Token features of each paragraph token (DrQA's "exact match" and "token features
   5 stem match       the token's stem (lower-cased, cut to 5 letters) is a question word's stem: "discovered" in
                      the paragraph for "discover" in "What did Fleming discover?" (do-support and voice changes
                      put a verb's other form in the question; DrQA uses the lemma)
+With ``task.tagger`` (default spacy_en_md) the named-entity type and part of speech of each token follow as
+one-hot columns (tasks/squad/tagger.py), as DrQA's token features; they are kept as ids per paragraph and
+expanded per batch.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -23,6 +27,7 @@ from tasks.common.batching import pad_collate
 from tasks.common.text import Vocabulary
 
 from .data import SquadExample, char_to_token_span, tokenize
+from .tagger import num_tag_features, one_hot_tags, paragraph_tags
 
 NUM_FEATURES = 6
 STEM_LETTERS = 5
@@ -39,6 +44,7 @@ class EncodedExample:
     end: int
     context_ids: List[int] = None
     question_ids: List[int] = None
+    tags: Optional[Tensor] = None         # (Lp, 2) uint8 [NER id, POS id], shared by a paragraph's questions
 
     def with_ids(self, vocab: Vocabulary) -> "EncodedExample":
         return replace(self, context_ids=vocab.encode(self.context_words),
@@ -63,11 +69,18 @@ def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]
     return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
 
 
+def num_features(tagger: Optional[str]) -> int:
+    """Feature columns per paragraph token: the word features, plus the tags with a tagger."""
+    return NUM_FEATURES + num_tag_features(tagger)
+
+
 def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
-                 max_context_tokens: Optional[int] = None) -> List[EncodedExample]:
+                 max_context_tokens: Optional[int] = None, tagger: Optional[str] = None,
+                 tag_cache: Optional[Path] = None) -> List[EncodedExample]:
     """Tokenise every example (each distinct paragraph once); contexts longer than ``max_context_tokens``
     are cut (an answer past the cut has no token span: training skips it, evaluation scores it 0 unless
-    the reader finds the text earlier)."""
+    the reader finds the text earlier). With a ``tagger`` each paragraph is tagged once (``tag_cache``: a
+    folder keeping the tags of this call's paragraphs for the next run)."""
     cache: Dict[str, Tuple[List[str], List[Tuple[int, int]]]] = {}
     out = []
     for ex in examples:
@@ -88,13 +101,19 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
         norm = (lambda ws: [w.lower() for w in ws]) if lowercase else list
         out.append(EncodedExample(ex, spans, norm(tokens), norm(q_tokens), token_features(tokens, q_tokens),
                                   start, end))
+    if tagger and out:
+        contexts = list(cache)
+        tags = dict(zip(contexts, paragraph_tags(contexts, [cache[c][1] for c in contexts], tag_cache,
+                                                 progress=tag_cache is not None)))
+        out = [replace(ex, tags=tags[ex.example.context]) for ex in out]
     return out
 
 
 def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
-    features, _, _ = pad_collate([ex.features for ex in examples], 0.0)
+    rows = [ex.features if ex.tags is None else torch.cat([ex.features, one_hot_tags(ex.tags)], 1) for ex in examples]
+    features, _, _ = pad_collate(rows, 0.0)
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features,
             "question": question, "question_mask_pad": question_mask_pad,
             "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),

@@ -12,6 +12,9 @@ the wh-phrase first and rebuilds the clause around it:
     passive       "It was designed by Gustave Eiffel."         -> "Who designed the Eiffel Tower?"  (agent -> active)
     active        "Fleming discovered penicillin."             -> "Who was penicillin discovered by?" (-> passive)
     which + noun  "The Ming dynasty ruled China."              -> "Which dynasty ruled China?" (answer "Ming")
+                  "The Danube flows into the Black Sea."      -> "Into which sea does the Danube flow?"
+                  (a name ending in a CLASS_NOUNS word; the answer keeps it: "the Black Sea")
+    nationality   "Bach was a German composer."               -> "What nationality was Bach?"    (a NORP word)
     how many      "The tower has 3 levels."                    -> "How many levels does the tower have?"
     how tall/long "The river is 2,850 km long."                -> "How long is the river?"
                   "The war lasted for six years."             -> "How long did the war last?"
@@ -30,12 +33,14 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from .question_checks import words
-from .question_words import (COUNTRIES, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
+from .question_words import (CLASS_NOUNS, COUNTRIES, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
                              PAST_OF_PARTICIPLE, UNRESOLVED, WH_FOR_TYPE, third_person)
 
 DROPPED_DEPS = {"relcl", "appos", "parataxis", "advcl", "acl", "conj", "cc", "dep", "meta", "intj", "discourse"}
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
 PLACE_PREPS = {"in", "at", "near", "on", "inside", "within"}
+# asked only with "which + noun" ("Into which sea does the Danube flow?"; "Where does it flow into?" reads badly)
+WHICH_PREPS = {"into", "across", "along", "through", "over", "under", "from", "to", "onto", "towards"}
 TIME_PREPS = {"in", "on", "at", "during", "since", "until", "by", "after", "before", "from"}
 
 
@@ -44,7 +49,7 @@ class Candidate:
     question: str
     answer_start: int  # character offsets in the parsed document
     answer_end: int
-    construction: str  # subject, object, time, place, passive_to_active, active_to_passive, which, how_many, how_measure
+    construction: str  # subject, object, time, place, passive_to_active, active_to_passive, which, how_many, how_measure, nationality
     answer_type: str   # NER label or NP
 
 
@@ -239,17 +244,26 @@ class SentenceQuestions:
         return f"{wh} {render(self.doc, rest, self.names)}?"
 
     # ---- constructions -----------------------------------------------------------------------
+    def class_noun(self, rng: range, kind: str) -> Optional[str]:
+        """The kind-of-thing word ending a name of two or more words ("the Black Sea" -> "sea"), if any."""
+        last = self.doc[rng.stop - 1]
+        named = kind in ("GPE", "LOC", "FAC", "ORG", "ORG_NAME", "EVENT", "WORK_OF_ART", "LAW", "PRODUCT")
+        if named and rng.stop - rng.start >= 2 and last.lower_ in CLASS_NOUNS and self.doc[rng.stop - 2].is_alpha:
+            return last.lower_
+        return None
+
     def wh_for(self, rng: range, kind: str) -> str:
         if kind == "GPE" and self.doc[rng.start:rng.stop].text.lower() in COUNTRIES:
             return "which country"
-        return WH_FOR_TYPE.get(kind, "what")
+        noun = self.class_noun(rng, kind)
+        return f"which {noun}" if noun else WH_FOR_TYPE.get(kind, "what")
 
     def candidates(self) -> List[Candidate]:
         out: List[Candidate] = []
         if self.root.pos_ not in ("VERB", "AUX") or self.subject is None:
             return out
         builders = (self._subject, self._object, self._time_place, self._passive_to_active,
-                    self._active_to_passive, self._how_many, self._how_measure)
+                    self._active_to_passive, self._how_many, self._how_measure, self._nationality)
         for build in builders:
             for made in build() or []:
                 if made is not None:
@@ -312,10 +326,12 @@ class SentenceQuestions:
                 else:  # "since 1990" keeps its preposition: "Since when ...?" reads oddly, "Until when" fine
                     wh = f"{prep.lower_} when" if prep.lower_ in ("since", "until") else None
                 construction = "time"
-            elif kind in ("GPE", "LOC", "FAC") and prep.lower_ in PLACE_PREPS:
-                country = text.lower() in COUNTRIES
-                wh = f"{prep.lower_} which country" if country else "where"
-                construction = "which" if country else "place"
+            elif kind in ("GPE", "LOC", "FAC") and prep.lower_ in PLACE_PREPS | WHICH_PREPS:
+                noun = "country" if text.lower() in COUNTRIES else self.class_noun(rng, kind)
+                if noun is None and prep.lower_ not in PLACE_PREPS:
+                    continue
+                wh = f"{prep.lower_} which {noun}" if noun else "where"
+                construction = "which" if noun else "place"
             elif kind == "DATE" and prep.lower_ == "for" and set(words(text)) & DURATION_UNITS:
                 wh, construction = "how long", "how_measure"
             else:
@@ -391,6 +407,22 @@ class SentenceQuestions:
                 continue
             out.append(self._make(question, rng, "how_many", "CARDINAL"))
         return out
+
+    def _nationality(self):
+        """"Bach was a German composer" -> "What nationality was Bach?" (answer "German": a NORP word
+        describing the person the copula's subject names)."""
+        if self.root.lemma_ != "be" or self.subject_text is None or self.subject.lower_ in UNRESOLVED:
+            return []
+        if answer_type(self.doc, answer_range(self.subject)) != "PERSON" or self.subject.i > self.root.i:
+            return []
+        attr = next((c for c in self.root.children if c.dep_ == "attr" and c.pos_ == "NOUN"), None)
+        if attr is None:
+            return []
+        norp = [c for c in attr.children if c.dep_ in ("amod", "compound") and c.ent_type_ == "NORP" and c.i < attr.i]
+        if len(norp) != 1:
+            return []
+        rng = range(norp[0].i, norp[0].i + 1)
+        return [self._make(f"what nationality {self.root.text} {self.subject_text}?", rng, "nationality", "NORP")]
 
     def _how_measure(self):
         """"The tower is 324 metres tall" -> "How tall is the tower?"; "lasted six years" -> "How long ...?"."""

@@ -20,6 +20,12 @@ philippines poland portugal prussia romania russia scotland serbia singapore slo
 sudan sweden switzerland syria taiwan thailand tunisia turkey uganda ukraine uruguay venezuela vietnam wales
 yugoslavia zimbabwe""".split()) | {"united states", "the united states", "united kingdom", "the united kingdom",
                                     "soviet union", "the soviet union", "new zealand", "south africa"}
+# the last word of a name that says what kind of thing it names: "the Black Sea" -> "Which sea ...?", as people
+# ask (the answer keeps the word: the reader must learn that a question word can sit inside the answer)
+CLASS_NOUNS = set("""sea ocean river lake island islands mountains mountain range desert bay gulf strait canal
+peninsula valley dynasty empire kingdom republic university college school church cathedral abbey bridge tower
+palace castle ship war battle party army navy company band prize award museum street square park forest station
+airport temple festival league cup treaty revolution province county city mosque stadium hospital theatre""".split())
 MEASURE_ADJECTIVES = {"tall", "high", "long", "wide", "deep", "old", "large", "heavy", "thick"}
 DURATION_UNITS = {"year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours",
                   "minute", "minutes", "decade", "decades", "century", "centuries"}

@@ -49,4 +49,5 @@ class SquadConfig:
     max_vocab: Optional[int] = key(low=2)
     emb_dropout: float = key(**Rate)
     human_check: Optional[str] = key()
+    tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)

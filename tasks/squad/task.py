@@ -27,9 +27,10 @@ from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.squad.schema import SquadConfig
 
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
-from .features import NUM_FEATURES, EncodedExample, collate, encode_split
+from .features import EncodedExample, collate, encode_split, num_features
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader
+from .tagger import check_tagger, default_cache
 
 
 class SquadTask(Task):
@@ -49,6 +50,7 @@ class SquadTask(Task):
         self.vectors = None
         self.fixed_rows_from: Optional[int] = None
         self.model: Optional[DocumentReader] = None
+        self.tagger: Optional[str] = self.task_cfg.tagger  # a loaded model keeps its own (inference state)
         self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
         self._pass: Optional[Dict[str, Any]] = None  # the training pass being timed
         self.last_epoch: Dict[str, float] = {}
@@ -57,6 +59,7 @@ class SquadTask(Task):
         super().check_config()  # model name, task.* types and ranges
         overlay = {k: v for k, v in (self.task_cfg.encoder or {}).items() if v is not None}  # null: none
         check_encoder_config({**self.cfg["model"], **overlay}, causal=self.causal)
+        check_tagger(self.task_cfg.tagger)
 
     # ---- data ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -66,7 +69,8 @@ class SquadTask(Task):
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
         if data.max_train_examples and "train" in examples:  # null: all
             examples["train"] = examples["train"][:data.max_train_examples]
-        prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens) for s in self.splits}
+        prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens, self.tagger, default_cache())
+                    for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
             self.vocab = self._build_vocab(prepared)
         for s in self.splits:
@@ -158,14 +162,14 @@ class SquadTask(Task):
         if self.vectors is not None:
             tuned = "all" if self.fixed_rows_from is None else f"the top {self.fixed_rows_from - 2:,} question words"
             print(f"[squad] pretrained vectors for {hits:,}/{len(self.vocab):,} words; fine-tuning {tuned}")
-        self.model = DocumentReader(weight, NUM_FEATURES, self.encoder_config(),
+        self.model = DocumentReader(weight, num_features(self.tagger), self.encoder_config(),
                                     emb_dropout=float(self.task_cfg.emb_dropout),
                                     fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
         return self.model
 
     def encoder_input_size(self) -> int:
         """The paragraph encoder's input: word + aligned question embedding + token features."""
-        return 2 * self.task_cfg.embedding.dim + NUM_FEATURES
+        return 2 * self.task_cfg.embedding.dim + num_features(self.tagger)
 
     def encoder_config(self) -> Any:
         """cfg.model with the non-null ``task.encoder`` keys written over it, typed (the model groups are sized
@@ -270,10 +274,11 @@ class SquadTask(Task):
 
     # ---- predict.py: questions about paragraphs in, answers out -------------------------------
     def inference_state(self) -> Dict[str, Any]:
-        return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from}
+        return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger}
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
+        self.tagger = state.get("tagger")  # models saved before the tagger features have none
 
     def parse_input(self, line: str) -> SquadExample:
         try:
@@ -305,7 +310,8 @@ class SquadTask(Task):
     def predict(self, model: nn.Module, inputs: List[SquadExample], options: Mapping[str, Any], progress) -> List[Any]:
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
-        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens)]
+        encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens,
+                                                                  self.tagger)]
         plan = bucket_batches([len(ex.context_ids) for ex in encoded],  # predict.py's batch_size, else the eval one
                               max_examples=int(options.get("batch_size") or t.eval_batch_size))
         device = next(model.parameters()).device
