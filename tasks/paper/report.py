@@ -249,7 +249,8 @@ COST_COLUMN_NOTE = (
     "1.16x, WMT Transformer + SRU 0.80x -> 0.75x, speech Bi-SRU_12L vs BLSTM_5L 1.13x -> 1.23x; no verdict "
     "changed. Re-measured again the same day with the layer's CPU GEMM dispatch (issue 55; on this Intel Xeon "
     "MKL and oneDNN are within a few percent of each other, docs/benchmarks.md) on a quieter machine, every "
-    "table but SQuAD's (whose corpus changed; its cost column is still the earlier measurement): ratios "
+    "table but SQuAD's (whose corpus changed; re-measured after its reruns, with the tagger features: 1.15x, "
+    "unchanged): ratios "
     "moved by up to 0.17 (speech SRU_12L vs LSTM_5L 1.52x -> 1.35x, Bi-SRU_12L 1.23x -> 1.08x, enwik8 SRU++ 1.16x -> 1.23x, WMT 0.75x -> 0.82x), mostly this "
     "measurement's run-to-run spread on a shared 2-core VM (the earlier run had other jobs on both cores); no "
     "verdict changed.")

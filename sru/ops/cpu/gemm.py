@@ -366,7 +366,7 @@ def int8_engine(rows: Optional[int] = None) -> Optional[str]:
     """The quantised engine that packs, and so runs, an int8 product of ``rows`` rows: ``SRU_INT8_ENGINE``
     when set; else on CPUs with AMX oneDNN from AMX_INT8_MIN_ROWS rows (its AMX int8 kernels ran the SRU's
     projection 2,048 x 512 x 1,536 3.1x faster than fbgemm's VNNI ones on a Sapphire Rapids Xeon,
-    docs/ops.md#int8-and-bf16-inference) and fbgemm below; else torch's current engine when it is an x86 one
+    docs/ops.md#int8-and-bf16-inference-sruquantizepy) and fbgemm below; else torch's current engine when it is an x86 one
     (fbgemm's VNNI / AVX2 kernels); else the first there is. torch's global engine is left as it was."""
     supported = torch.backends.quantized.supported_engines
     wanted = os.environ.get(INT8_ENGINE_VAR)
