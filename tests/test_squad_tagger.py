@@ -57,3 +57,20 @@ def test_features_widen_by_the_one_hot_tags():
     vocab = Vocabulary(sorted(set(tagged.context_words + tagged.question_words)), (PAD, UNK))
     batch = collate([tagged.with_ids(vocab), plain.with_ids(vocab)][:1], [0], vocab.pad_id)
     assert batch["features"].shape[-1] == NUM_FEATURES + NUM_TAG_FEATURES
+
+
+def test_a_model_saved_before_the_tagger_features_keeps_word_features_only():
+    """Its inference state has no "tagger" key: the task answers with the 6 word features it was trained on,
+    whatever task.tagger says now; a new model records its tagger; a bad tagger name is refused."""
+    import pytest
+    from conftest import compose
+    from tasks.common.text import PAD, UNK, Vocabulary
+    from tasks.engine.base import build_task
+    task = build_task(compose(["task=squad"]))
+    assert task.tagger == "spacy_en_md"
+    task.restore_inference_state({"vocab": Vocabulary(["bach"], (PAD, UNK)).state_dict(), "fixed_rows_from": None})
+    assert task.tagger is None and task.encoder_input_size() == 2 * 128 + NUM_FEATURES
+    task.tagger = "spacy_en_md"
+    assert task.inference_state()["tagger"] == "spacy_en_md"
+    with pytest.raises(ValueError, match="task.tagger"):
+        build_task(compose(["task=squad", "task.tagger=nltk"])).check_config()
