@@ -1,5 +1,5 @@
 """predict.py / evaluate.py ``precision=fp32|bf16|int8`` (tasks/engine/inference/precision.py, issue 54): int8 on
-every task's tiny run gives results of the right shape, translation's int8 hypotheses stay close to
+every task's tiny run gives results of the right shape (speech: tests/test_speech_e2e.py), translation's int8 hypotheses stay close to
 fp32's, evaluate reports the fp32 metric beside with compare=fp32, and a precision that cannot run
 gets one line."""
 import json

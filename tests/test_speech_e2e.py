@@ -103,3 +103,22 @@ def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path,
         tune.main([str(tmp_path / "nowhere")])
     assert "no such file or directory" in capsys.readouterr().err
 
+
+
+@pytest.mark.slow
+def test_int8_and_bf16_predict_on_a_tiny_speech_run(manifests, run_train, tmp_path):
+    """predict.py / evaluate.py precision= on speech (issue 54): transcripts of the right shape, and the fp32
+    metric beside with compare=fp32."""
+    from tasks.engine.inference.evaluate_cmd import evaluate_run
+    from tasks.engine.inference.predict_cmd import load_predictor
+    run_dir = tmp_path / "run"
+    run_train(speech_run_overrides(manifests, "sru", tmp_path / "cache", ["task.decoder=greedy"]), run_dir)
+    wavs = [str(manifests["test"].parent / "wav" / f"c{i}.wav") for i in (3, 4)]
+    predictor = load_predictor(run_dir)
+    fp32 = predictor.predict([predictor.task.parse_input(w) for w in wavs])
+    for precision in ("int8", "bf16"):
+        predictor = load_predictor(run_dir, precision=precision)
+        got = predictor.predict([predictor.task.parse_input(w) for w in wavs])
+        assert [sorted(r) for r in got] == [sorted(r) for r in fp32]
+    metrics = evaluate_run([f"run={run_dir}", "precision=int8", "compare=fp32", f"out_dir={tmp_path / 'e'}"])
+    assert set(metrics["compare_fp32"]) == set(metrics) - {"compare_fp32"} and "cer" in metrics
