@@ -29,7 +29,7 @@ from torch import Tensor
 import sru.ops.export as export_backend
 from .cpu import gemm as cpu_gemm
 from .cpu.build import cpu_kernel_available, load_error
-from .export import exporting
+from .tracing import exporting
 
 
 def triton_available() -> bool:

@@ -21,12 +21,8 @@ from torch import Tensor
 
 from .cpu.custom_op import fused_export_wanted, padded as fused_padded
 from .reference import cell_step, gate_setup
+from .tracing import exporting
 from .spec import Masks, RecurrenceSpec, flat_entry
-
-
-def exporting() -> bool:
-    """Whether ``torch.onnx.export`` or ``torch.export`` is tracing right now."""
-    return torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
 
 
 def _inference_only(c_init: Tensor, step_inputs: list, closure: tuple):

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..export import exporting
+from ..tracing import exporting
 
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
