@@ -16,7 +16,7 @@ than fp32 there).
 """
 import copy
 import warnings
-from typing import Iterable, Optional
+from typing import Iterable
 
 import torch
 from torch import Tensor, nn
