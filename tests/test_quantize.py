@@ -180,3 +180,24 @@ def test_int8_engine_by_rows(monkeypatch):
     assert gemm.int8_engine(1) in ("x86", "fbgemm")
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
     assert gemm.int8_engine(4096) in ("x86", "fbgemm")
+
+
+@pytest.mark.parametrize("rows", [16, 17, 600, 601])
+def test_onednn_rows_are_padded_to_few_sizes_without_changing_results(monkeypatch, rows):
+    """oneDNN builds a kernel per row count, so int8_linear pads rows to one of 8 sizes per power of two;
+    the zero rows change neither the activation scale nor the real rows' results (all-positive inputs,
+    whose own range would not include 0)."""
+    from sru.ops.cpu import gemm
+    if "onednn" not in torch.backends.quantized.supported_engines:
+        pytest.skip("no onednn engine")
+    monkeypatch.setenv(gemm.INT8_ENGINE_VAR, "onednn")
+    assert {gemm.onednn_int8_rows(r) for r in range(512, 1024)} == set(range(512, 1025, 64))
+    assert all(r <= gemm.onednn_int8_rows(r) <= r * 9 / 8 for r in range(1, 5000))
+    g = torch.Generator().manual_seed(rows)
+    w = torch.randn(24, 40, generator=g)
+    scale = w.abs().amax(1) / 127
+    q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    x, bias = torch.rand(rows, 40, generator=g) + 0.5, torch.randn(24, generator=g)
+    with torch.no_grad():
+        exact = torch.ops.quantized.linear_dynamic(x, gemm._int8_packed(q, scale, rows, "onednn"), False) + bias
+        assert torch.equal(gemm.int8_linear(x, q, scale, bias), exact)

@@ -58,6 +58,35 @@ def test_incremental_decoding_equals_full_sequence(model_name, norm, sru_mode):
         assert all("c" in cache for cache in state["layers"])  # the SRU state is part of the decoding state
 
 
+@pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[::3])
+def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(model_name, norm, sru_mode):
+    """start_decoding(beam=K) (encoder side once per sentence, K query rows attending to it together) gives
+    every hypothesis row the logits of the encoder output copied K times, through reordering and through
+    finished sentences leaving the batch."""
+    model = tiny_model(model_name, norm, sru_mode)
+    src, src_pad = source_batch()
+    K, B = 4, src.size(1)
+    enc, enc_pad = model.encode(src, src_pad)
+    expand = torch.arange(B).repeat_interleave(K)
+    grouped = model.start_decoding(enc, enc_pad, beam=K)
+    copied = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
+    g = torch.Generator().manual_seed(4)
+    for step in range(5):
+        prev = torch.randint(4, V, (1, B * K), generator=g)
+        a, grouped = model.decode(prev, grouped)
+        b, copied = model.decode(prev, copied)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        rows = expand * K + torch.randint(0, K, (B * K,), generator=g)  # any hypothesis of the same sentence
+        grouped, copied = model.reorder_state(grouped, rows), model.reorder_state(copied, rows)
+    sentences = torch.tensor([0, 2])  # sentence 1 finished: its rows leave, the others' stay comparable
+    rows = sentences.repeat_interleave(K) * K + torch.randint(0, K, (2 * K,), generator=g)
+    grouped, copied = model.reorder_state(grouped, rows, sentences), model.reorder_state(copied, rows)
+    prev = torch.randint(4, V, (1, 2 * K), generator=g)
+    torch.testing.assert_close(model.decode(prev, grouped)[0], model.decode(prev, copied)[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="within their sentence"):
+        model.reorder_state(grouped, torch.arange(B * K).flip(0))
+
+
 @pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[1:3])
 def test_decoder_is_causal_and_padding_does_not_leak(model_name, norm, sru_mode):
     model = tiny_model(model_name, norm, sru_mode)

@@ -6,7 +6,8 @@ Time-major like the rest of the framework: tokens (L, B), features (L, B, d_mode
     logits = model(src, src_pad, prev_tokens)                # teacher forcing: (T, B, V)
     state = model.start_decoding(*model.encode(src, src_pad))
     logits, state = model.decode(prev_tokens[t:t + 1], state) # one step, cached keys/values + SRU state
-    state = model.reorder_state(state, index)                # beam search: keep / repeat hypotheses
+    state = model.start_decoding(enc, src_pad, beam=K)      # beam search: K hypothesis rows per sentence
+    state = model.reorder_state(state, index)                # keep / repeat hypotheses within a sentence
 
 Sublayers (``norm``): ``post`` is the original Transformer, LayerNorm(x + Dropout(f(x))); ``pre`` is
 x + Dropout(f(LayerNorm(x))) with a final LayerNorm on the encoder and decoder outputs (more stable
@@ -66,12 +67,19 @@ class Attention(nn.Module):
     def keys_values(self, x: Tensor) -> Tuple[Tensor, Tensor]:
         return self.split(self.k(x)), self.split(self.v(x))
 
-    def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> Tensor:
-        """x (T, B, D) queries; k, v (B, H, S, D/H); mask broadcastable to (B, H, T, S), true = may attend."""
+    def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], group: int = 1) -> Tensor:
+        """x (T, B, D) queries; k, v (B / group, H, S, D/H); mask broadcastable to (B / group, H, T, S), true =
+        may attend. ``group``: each run of ``group`` query rows shares one key/value row (beam search's
+        hypotheses of one sentence and its encoder output), attended as one row of ``group * T`` queries."""
+        T, B, D = x.shape
         q = self.split(self.q(x))
+        if group > 1:  # (B, H, T, d) -> (B / group, H, group * T, d): keys read once per sentence, not per beam
+            q = q.view(B // group, group, self.heads, T, -1).transpose(1, 2)
+            q = q.reshape(B // group, self.heads, group * T, -1)
         p = self.dropout if self.training else 0.0
         h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        T, B, D = x.shape
+        if group > 1:
+            h = h.view(B // group, self.heads, group, T, -1).transpose(1, 2).reshape(B, self.heads, T, -1)
         return self.out(h.permute(2, 0, 1, 3).reshape(T, B, D))
 
 
@@ -96,6 +104,48 @@ class SRUSublayer(nn.Module):
 
     def forward(self, x: Tensor, c0: Optional[Tensor] = None, mask_pad: Optional[Tensor] = None):
         return self.rnn(x, c0, mask_pad=mask_pad)
+
+
+def _tracked(t: Tensor) -> bool:
+    return torch.is_grad_enabled() and t.requires_grad  # in-place buffer writes would break its backward
+
+
+def append_keys(cache: Dict[str, Tensor], key: str, new: Tensor) -> None:
+    """``cache[key]`` (B, H, P, d) extended by ``new`` (B, H, T, d). From the second call (decoding's steps) the
+    keys live in a time-major buffer ``cache[key + "_buf"]`` (capacity, B, H, d) with room to grow (doubled
+    when full): a step writes its positions in place instead of copying the whole prefix into new memory
+    (torch.cat did, every step), and ``cache[key]`` is a (B, H, P, d) view of it. Time-major, because a
+    prefix of it is contiguous: beam search's reordering and the attention read it faster."""
+    past = cache.get(key)
+    if past is None or _tracked(new) or _tracked(past):
+        cache[key] = new if past is None else torch.cat([past, new], 2)
+        cache.pop(key + "_buf", None)
+        return
+    P, (B, H, T, d) = past.size(2), new.shape
+    buf = cache.get(key + "_buf")
+    if buf is None or buf.size(0) < P + T:
+        buf = new.new_empty(max(2 * (P + T), 16), B, H, d)
+        buf[:P] = past.permute(2, 0, 1, 3)
+    buf[P:P + T] = new.permute(2, 0, 1, 3)
+    cache[key + "_buf"], cache[key] = buf, buf[:P + T].permute(1, 2, 0, 3)
+
+
+def reorder_keys(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[str, Tensor]:
+    """Rows ``index`` of ``cache[key]``, gathered into the cache's spare buffer, which becomes the new buffer
+    (the old one the spare): beam search's per-step reordering reuses two buffers instead of allocating."""
+    past, buf = cache[key], cache.get(key + "_buf")
+    if buf is None or _tracked(past):
+        return {key: past.index_select(0, index)}
+    P = past.size(2)
+    shape = (buf.size(0), index.numel()) + tuple(buf.shape[2:])
+    spare = cache.get(key + "_spare")
+    if spare is None or tuple(spare.shape) != shape:
+        spare = buf.new_empty(shape)
+    torch.index_select(buf[:P], 1, index, out=spare[:P])
+    out = {key: spare[:P].permute(1, 2, 0, 3), key + "_buf": spare}
+    if buf.shape == spare.shape:
+        out[key + "_spare"] = buf
+    return out
 
 
 class Layer(nn.Module):
@@ -131,20 +181,20 @@ class Layer(nn.Module):
         return x
 
     def decode(self, x: Tensor, cache: Dict[str, Tensor], self_mask: Optional[Tensor], enc: Tensor,
-               enc_mask: Tensor) -> Tensor:
+               enc_mask: Tensor, beam: int = 1) -> Tensor:
         """x: the new positions (T, B, D); ``cache`` (updated in place) holds this layer's past keys/values,
-        the encoder's projected keys/values and the SRU state."""
+        the encoder's projected keys/values and the SRU state; ``enc`` / ``enc_mask`` have one row per
+        ``beam`` rows of x."""
         def self_attention(h):
             k, v = self.self_attn.keys_values(h)
-            if "k" in cache:
-                k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
-            cache["k"], cache["v"] = k, v
-            return self.self_attn(h, k, v, self_mask)
+            append_keys(cache, "k", k)
+            append_keys(cache, "v", v)
+            return self.self_attn(h, cache["k"], cache["v"], self_mask)
 
         def cross_attention(h):
             if "enc_k" not in cache:  # the encoder output is fixed: project it once per sentence
                 cache["enc_k"], cache["enc_v"] = self.cross_attn.keys_values(enc)
-            return self.cross_attn(h, cache["enc_k"], cache["enc_v"], enc_mask)
+            return self.cross_attn(h, cache["enc_k"], cache["enc_v"], enc_mask, group=beam)
 
         def recurrence(h):
             out, c = self.sru(h, cache.get("c"))
@@ -203,8 +253,10 @@ class Seq2SeqTransformer(nn.Module):
             x = layer.encode(x, src_pad, key_mask)
         return self.encoder_norm(x), src_pad
 
-    def start_decoding(self, enc: Tensor, src_pad: Tensor) -> State:
-        return {"enc": enc, "enc_mask": (~src_pad).T[:, None, None, :], "offset": 0,
+    def start_decoding(self, enc: Tensor, src_pad: Tensor, beam: int = 1) -> State:
+        """The decoding state of ``beam`` hypotheses per sentence (rows b * beam ... b * beam + beam - 1 of every
+        step's input are sentence b's); the encoder side is kept once per sentence."""
+        return {"enc": enc, "enc_mask": (~src_pad).T[:, None, None, :], "offset": 0, "beam": int(beam),
                 "layers": [{} for _ in self.decoder]}
 
     def decode(self, prev: Tensor, state: State) -> Tuple[Tensor, State]:
@@ -215,7 +267,7 @@ class Seq2SeqTransformer(nn.Module):
             self_mask = torch.ones(T, P + T, dtype=torch.bool, device=prev.device).tril(P)
         x = self.embed(self.tgt_embed, prev, P)
         for layer, cache in zip(self.decoder, state["layers"]):
-            x = layer.decode(x, cache, self_mask, state["enc"], state["enc_mask"])
+            x = layer.decode(x, cache, self_mask, state["enc"], state["enc_mask"], state["beam"])
         state["offset"] = P + T
         return self.output(self.decoder_norm(x)), state
 
@@ -224,16 +276,35 @@ class Seq2SeqTransformer(nn.Module):
         return logits
 
     @staticmethod
-    def reorder_state(state: State, index: Tensor) -> State:
-        """Keep/repeat batch entries ``index`` of every cached tensor (beam search)."""
-        def pick(key: str, t: Tensor) -> Tensor:
-            if key == "c":            # SRU state (layers, B, D)
-                return t.index_select(1, index)
-            return t.index_select(0, index)  # keys/values (B, H, L, D/H)
+    def reorder_state(state: State, index: Tensor, sentences: Optional[Tensor] = None) -> State:
+        """Keep/repeat hypothesis rows ``index`` of every cached per-hypothesis tensor (beam search). With
+        ``beam`` > 1 every row must come from a row of its own sentence; ``sentences`` (when some leave): the
+        old sentence of each new one, which selects the encoder side, kept once per sentence. Like ``decode``,
+        it consumes ``state`` (its key buffers are reused)."""
+        beam = state["beam"]
+        if beam > 1:
+            old = (torch.arange(index.numel() // beam, device=index.device) if sentences is None else sentences)
+            if index.numel() != old.numel() * beam or not torch.equal(index // beam, old.repeat_interleave(beam)):
+                raise ValueError(f"reorder_state: with beam={beam}, hypotheses can only move within their sentence")
 
-        return {"enc": state["enc"].index_select(1, index), "enc_mask": state["enc_mask"].index_select(0, index),
-                "offset": state["offset"],
-                "layers": [{k: pick(k, t) for k, t in cache.items()} for cache in state["layers"]]}
+        def reorder(cache: Dict[str, Tensor]) -> Dict[str, Tensor]:
+            out = {}
+            for key in ("k", "v"):
+                if key in cache:  # self-attention keys / values (B, H, L, D/H), in their buffers
+                    out.update(reorder_keys(cache, key, index))
+            if "c" in cache:      # SRU state (layers, B, D)
+                out["c"] = cache["c"].index_select(1, index)
+            for key in ("enc_k", "enc_v"):  # projected encoder output: per sentence when beam > 1
+                if key in cache:
+                    out[key] = cache[key] if by_sentence is None else cache[key].index_select(0, by_sentence)
+            return out
+
+        by_sentence = index if beam == 1 else sentences  # None: every sentence stays where it is
+        enc, enc_mask = state["enc"], state["enc_mask"]
+        if by_sentence is not None:
+            enc, enc_mask = enc.index_select(1, by_sentence), enc_mask.index_select(0, by_sentence)
+        return {"enc": enc, "enc_mask": enc_mask, "offset": state["offset"], "beam": beam,
+                "layers": [reorder(cache) for cache in state["layers"]]}
 
 
 def check_model_config(cfg: Any) -> TransformerConfig:

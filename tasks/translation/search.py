@@ -11,7 +11,8 @@ Rules both searches share, so that beam search with beam 1 returns exactly the g
 Beam search (fairseq's bookkeeping, vectorised): each step takes the 2K best continuations of the K
 live hypotheses; a ``</s>`` among the first K finishes a hypothesis with score
 ``sum log p / len ** length_penalty`` (len counts ``</s>``), the K best other continuations live on.
-A sentence is done once it has K finished hypotheses; the best normalised one is returned.
+A sentence is done once it has K finished hypotheses; the best normalised one is returned, and its rows
+leave the batch (a batch's short sentences stop costing once done).
 """
 from __future__ import annotations
 
@@ -70,34 +71,41 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     B, K = src.size(1), int(beam_size)
     device = src.device
     enc, enc_pad = model.encode(src, src_pad)
-    expand = torch.arange(B, device=device).repeat_interleave(K)  # hypothesis row -> sentence
-    state = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
-    limit = max_lengths(src_pad, max_len_a, max_len_b, model.max_positions).index_select(0, expand)
+    state = model.start_decoding(enc, enc_pad, beam=K)  # the encoder side once per sentence, not per hypothesis
+    limit = max_lengths(src_pad, max_len_a, max_len_b, model.max_positions).repeat_interleave(K)
     tokens = torch.full((B * K, 1), bos, dtype=torch.long, device=device)
     scores = torch.full((B, K), NEG_INF, device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one so the first step does not pick duplicates
     finished: List[List[tuple]] = [[] for _ in range(B)]
-    done = torch.zeros(B, dtype=torch.bool, device=device)
+    alive = list(range(B))  # the sentence of each live row block: finished sentences leave the batch
     for step in range(int(limit.max())):
         lp, state = _next_log_probs(model, tokens[:, -1], state, step, limit, pad, bos, eos)
-        V = lp.size(1)
-        cand = (scores.view(B * K, 1) + lp).view(B, K * V)
+        n, V = len(alive), lp.size(1)
+        cand = (scores.view(n * K, 1) + lp).view(n, K * V)
         top_scores, top_index = cand.topk(min(2 * K, K * V), dim=1)
         beam, token = top_index // V, top_index % V
         is_eos = token == eos
-        ends = is_eos[:, :K] & torch.isfinite(top_scores[:, :K]) & ~done.unsqueeze(1)
+        ends = is_eos[:, :K] & torch.isfinite(top_scores[:, :K])
         for b, j in ends.nonzero().tolist():
-            if len(finished[b]) < K:
+            if len(finished[alive[b]]) < K:
                 seq = tokens[b * K + beam[b, j], 1:].tolist()
-                finished[b].append((top_scores[b, j].item() / (len(seq) + 1) ** length_penalty, seq))
-        done |= torch.tensor([len(f) >= K for f in finished], device=device)
-        if bool(done.all()):
+                finished[alive[b]].append((top_scores[b, j].item() / (len(seq) + 1) ** length_penalty, seq))
+        keep = [b for b in range(n) if len(finished[alive[b]]) < K]
+        if not keep:
             break
         live_scores, live = top_scores.masked_fill(is_eos, NEG_INF).topk(K, dim=1)
-        rows = (torch.arange(B, device=device).unsqueeze(1) * K + beam.gather(1, live)).view(-1)
-        tokens = torch.cat([tokens.index_select(0, rows), token.gather(1, live).view(-1, 1)], 1)
+        rows = (torch.arange(n, device=device).unsqueeze(1) * K + beam.gather(1, live))
+        new_tokens = token.gather(1, live)
+        sentences = None
+        if len(keep) < n:  # drop the finished sentences' rows: every later step is cheaper by their share
+            sentences = torch.tensor(keep, device=device)
+            rows, new_tokens, live_scores = rows[sentences], new_tokens[sentences], live_scores[sentences]
+            limit = limit.view(n, K)[sentences].view(-1)
+            alive = [alive[b] for b in keep]
+        rows = rows.view(-1)
+        tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], 1)
         scores = live_scores
-        state = model.reorder_state(state, rows)
+        state = model.reorder_state(state, rows, sentences)  # rows stay within their sentence's K
     if nbest is not None:
         return [sorted(f, key=lambda x: -x[0])[:nbest] for f in finished]
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
