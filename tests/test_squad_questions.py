@@ -24,6 +24,8 @@ PARAGRAPHS = [
     "Alexander Fleming discovered penicillin in 1928. The Danube rises in Germany. "
     "Tim Berners-Lee invented the World Wide Web in 1989. The war lasted for six years.",
     "The Amazon flows into the Atlantic Ocean. The Yangtze River crosses China.",
+    "Charles Darwin sailed around the world on the ship HMS Beagle. The space shuttle Discovery launched the "
+    "telescope in 1990. Joyce wrote the novel Ulysses in 1922.",
 ]
 # (construction, question, answer): one or more per construction of the issue
 EXPECTED = [
@@ -38,6 +40,9 @@ EXPECTED = [
     ("which", "In which country does the Danube rise?", "Germany"),                      # which + noun
     ("which", "Into which ocean does the Amazon flow?", "the Atlantic Ocean"),           # ... from the name
     ("subject", "Which river crosses China?", "The Yangtze River"),                 # subject + name noun
+    ("which", "On which ship did Charles Darwin sail around the world?", "HMS Beagle"),  # the name's kind
+    ("which", "Which space shuttle launched the telescope?", "Discovery"),                # ... from its sentence
+    ("which", "Which novel did Joyce write in 1922?", "Ulysses"),
     ("nationality", "What nationality was Johann Sebastian Bach?", "German"),
     ("how_many", "How many works did Bach write?", "more than 1,000"),
     ("how_many", "How many levels does the Eiffel Tower have?", "three"),

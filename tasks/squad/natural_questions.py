@@ -8,12 +8,15 @@ the wh-phrase first and rebuilds the clause around it:
     subject       "Tim Berners-Lee invented the Web in 1989."  -> "Who invented the Web?"        (adjuncts drop)
     object        "Fleming discovered penicillin in 1928."     -> "What did Fleming discover in 1928?" (do-support)
     time / place  "Bach was born in Eisenach in 1685."         -> "When was Bach born?" / "Where was Bach born?"
-                  (an answer among COUNTRIES: "In which country was ...?"; a year sometimes "In what year ...?")
+                  (a country: "In which country was ...?"; a city, state or continent of question_words.py's
+                  tables half the time "In which city ...?"; a year sometimes "In what year ...?")
     passive       "It was designed by Gustave Eiffel."         -> "Who designed the Eiffel Tower?"  (agent -> active)
     active        "Fleming discovered penicillin."             -> "Who was penicillin discovered by?" (-> passive)
     which + noun  "The Ming dynasty ruled China."              -> "Which dynasty ruled China?" (answer "Ming")
                   "The Danube flows into the Black Sea."      -> "Into which sea does the Danube flow?"
                   (a name ending in a CLASS_NOUNS word; the answer keeps it: "the Black Sea")
+                  "Darwin sailed on the ship HMS Beagle."     -> "On which ship did Darwin sail?" (answer
+                  "HMS Beagle": a name its sentence introduces with its kind, named_class.py)
     nationality   "Bach was a German composer."               -> "What nationality was Bach?"    (a NORP word)
     how many      "The tower has 3 levels."                    -> "How many levels does the tower have?"
     how tall/long "The river is 2,850 km long."                -> "How long is the river?"
@@ -32,11 +35,12 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
+from .named_class import named_class
+from .parse_spans import adjuncts, answer_range, answer_type, optional_parts, subtree_range
 from .question_checks import words
-from .question_words import (CLASS_NOUNS, COUNTRIES, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
-                             PAST_OF_PARTICIPLE, UNRESOLVED, WH_FOR_TYPE, third_person)
+from .question_words import (CLASS_NOUNS, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
+                             PAST_OF_PARTICIPLE, UNRESOLVED, WH_FOR_TYPE, place_kind, third_person)
 
-DROPPED_DEPS = {"relcl", "appos", "parataxis", "advcl", "acl", "conj", "cc", "dep", "meta", "intj", "discourse"}
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
 PLACE_PREPS = {"in", "at", "near", "on", "inside", "within"}
 # asked only with "which + noun" ("Into which sea does the Danube flow?"; "Where does it flow into?" reads badly)
@@ -51,83 +55,6 @@ class Candidate:
     answer_end: int
     construction: str  # subject, object, time, place, passive_to_active, active_to_passive, which, how_many, how_measure, nationality
     answer_type: str   # NER label or NP
-
-
-def answer_range(head) -> range:
-    """Token indices of the answer rooted at ``head``: its named entity, else the noun phrase without
-    relative clauses, appositions, coordinations and trailing punctuation."""
-    if head.ent_type_:
-        for ent in head.doc.ents:
-            if ent.start <= head.i < ent.end:
-                return range(ent.start, ent.end)
-    def kept(tok) -> bool:  # no clause, insertion or non-"of" phrase between the token and the head
-        while tok != head:
-            if tok.dep_ in DROPPED_DEPS or tok.dep_ == "punct" or (tok.dep_ == "prep" and tok.lower_ != "of"):
-                return False
-            tok = tok.head
-        return True
-    keep = {t.i for t in head.subtree if kept(t)}
-    start, stop = head.i, head.i + 1  # the contiguous run of kept tokens around the head
-    while start - 1 in keep:
-        start -= 1
-    while stop in keep:
-        stop += 1
-    while start < head.i and head.doc[start].dep_ in ("det", "predet", "poss", "case"):
-        start += 1
-    return range(start, stop)
-
-
-ORG_WORDS = set("""party company corporation academy university council committee congress senate court army navy
-association society union church bank league institute organization organisation federation ministry department
-agency commission legislature club board band records college school parliament government assembly
-conference foundation museum group team airlines network""".split())
-
-
-def answer_type(doc, rng: range) -> str:
-    """The answer's NER label, corrected where the small pipeline is often wrong: a name that is a PERSON
-    elsewhere in the paragraph ("Lincoln" tagged ORG) is a PERSON; an ORG without an organisation word is
-    asked with a plain "what"."""
-    labels = [doc[i].ent_type_ for i in rng if doc[i].ent_type_]
-    if not labels:
-        return "NP"
-    label = max(set(labels), key=labels.count)
-    text = doc[rng.start:rng.stop].text
-    people = {e.text for e in doc.ents if e.label_ == "PERSON"}
-    if label != "PERSON" and (text in people or any(p.split()[-1] == text for p in people)):
-        return "PERSON"
-    if label == "ORG" and not set(words(text)) & ORG_WORDS:
-        return "ORG_NAME"
-    return label
-
-
-def subtree_range(tok) -> range:
-    return range(tok.left_edge.i, tok.right_edge.i + 1)
-
-
-def optional_parts(sent, keep_roles: Set[int]) -> Set[int]:
-    """Tokens of clauses and insertions a question may leave out (never those in ``keep_roles``)."""
-    drop: Set[int] = set()
-    for tok in sent:
-        if tok.dep_ in DROPPED_DEPS and not (set(subtree_range(tok)) & keep_roles):
-            drop.update(subtree_range(tok))
-    depth = 0  # parentheses and what they hold
-    for tok in sent:
-        if tok.text in "([":
-            depth += 1
-        if depth:
-            drop.add(tok.i)
-        if tok.text in ")]" and depth:
-            depth -= 1
-    return drop - keep_roles
-
-
-def adjuncts(root, keep: Set[int]) -> Set[int]:
-    """The root's time/place/manner adjuncts (prepositional phrases, adverbs): a subject question drops them."""
-    out: Set[int] = set()
-    for child in root.children:
-        if child.dep_ in ("prep", "advmod", "npadvmod") and not (set(subtree_range(child)) & keep):
-            out.update(subtree_range(child))
-    return out
 
 
 def render(doc, indices: Iterable[int], replace: Optional[Dict[int, str]] = None) -> str:
@@ -253,8 +180,9 @@ class SentenceQuestions:
         return None
 
     def wh_for(self, rng: range, kind: str) -> str:
-        if kind == "GPE" and self.doc[rng.start:rng.stop].text.lower() in COUNTRIES:
-            return "which country"
+        place = place_kind(self.doc[rng.start:rng.stop].text) if kind in ("GPE", "LOC") else None
+        if place:
+            return f"which {place}"
         noun = self.class_noun(rng, kind)
         return f"which {noun}" if noun else WH_FOR_TYPE.get(kind, "what")
 
@@ -282,6 +210,10 @@ class SentenceQuestions:
         if self.subject.lower_ in UNRESOLVED or self.subject_text is None:
             return []
         head = self.subject
+        named = named_class(head)  # "The space shuttle Discovery launched ..." -> "Which space shuttle launched ...?"
+        if named:
+            question = self._subject_question(f"which {named[0]}", set(subtree_range(head)))
+            return [self._make(question, named[1], "which", answer_type(self.doc, named[1]))]
         rng = answer_range(head)
         kind = answer_type(self.doc, rng)
         if kind in ("DATE", "CARDINAL", "MONEY", "PERCENT", "QUANTITY") or (kind == "NP" and head.pos_ != "PROPN"):
@@ -300,6 +232,11 @@ class SentenceQuestions:
         for child in self.root.children:
             if child.dep_ not in ("dobj", "attr") or child.i < self.root.i or child.lower_ in UNRESOLVED:
                 continue
+            named = named_class(child)  # "... released the album Abbey Road" -> "Which album did ... release?"
+            if named:
+                question = self._inverted(f"which {named[0]}", set(subtree_range(child)))
+                out.append(self._make(question, named[1], "which", answer_type(self.doc, named[1])))
+                continue
             if child.dep_ == "attr" and not child.ent_type_:
                 continue
             rng = answer_range(child)
@@ -316,6 +253,11 @@ class SentenceQuestions:
             pobj = next((c for c in prep.children if c.dep_ == "pobj"), None)
             if prep.dep_ != "prep" or pobj is None:
                 continue
+            named = named_class(pobj)  # "... sailed on the ship HMS Beagle" -> "On which ship did ... sail?"
+            if named:
+                question = self._inverted(f"{prep.lower_} which {named[0]}", set(subtree_range(prep)))
+                out.append(self._make(question, named[1], "which", answer_type(self.doc, named[1])))
+                continue
             rng = answer_range(pobj)
             kind = answer_type(self.doc, rng)
             text = self.doc[rng.start:rng.stop].text
@@ -327,7 +269,10 @@ class SentenceQuestions:
                     wh = f"{prep.lower_} when" if prep.lower_ in ("since", "until") else None
                 construction = "time"
             elif kind in ("GPE", "LOC", "FAC") and prep.lower_ in PLACE_PREPS | WHICH_PREPS:
-                noun = "country" if text.lower() in COUNTRIES else self.class_noun(rng, kind)
+                place = place_kind(text)
+                if place and place != "country" and (prep.lower_ not in PLACE_PREPS or self.rng.random() < 0.5):
+                    place = None  # half "where", half "In which city ...?"
+                noun = place or self.class_noun(rng, kind)
                 if noun is None and prep.lower_ not in PLACE_PREPS:
                     continue
                 wh = f"{prep.lower_} which {noun}" if noun else "where"

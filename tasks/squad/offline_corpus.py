@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.corpora.wiki_prose import split_sentences, wiki_articles
+from tasks.squad.pronouns import refer_back
 
-GENERATOR_VERSION = 6  # bump when the rules change: the cache key changes with it
+GENERATOR_VERSION = 7  # bump when the rules change: the cache key changes with it
 PROSE_SOURCES = ("wiki", "bbc")  # gensim's Wikipedia sample; BBC News (tasks/corpora/bbc_news.py)
 SPLIT_FILES = {"train": "train-v1.1.json", "valid": "dev-v1.1.json", "test": "test-v1.1.json"}
 
@@ -227,13 +228,17 @@ def generate(wiki_path: str, seed: int = 1234, fractions: Sequence[float] = (0.8
                 continue
             topic = title_topic(title, doc) if source == "wiki" else None
             qas = questions_for_doc(doc, rng, questions_per_context, counts, stats, topic=topic)
+            # later mentions of a named subject said as "it" / "he" / "the river" (tasks/squad/pronouns.py), with
+            # its own random stream, so the questions chosen above do not depend on it
+            text, qas = refer_back(doc, qas, random.Random(f"{seed}|{title}|{p}|refer"))
+            stats["contexts_referring_back"] += text != context
             for q, qa in enumerate(qas):
                 qa["id"] = hashlib.md5(f"{title}|{p}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
                 stats[f"construction_{qa['construction']}"] += 1
                 stats[f"answer_{qa['type']}"] += 1
             stats["contexts"] += 1
             if qas:
-                entry["paragraphs"].append({"context": context, "qas": qas})
+                entry["paragraphs"].append({"context": text, "qas": qas})
         if entry["paragraphs"]:
             out[assignment[title]]["data"].append(entry)
         if progress and (a + 1) % 100 == 0:

@@ -2,6 +2,8 @@
 verb forms for do-support and voice changes, words a question may not keep unresolved."""
 from __future__ import annotations
 
+from typing import Optional
+
 # answer type (spaCy NER label, or NP for a common noun phrase) -> the wh-phrase asking for it as a subject or
 # object; "which + noun" names the kind of thing, as people ask ("Which organization ...")
 WH_FOR_TYPE = {
@@ -20,6 +22,41 @@ philippines poland portugal prussia romania russia scotland serbia singapore slo
 sudan sweden switzerland syria taiwan thailand tunisia turkey uganda ukraine uruguay venezuela vietnam wales
 yugoslavia zimbabwe""".split()) | {"united states", "the united states", "united kingdom", "the united kingdom",
                                     "soviet union", "the soviet union", "new zealand", "south africa"}
+# places people ask about by their kind ("In which city ...?", "On which continent ...?"): a place answer among
+# them is asked that way half of the time, "where" otherwise (countries: always "which country", above)
+CITIES = {c.strip() for c in """amsterdam, athens, atlanta, baghdad, baltimore, bangkok, barcelona, beijing, belfast,
+berlin, bombay, boston, brussels, bucharest, budapest, buenos aires, cairo, calcutta, canberra, cape town, chicago,
+cologne, copenhagen, dallas, delhi, detroit, dublin, edinburgh, florence, frankfurt, geneva, glasgow, hamburg,
+havana, helsinki, hong kong, houston, istanbul, jakarta, jerusalem, johannesburg, kabul, karachi, kiev, kyoto,
+lagos, las vegas, leipzig, lima, lisbon, liverpool, london, los angeles, madrid, manchester, manila, marseille,
+melbourne, mexico city, miami, milan, montreal, moscow, mumbai, munich, nairobi, naples, new delhi, new orleans,
+new york city, oslo, ottawa, oxford, cambridge, paris, philadelphia, prague, rio de janeiro, rome, san francisco,
+santiago, seattle, seoul, shanghai, st. petersburg, stockholm, sydney, tehran, tel aviv, tokyo, toronto, venice,
+vienna, warsaw, zurich, agra, alexandria, antwerp, bologna, bordeaux, bristol, cardiff, chennai, dresden, dubai,
+genoa, krakow, lyon, mecca, montevideo, nagasaki, hiroshima, osaka, pittsburgh, porto, salzburg, seville,
+stuttgart, taipei, turin, valencia, vancouver, verona, weimar, bonn, salamanca, babylon, carthage, constantinople,
+byzantium, sparta, thebes, kolkata, beirut, damascus, riyadh, lahore, hanoi, saigon, ho chi minh city, kingston,
+nassau, bogota, caracas, quito, la paz, brasilia, sao paulo, auckland, wellington, perth, brisbane, adelaide,
+minneapolis, denver, phoenix, san diego, cleveland, cincinnati, st. louis, kansas city, nashville, memphis,
+new haven, princeton, berkeley, hollywood, harlem, brooklyn, manhattan, westminster, coventry, leeds,
+birmingham, sheffield, nottingham, york, bath, canterbury, dover, plymouth, aberdeen, cork, galway""".split(",")}
+US_STATES = {s.strip() for s in """alabama, alaska, arizona, arkansas, california, colorado, connecticut, delaware,
+florida, hawaii, idaho, illinois, indiana, iowa, kansas, kentucky, louisiana, maine, maryland, massachusetts,
+michigan, minnesota, mississippi, missouri, montana, nebraska, nevada, new hampshire, new jersey, new mexico,
+north carolina, north dakota, ohio, oklahoma, oregon, pennsylvania, rhode island, south carolina, south dakota,
+tennessee, texas, utah, vermont, virginia, west virginia, wisconsin, wyoming""".split(",")}
+CONTINENTS = {"africa", "antarctica", "asia", "europe", "north america", "south america", "australia", "oceania"}
+
+
+def place_kind(name: str) -> Optional[str]:
+    """"country" / "city" / "state" / "continent" for a place name in the tables above, else None."""
+    name = name.lower()
+    for kind, table in (("country", COUNTRIES), ("continent", CONTINENTS), ("state", US_STATES), ("city", CITIES)):
+        if name in table:
+            return kind
+    return None
+
+
 # the last word of a name that says what kind of thing it names: "the Black Sea" -> "Which sea ...?", as people
 # ask (the answer keeps the word: the reader must learn that a question word can sit inside the answer)
 CLASS_NOUNS = set("""sea ocean river lake island islands mountains mountain range desert bay gulf strait canal
