@@ -3,7 +3,7 @@
     python scripts/prepare_squad_offline.py                       # into ~/.cache/sru-experiments/squad/
     python scripts/prepare_squad_offline.py --out data/squad --wiki enwiki-pages-articles.xml.bz2
 
-`python train.py task=squad` runs the same generator on first use (tasks/squad/offline_corpus.py); this script
+`python train.py task=squad` runs the same generator on first use (tasks/squad/generator/offline_corpus.py); this script
 is for looking at the questions or writing them elsewhere. Prints the three files and a few examples.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import random
 from collections import Counter
 
 from tasks.squad.data import cache_root, load_squad_file
-from tasks.squad.offline_corpus import prepare_offline
+from tasks.squad.generator.offline_corpus import prepare_offline
 
 
 def main() -> None:

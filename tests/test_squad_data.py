@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from tasks.squad.data import SquadFormatError, char_to_token_span, load_squad_file, parse_squad, tokenize
 from tasks.squad.features import encode_split
-from tasks.squad.offline_corpus import find_spans, generate, prepare_offline
+from tasks.squad.generator.offline_corpus import find_spans, generate, prepare_offline
 from tasks.corpora.wiki_prose import split_sentences, strip_markup, wiki_articles
 
 FIX = ROOT / "tests" / "fixtures" / "squad"

@@ -77,3 +77,22 @@ def test_question_types_and_baselines():
     spans = [(0, 6), (7, 13), (14, 17)]
     a, b = random_span(spans, ctx, "q1"), random_span(spans, ctx, "q1")
     assert a == b and a in ctx  # seeded per question, a substring of the context
+
+
+def test_span_decoding_stays_inside_one_sentence():
+    """With sentence_ends, the best span never holds a sentence's final punctuation; abbreviations and
+    initials ("St.", "U.S.") do not end a sentence."""
+    from tasks.squad.data import tokenize
+    from tasks.squad.features import sentence_ends
+    from tasks.squad.metrics import decode_spans
+    words = tokenize("She was born in Warsaw in 1867. She moved to St. Louis in the U.S. to study.")[0]
+    ends = sentence_ends(words)
+    assert [w for w, e in zip(words, ends) if e] == [".", "."] and ends[7] and ends[-1]
+    start = torch.full((1, len(words)), -5.0)
+    end = torch.full((1, len(words)), -5.0)
+    start[0, 4], end[0, 13] = 5.0, 5.0  # "Warsaw ... St. Louis": the best span crosses the first sentence's end
+    pad = torch.zeros(1, len(words), dtype=torch.bool)
+    assert decode_spans(start, end, pad, 15)[0].item() == 4 and decode_spans(start, end, pad, 15)[1].item() == 13
+    s, e = decode_spans(start, end, pad, 15, torch.tensor([ends]))
+    assert not any(ends[int(s):int(e) + 1])
+    assert int(s) == 4 or int(e) == 13  # one end of the best span is kept

@@ -1,15 +1,17 @@
-"""Later mentions of a paragraph's named subject said as people say them (tasks/squad/pronouns.py): the
-rewrite picks the right word, never touches an answer, and moves every answer offset with the text.
+"""Later mentions of a paragraph's named subject said as people say them (tasks/squad/generator/pronouns.py): the
+rewrite picks the right word, never touches an answer, and moves every answer offset with the text; and an
+article's digests (tasks/squad/generator/digests.py) hold its first sentence and facts about its subject only.
 
 Needs spaCy's en_core_web_md (tasks/squad/parser.py), loaded once for this module."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
-from tasks.squad import pronouns
-from tasks.squad.pronouns import refer_back
+from tasks.squad.generator import pronouns
+from tasks.squad.generator.pronouns import refer_back
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +72,24 @@ def test_a_subject_with_a_clause_or_a_share_of_zero_is_left(nlp, monkeypatch):
     text = "Marie Curie was a Polish physicist. She moved to Paris. Marie Curie won the Nobel Prize."
     monkeypatch.setattr(pronouns, "REFER_BACK_SHARE", 0.0)
     assert refer_back(nlp(text), [], random.Random(0))[0] == text
+
+
+def test_an_article_digest_is_its_first_sentence_and_facts_about_its_subject(nlp):
+    """tasks/squad/generator/digests.py: the article's first sentence, then its sentences whose subject is the article's
+    subject (by name, or by "it" where "it" continues the subject), each said with "It"."""
+    from tasks.squad.generator.digests import ROUNDS, article_digests
+    paragraphs = ["The Danube is the second-longest river in Europe. It rises in the Black Forest in Germany.",
+                  "The Danube flows into the Black Sea at the end of its course. The delta is a large wetland. "
+                  "It was declared a reserve by the government in 1990.",
+                  "The river was an important trade route for centuries in Europe."]
+    docs = list(nlp.pipe(paragraphs))
+    digests = article_digests("Danube", docs, random.Random(0), person=False)
+    lead = "The Danube is the second-longest river in Europe."
+    facts = {"It rises in the Black Forest in Germany.", "It flows into the Black Sea at the end of its course."}
+    assert len(digests) == ROUNDS  # two facts: one digest of two per round
+    for text in digests:
+        assert text.startswith(lead + " ")
+        assert set(re.split(r"(?<=\.) ", text[len(lead) + 1:])) == facts
+    # the delta's "It" (after a sentence about something else) is not taken as the river
+    assert not any("declared a reserve" in text for text in digests)
+    assert article_digests("Danube", docs[1:], random.Random(0), person=False) == []  # no "<title> is ..." lead

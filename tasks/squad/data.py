@@ -10,7 +10,7 @@ at least one answer and every answer text sits at its ``answer_start`` in the co
 this is refused with the file and the question id, because a silently misaligned answer would train on
 the wrong span and make EM/F1 meaningless.
 
-Sources (``task.data.source``): ``generated`` (default, offline: tasks/squad/offline_corpus.py), ``files``
+Sources (``task.data.source``): ``generated`` (default, offline: tasks/squad/generator/offline_corpus.py), ``files``
 (local v1.1 JSON per split) and ``hub`` (Hugging Face ``squad``, needs network or a cache; converted
 once to v1.1 JSON so its predictions can be rescored with the official script like any other file).
 """
@@ -165,7 +165,7 @@ def split_files(data: SquadDataConfig, needed: Sequence[str] = SPLITS) -> Dict[s
     on first use); ``files``: only the ``needed`` splits must be given (evaluate.py scores one file)."""
     source = data.source
     if source == "generated":
-        from tasks.squad.offline_corpus import prepare_offline
+        from tasks.squad.generator.offline_corpus import prepare_offline
         wiki = data.wiki_path
         if not wiki:
             wiki = gensim_wiki_path()

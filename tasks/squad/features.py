@@ -109,12 +109,28 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
     return out
 
 
+def sentence_ends(words: Sequence[str]) -> List[bool]:
+    """Which tokens end a sentence: ".", "!" or "?" before a capital, a digit, a quote or the end, except the
+    dot of an abbreviation or initial ("St. Louis", "U.S.", "Mr. Smith": a short capitalised word before)."""
+    out = []
+    for k, w in enumerate(words):
+        nxt = words[k + 1] if k + 1 < len(words) else ""
+        prev = words[k - 1] if k else ""
+        abbreviation = w == "." and prev.isalpha() and len(prev) <= 3 and prev[:1].isupper()
+        out.append(w in (".", "!", "?") and not abbreviation and (not nxt or nxt[0].isupper() or nxt[0].isdigit()
+                                                                   or nxt[0] in "\"'“‘"))
+    return out
+
+
 def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
     rows = [ex.features if ex.tags is None else torch.cat([ex.features, one_hot_tags(ex.tags)], 1) for ex in examples]
     features, _, _ = pad_collate(rows, 0.0)
-    return {"context": context, "context_mask_pad": context_mask_pad, "features": features,
+    ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
+    for b, ex in enumerate(examples):
+        ends[b, :len(ex.context_words)] = torch.tensor(sentence_ends(ex.context_words), dtype=torch.bool)
+    return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
             "question": question, "question_mask_pad": question_mask_pad,
             "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),
             "end": torch.tensor([ex.end for ex in examples], dtype=torch.long),

@@ -11,7 +11,7 @@ import random
 import re
 import string
 from collections import Counter
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -50,11 +50,14 @@ def reduce_squad(summed: Dict[str, float], prefix: str = "") -> Dict[str, float]
     return {f"{prefix}em": 100.0 * summed.get("em", 0.0) / n, f"{prefix}f1": 100.0 * summed.get("f1", 0.0) / n}
 
 
-def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max_len: int = 15) -> Tuple[Tensor, Tensor]:
+def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max_len: int = 15,
+                 sentence_ends: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """Best (start, end) per example with start <= end < start + max_len over real tokens.
 
     start/end_logits (B, L), mask_pad (B, L) true on padding; the span score is
-    log p_start(i) + log p_end(j), i.e. DrQA's argmax of p_start(i) * p_end(j).
+    log p_start(i) + log p_end(j), i.e. DrQA's argmax of p_start(i) * p_end(j). ``sentence_ends`` (B, L):
+    true on a sentence's final punctuation; a span then holds none (an answer is inside one sentence:
+    "Warsaw in 1867. She moved to Paris to study at the Sorbonne" is not a place).
     """
     neg = torch.finfo(start_logits.dtype).min
     s = start_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
@@ -65,6 +68,10 @@ def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max
     allowed = (i.view(-1, 1) <= i.view(1, -1)) & (i.view(1, -1) < i.view(-1, 1) + max_len)
     scores = scores.masked_fill(~allowed, float("-inf"))
     scores = scores.masked_fill(mask_pad.unsqueeze(2) | mask_pad.unsqueeze(1), float("-inf"))
+    if sentence_ends is not None:  # ends within i..j = count(j) - count(i - 1)
+        count = sentence_ends.long().cumsum(1)
+        before = count - sentence_ends.long()
+        scores = scores.masked_fill(count.unsqueeze(1) - before.unsqueeze(2) > 0, float("-inf"))
     best = scores.view(scores.size(0), -1).argmax(-1)
     return best // length, best % length
 
@@ -87,7 +94,7 @@ def question_type(question: str) -> str:
 def first_of_type(context: str, question: str) -> str:
     """The first span in the context of the type the question asks for (a date also answers "when"
     as a year does); the first name when there is none; the first word when there is no name."""
-    from tasks.squad.offline_corpus import find_spans
+    from tasks.squad.generator.offline_corpus import find_spans
     wanted = question_type(question)
     spans = sorted(find_spans(context), key=lambda c: c[1])
     accept = {"date": ("date", "year")}.get(wanted, (wanted,))

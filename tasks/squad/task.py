@@ -203,7 +203,7 @@ class SquadTask(Task):
         start, end = self._scores(model, batch)
         loss, n = self._loss(start, end, batch)
         best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(),
-                                            self.task_cfg.max_answer_len)
+                                            self.task_cfg.max_answer_len, batch["sentence_end"])
         out = {"loss_sum": loss.item(), "sample_size": n, "nsentences": len(batch["index"]), "n": 0.0,
                "em": 0.0, "f1": 0.0}
         records = []
@@ -320,7 +320,7 @@ class SquadTask(Task):
             batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
             start, end = self._scores(model, batch)
             mask = batch["context_mask_pad"].t()
-            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len)
+            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"])
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
             e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
             for k, i in enumerate(index):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 from tasks.corpora.wiki_prose import split_sentences
-from tasks.squad.question_checks import strip_wh, words
+from tasks.squad.generator.question_checks import strip_wh, words
 
 STOP = set("""a an the of in on at to for from by with and or is are was were be been did do does has have had
 as that this it its his her their he she they who whom which what when where how many much long s""".split())

@@ -1,4 +1,4 @@
-"""Spans of a parsed sentence for the question generator (tasks/squad/natural_questions.py): the answer
+"""Spans of a parsed sentence for the question generator (tasks/squad/generator/natural_questions.py): the answer
 rooted at a token and its type, a token's subtree, and the parts a question may leave out."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Word tables for the question generator (tasks/squad/natural_questions.py): wh-phrases per answer type,
+"""Word tables for the question generator (tasks/squad/generator/natural_questions.py): wh-phrases per answer type,
 verb forms for do-support and voice changes, words a question may not keep unresolved."""
 from __future__ import annotations
 

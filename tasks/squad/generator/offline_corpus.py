@@ -4,7 +4,7 @@ Wikipedia sample).
     paths = prepare_offline(cache_dir, wiki_path)     # {"train": .../train-v1.1.json, "valid": ..., "test": ...}
 
 Each paragraph (cut at sentence ends to about ``max_context_words``) is parsed by spaCy's en_core_web_md
-(tasks/squad/parser.py); tasks/squad/natural_questions.py turns each sentence into candidate questions
+(tasks/squad/parser.py); tasks/squad/generator/natural_questions.py turns each sentence into candidate questions
 written as people ask them (wh-word first, inversion and do-support, subject questions, passive <-> active,
 which + noun, how many / how long), the answer a span typed by NER and the parse. Malformed candidates are
 dropped (``rejection``, ``copies_sentence``); of the rest, up to ``questions_per_context`` per paragraph are
@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from tasks.corpora.wiki_prose import split_sentences, wiki_articles
-from tasks.squad.pronouns import refer_back
+from tasks.squad.generator.digests import article_digests
+from tasks.squad.generator.pronouns import refer_back
 
-GENERATOR_VERSION = 7  # bump when the rules change: the cache key changes with it
+GENERATOR_VERSION = 8  # bump when the rules change: the cache key changes with it
 PROSE_SOURCES = ("wiki", "bbc")  # gensim's Wikipedia sample; BBC News (tasks/corpora/bbc_news.py)
 SPLIT_FILES = {"train": "train-v1.1.json", "valid": "dev-v1.1.json", "test": "test-v1.1.json"}
 
@@ -155,15 +156,17 @@ def contexts_of(paragraphs: Sequence[str], max_words: int) -> List[str]:
 
 
 def questions_for_doc(doc, rng: random.Random, per_context: int, counts: Counter, stats: Counter,
-                      min_words: int = 5, max_words: int = 40, topic: Optional[TitleTopic] = None) -> List[Dict]:
-    """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence); ``topic``: what
-    a pronoun refers to before the paragraph names a subject (a Wikipedia article's title)."""
-    from tasks.squad.natural_questions import SentenceQuestions
-    from tasks.squad.question_checks import copies_sentence, rejection
+                      min_words: int = 5, max_words: int = 40, topic: Optional[TitleTopic] = None,
+                      skip_sentences: int = 0) -> List[Dict]:
+    """Up to ``per_context`` questions about one parsed paragraph (at most two per sentence, none about its
+    first ``skip_sentences``); ``topic``: what a pronoun refers to before the paragraph names a subject (a
+    Wikipedia article's title)."""
+    from tasks.squad.generator.natural_questions import SentenceQuestions
+    from tasks.squad.generator.question_checks import copies_sentence, rejection
     topics, kept = ([topic] if topic else []), []
     for n, sent in enumerate(doc.sents):
         sq = SentenceQuestions(sent, topics, rng)
-        if min_words <= len(sent) <= max_words:
+        if min_words <= len(sent) <= max_words and n >= skip_sentences:
             for c in sq.candidates():
                 stats["candidates"] += 1
                 answer = doc.text[c.answer_start:c.answer_end]
@@ -221,24 +224,39 @@ def generate(wiki_path: str, seed: int = 1234, fractions: Sequence[float] = (0.8
         # per article: an article's questions do not depend on which other articles were read
         rng, counts = random.Random(f"{seed}|{title}"), Counter()
         contexts = list(enumerate(contexts_of(paragraphs, max_context_words)))
-        entry = {"title": title, "paragraphs": []}
+        entry, docs = {"title": title, "paragraphs": []}, []
+
+        def add(key: str, text: str, qas: List[Dict]) -> None:
+            for q, qa in enumerate(qas):
+                qa["id"] = hashlib.md5(f"{title}|{key}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
+                stats[f"construction_{qa['construction']}"] += 1
+                stats[f"answer_{qa['type']}"] += 1
+            if qas:
+                entry["paragraphs"].append({"context": text, "qas": qas})
+
         for (p, context), doc in zip(contexts, nlp.pipe([x[1] for x in contexts], batch_size=32)):
             if seen.setdefault(context, assignment[title]) != assignment[title]:
                 stats["contexts_in_two_splits_skipped"] += 1  # the same paragraph in two articles
                 continue
+            docs.append(doc)
             topic = title_topic(title, doc) if source == "wiki" else None
             qas = questions_for_doc(doc, rng, questions_per_context, counts, stats, topic=topic)
-            # later mentions of a named subject said as "it" / "he" / "the river" (tasks/squad/pronouns.py), with
+            # later mentions of a named subject said as "it" / "he" / "the river" (tasks/squad/generator/pronouns.py), with
             # its own random stream, so the questions chosen above do not depend on it
             text, qas = refer_back(doc, qas, random.Random(f"{seed}|{title}|{p}|refer"))
             stats["contexts_referring_back"] += text != context
-            for q, qa in enumerate(qas):
-                qa["id"] = hashlib.md5(f"{title}|{p}|{q}|{qa['question']}".encode("utf-8")).hexdigest()[:24]
-                stats[f"construction_{qa['construction']}"] += 1
-                stats[f"answer_{qa['type']}"] += 1
             stats["contexts"] += 1
-            if qas:
-                entry["paragraphs"].append({"context": text, "qas": qas})
+            add(str(p), text, qas)
+        if source == "wiki" and docs:  # short descriptions of the article's subject (tasks/squad/generator/digests.py)
+            topic = title_topic(title, docs[0])
+            digests = article_digests(title, docs, random.Random(f"{seed}|{title}|digest"),
+                                      person=topic is not None and topic.label_ == "PERSON")
+            for d, doc in enumerate(nlp.pipe(digests, batch_size=32)):
+                # about the facts only: the first sentence is the article's own (asked about in its paragraph)
+                qas = questions_for_doc(doc, rng, questions_per_context, counts, stats, topic=title_topic(title, doc),
+                                        skip_sentences=1)
+                stats["digests"] += 1
+                add(f"digest{d}", doc.text, qas)
         if entry["paragraphs"]:
             out[assignment[title]]["data"].append(entry)
         if progress and (a + 1) % 100 == 0:

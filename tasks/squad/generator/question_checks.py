@@ -1,6 +1,6 @@
-"""Checks on a generated question (tasks/squad/natural_questions.py): is it malformed (``rejection``), does it
+"""Checks on a generated question (tasks/squad/generator/natural_questions.py): is it malformed (``rejection``), does it
 copy its sentence with only the answer swapped for a wh-word (``copies_sentence``), and how many of its words
-come from the answer's sentence (``sentence_overlap``, tasks/squad/question_stats.py)."""
+come from the answer's sentence (``sentence_overlap``, tasks/squad/generator/question_stats.py)."""
 from __future__ import annotations
 
 import re
@@ -62,5 +62,8 @@ def rejection(question: str, answer: str, sentence: str) -> Optional[str]:
     if re.search(r"\b" + re.escape(answer.lower()) + r"\b", question.lower()):
         return "answer_in_question"
     if re.search(r"\b(\w+) \1\b", question.lower() + " | " + answer.lower()) or re.search(r"[,;:]\?$|\s[-–]\?$", question):
+        return "broken"
+    kind = re.match(r"(?:\w+ )?which (\w+) ", question.lower())  # "Which state is a state?" asks nothing
+    if kind and re.search(r"\b" + kind.group(1) + r"\b", question.lower()[kind.end():]):
         return "broken"
     return None
