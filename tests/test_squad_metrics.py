@@ -96,3 +96,17 @@ def test_span_decoding_stays_inside_one_sentence():
     s, e = decode_spans(start, end, pad, 15, torch.tensor([ends]))
     assert not any(ends[int(s):int(e) + 1])
     assert int(s) == 4 or int(e) == 13  # one end of the best span is kept
+
+
+def test_batches_mark_sentence_ends_from_the_text_as_written():
+    """The lower-cased vocabulary keys lose the capital after a sentence end; the batch's marks come from the
+    context itself (a lower-casing run once marked none)."""
+    from tasks.squad.data import SquadExample
+    from tasks.squad.features import collate, encode_split
+    from tasks.common.text import Vocabulary
+    context = "The Danube is a river. It rises in Germany."
+    ex = SquadExample("q1", "t", context, "Where does the Danube rise?", ["Germany"], [context.index("Germany")])
+    encoded = encode_split([ex], lowercase=True)
+    vocab = Vocabulary.build([encoded[0].context_words, encoded[0].question_words])
+    batch = collate([encoded[0].with_ids(vocab)], [0], vocab.pad_id)
+    assert batch["sentence_end"].tolist() == [[False] * 5 + [True] + [False] * 4 + [True]]

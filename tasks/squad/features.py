@@ -129,7 +129,8 @@ def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: in
     features, _, _ = pad_collate(rows, 0.0)
     ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
     for b, ex in enumerate(examples):
-        ends[b, :len(ex.context_words)] = torch.tensor(sentence_ends(ex.context_words), dtype=torch.bool)
+        words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased
+        ends[b, :len(words)] = torch.tensor(sentence_ends(words), dtype=torch.bool)
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
             "question": question, "question_mask_pad": question_mask_pad,
             "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),
