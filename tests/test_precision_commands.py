@@ -71,6 +71,10 @@ def test_translation_int8_hypotheses_close_to_fp32(run_train, tmp_path):
     pairs = SAMPLE_PAIRS.read_text().splitlines()
     sources = [json.loads(line)["en"] for line in pairs]
     fp32 = load_predictor(run_dir).predict(sources)
-    int8 = load_predictor(run_dir, precision="int8").predict(sources)
+    predictor = load_predictor(run_dir, precision="int8")
+    int8 = predictor.predict(sources)
+    # the task's int8_keep_fp32: the output layer stays a float32 Linear, the others are int8
+    assert isinstance(predictor.model.output, torch.nn.Linear) and predictor.task.int8_keep_fp32 == ("output",)
+    assert type(predictor.model.decoder[0].self_attn.q).__name__ == "Int8Linear"
     assert len(int8) == len(fp32) and sum(len(h.split()) for h in fp32) >= len(fp32)  # real sentences
     assert BLEU().corpus_score(list(int8), [list(fp32)]).score >= 90

@@ -92,6 +92,8 @@ class Task:
     # predict.py's task options (key -> default); a key outside them is refused naming these
     predict_options: Mapping[str, Any] = {}
     predict_json = True   # results are JSON lines (a bad line gets {"line", "error"}); else text (an empty line)
+    # submodules precision=int8 leaves in float32 where int8 missed the task's quality target (docs/inference.md)
+    int8_keep_fp32: Tuple[str, ...] = ()
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg

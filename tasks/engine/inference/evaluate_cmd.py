@@ -68,10 +68,12 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
         t0 = time.perf_counter()
         asked = check_precision(options["precision"], ctx.device)
         compare = check_precision(options["compare"], ctx.device, "compare")
-        model, precision = apply_precision(trained.model, asked, ctx.device, ctx.config.trainer.precision)
+        model, precision = apply_precision(trained.model, asked, ctx.device, ctx.config.trainer.precision,
+                                           keep_fp32=task.int8_keep_fp32)
         baseline = None
         if compare is not None:  # the same split in the compared precision, reported beside
-            compare_model, compare_precision = apply_precision(trained.model, compare, ctx.device)
+            compare_model, compare_precision = apply_precision(trained.model, compare, ctx.device,
+                                                               keep_fp32=task.int8_keep_fp32)
             baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
         metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
         if baseline is not None:

@@ -9,7 +9,7 @@ model.pt stays fp32; the model is put in the asked precision when loaded.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 from torch import nn
@@ -36,14 +36,15 @@ def check_precision(value: Optional[str], device: torch.device, option: str = "p
 
 
 def apply_precision(model: nn.Module, precision: Optional[str], device: torch.device,
-                    run_precision: str = "fp32") -> tuple:
+                    run_precision: str = "fp32", keep_fp32: Sequence[str] = ()) -> tuple:
     """(model, the autocast precision to run it under). ``precision`` None keeps the run's own
-    ``trainer.precision``; int8 quantises (a copy: the loaded fp32 model stays usable)."""
+    ``trainer.precision``; int8 quantises (a copy: the loaded fp32 model stays usable), leaving the
+    submodules ``keep_fp32`` (the task's ``int8_keep_fp32``) in float32."""
     if precision is None:
         return model, run_precision
     if precision == "int8":
         from sru import quantize_dynamic
-        return quantize_dynamic(model), "fp32"
+        return quantize_dynamic(model, keep_fp32=keep_fp32), "fp32"
     if precision == "bf16" and device.type == "cpu":
         from sru.quantize import warn_if_bf16_emulated
         warn_if_bf16_emulated()

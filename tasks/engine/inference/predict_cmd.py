@@ -45,7 +45,7 @@ class Predictor:
         self.trained, self.task = trained, trained.task
         # fp32 / bf16 / int8 (tasks/engine/inference/precision.py): int8 quantises a copy here, at load time
         self.model, self.precision = apply_precision(trained.model, check_precision(precision, trained.device),
-                                                     trained.device)
+                                                     trained.device, keep_fp32=self.task.int8_keep_fp32)
         known = dict(self.task.predict_options)
         given = {name: parse_value(name, value) for name, value in (options or {}).items() if value is not None}
         check_for_task(PREDICT, self.task.name, known, given, trained.cfg)
