@@ -11,14 +11,15 @@ Token features of each paragraph token (DrQA's "exact match" and "token features
                      put a verb's other form in the question; DrQA uses the lemma)
 With ``task.tagger`` (default spacy_en_md) the named-entity type and part of speech of each token follow as
 one-hot columns (tasks/squad/tagger.py), as DrQA's token features; they are kept as ids per paragraph and
-expanded per batch.
+expanded per batch. With the tagger and ``task.answer_type_match`` (default true) one more column marks the
+tokens whose entity type is one the question asks for (tasks/squad/answer_types.py).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -26,6 +27,7 @@ from torch import Tensor
 from tasks.common.batching import pad_collate
 from tasks.common.text import Vocabulary
 
+from .answer_types import expected_types, type_match_column
 from .data import SquadExample, char_to_token_span, tokenize
 from .tagger import num_tag_features, one_hot_tags, paragraph_tags
 
@@ -45,6 +47,7 @@ class EncodedExample:
     context_ids: List[int] = None
     question_ids: List[int] = None
     tags: Optional[Tensor] = None         # (Lp, 2) uint8 [NER id, POS id], shared by a paragraph's questions
+    answer_types: Optional[FrozenSet[str]] = None  # entity types the question asks for; None: no match column
 
     def with_ids(self, vocab: Vocabulary) -> "EncodedExample":
         return replace(self, context_ids=vocab.encode(self.context_words),
@@ -69,18 +72,20 @@ def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]
     return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
 
 
-def num_features(tagger: Optional[str]) -> int:
-    """Feature columns per paragraph token: the word features, plus the tags with a tagger."""
-    return NUM_FEATURES + num_tag_features(tagger)
+def num_features(tagger: Optional[str], type_match: bool = False) -> int:
+    """Feature columns per paragraph token: the word features, plus the tags with a tagger, plus the
+    answer-type match with a tagger and ``type_match``."""
+    return NUM_FEATURES + num_tag_features(tagger) + int(bool(tagger) and type_match)
 
 
 def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
                  max_context_tokens: Optional[int] = None, tagger: Optional[str] = None,
-                 tag_cache: Optional[Path] = None) -> List[EncodedExample]:
+                 tag_cache: Optional[Path] = None, type_match: bool = False) -> List[EncodedExample]:
     """Tokenise every example (each distinct paragraph once); contexts longer than ``max_context_tokens``
     are cut (an answer past the cut has no token span: training skips it, evaluation scores it 0 unless
     the reader finds the text earlier). With a ``tagger`` each paragraph is tagged once (``tag_cache``: a
-    folder keeping the tags of this call's paragraphs for the next run)."""
+    folder keeping the tags of this call's paragraphs for the next run); with the tagger and ``type_match``
+    each question also gets the entity types it asks for."""
     cache: Dict[str, Tuple[List[str], List[Tuple[int, int]]]] = {}
     out = []
     for ex in examples:
@@ -105,7 +110,8 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
         contexts = list(cache)
         tags = dict(zip(contexts, paragraph_tags(contexts, [cache[c][1] for c in contexts], tag_cache,
                                                  progress=tag_cache is not None)))
-        out = [replace(ex, tags=tags[ex.example.context]) for ex in out]
+        out = [replace(ex, tags=tags[ex.example.context],
+                       answer_types=expected_types(ex.question_words) if type_match else None) for ex in out]
     return out
 
 
@@ -122,11 +128,19 @@ def sentence_ends(words: Sequence[str]) -> List[bool]:
     return out
 
 
+def _feature_rows(ex: EncodedExample) -> Tensor:
+    if ex.tags is None:
+        return ex.features
+    columns = [ex.features, one_hot_tags(ex.tags)]
+    if ex.answer_types is not None:
+        columns.append(type_match_column(ex.tags, ex.answer_types))
+    return torch.cat(columns, 1)
+
+
 def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
-    rows = [ex.features if ex.tags is None else torch.cat([ex.features, one_hot_tags(ex.tags)], 1) for ex in examples]
-    features, _, _ = pad_collate(rows, 0.0)
+    features, _, _ = pad_collate([_feature_rows(ex) for ex in examples], 0.0)
     ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
     for b, ex in enumerate(examples):
         words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased

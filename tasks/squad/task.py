@@ -51,6 +51,7 @@ class SquadTask(Task):
         self.fixed_rows_from: Optional[int] = None
         self.model: Optional[DocumentReader] = None
         self.tagger: Optional[str] = self.task_cfg.tagger  # a loaded model keeps its own (inference state)
+        self.type_match: bool = bool(self.task_cfg.answer_type_match)  # likewise
         self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
         self._pass: Optional[Dict[str, Any]] = None  # the training pass being timed
         self.last_epoch: Dict[str, float] = {}
@@ -69,7 +70,8 @@ class SquadTask(Task):
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
         if data.max_train_examples and "train" in examples:  # null: all
             examples["train"] = examples["train"][:data.max_train_examples]
-        prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens, self.tagger, default_cache())
+        prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens, self.tagger, default_cache(),
+                                   self.type_match)
                     for s in self.splits}
         if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
             self.vocab = self._build_vocab(prepared)
@@ -162,14 +164,14 @@ class SquadTask(Task):
         if self.vectors is not None:
             tuned = "all" if self.fixed_rows_from is None else f"the top {self.fixed_rows_from - 2:,} question words"
             print(f"[squad] pretrained vectors for {hits:,}/{len(self.vocab):,} words; fine-tuning {tuned}")
-        self.model = DocumentReader(weight, num_features(self.tagger), self.encoder_config(),
+        self.model = DocumentReader(weight, num_features(self.tagger, self.type_match), self.encoder_config(),
                                     emb_dropout=float(self.task_cfg.emb_dropout),
                                     fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
         return self.model
 
     def encoder_input_size(self) -> int:
         """The paragraph encoder's input: word + aligned question embedding + token features."""
-        return 2 * self.task_cfg.embedding.dim + num_features(self.tagger)
+        return 2 * self.task_cfg.embedding.dim + num_features(self.tagger, self.type_match)
 
     def encoder_config(self) -> Any:
         """cfg.model with the non-null ``task.encoder`` keys written over it, typed (the model groups are sized
@@ -274,11 +276,13 @@ class SquadTask(Task):
 
     # ---- predict.py: questions about paragraphs in, answers out -------------------------------
     def inference_state(self) -> Dict[str, Any]:
-        return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger}
+        return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger,
+                "answer_type_match": self.type_match}
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
         self.tagger = state.get("tagger")  # models saved before the tagger features have none
+        self.type_match = bool(state.get("answer_type_match", False))  # nor before the answer-type column
 
     def parse_input(self, line: str) -> SquadExample:
         try:
@@ -311,7 +315,7 @@ class SquadTask(Task):
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
         encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens,
-                                                                  self.tagger)]
+                                                                  self.tagger, None, self.type_match)]
         plan = bucket_batches([len(ex.context_ids) for ex in encoded],  # predict.py's batch_size, else the eval one
                               max_examples=int(options.get("batch_size") or t.eval_batch_size))
         device = next(model.parameters()).device
