@@ -99,8 +99,12 @@ def test_classification_predict_equals_evaluation(run_train, tmp_path):
     assert json.loads(lines[0])["label"] == got[0]["label"]
 
 
-def test_squad_predict_equals_evaluation(run_train, tmp_path):
-    run_dir, out = _train_and_evaluate(run_train, tiny_squad_overrides("sru", steps=6), tmp_path)
+@pytest.mark.parametrize("readers", [1, 2])  # one reader; an ensemble (tasks/squad/model.py: ReaderEnsemble)
+def test_squad_predict_equals_evaluation(run_train, tmp_path, readers):
+    overrides = [*tiny_squad_overrides("sru", steps=6), f"task.readers={readers}"]
+    run_dir, out = _train_and_evaluate(run_train, overrides, tmp_path)
+    keys = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=False)["model"]
+    assert any(k.startswith("members.1.") for k in keys) == (readers == 2)
     squad_file = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
     model = _alone(run_dir, tmp_path)
     official = json.loads(_console("sru-predict", [f"run={model}", f"input={squad_file}"], tmp_path))

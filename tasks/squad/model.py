@@ -15,8 +15,9 @@ the two encoders' forward passes (the paper's "RNN time" share of an epoch).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -147,3 +148,35 @@ class DocumentReader(nn.Module):
         end = doc_b.bmm(self.end_bilinear(q_vec).unsqueeze(2)).squeeze(2)
         mask = context_mask_pad.t()
         return start.float().masked_fill(mask, NEG), end.float().masked_fill(mask, NEG)
+
+
+class ReaderEnsemble(nn.Module):
+    """``task.readers`` independent DocumentReaders trained side by side on the same batches (each on its own
+    loss, from its own initialisation) and answering together: the span is decoded from the mean of their
+    start and end probabilities (``combine_scores``).
+
+    Why: single readers trained on the generated questions differ by several points from seed to seed on
+    questions people write (the hand-written check set, docs/results_squad.md), while agreeing on the
+    generated ones; averaging three readers removes most of that spread, for three times the (minutes-long)
+    training. The paper's Table 2 cells keep one reader (``task.readers: 1``)."""
+
+    def __init__(self, members: List[DocumentReader]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    @property
+    def encoder_seconds(self) -> float:
+        return sum(m.encoder_seconds for m in self.members)
+
+    def forward(self, *inputs: Tensor) -> Tuple[Tensor, Tensor]:
+        """The members' start and end scores stacked: (readers, B, Lp) each."""
+        scores = [m(*inputs) for m in self.members]
+        return torch.stack([s for s, _ in scores]), torch.stack([e for _, e in scores])
+
+
+def combine_scores(scores: Tensor) -> Tensor:
+    """A reader's (B, Lp) scores as they are; an ensemble's (readers, B, Lp) as the log of the members' mean
+    probability (padding keeps its large negative score: each member gives it probability 0)."""
+    if scores.dim() == 2:
+        return scores
+    return torch.logsumexp(scores.float().log_softmax(-1), dim=0) - math.log(scores.shape[0])

@@ -50,5 +50,6 @@ class SquadConfig:
     emb_dropout: float = key(**Rate)
     human_check: Optional[str] = key()
     tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none
+    readers: int = key(low=1)   # readers trained side by side, answering together (model.py: ReaderEnsemble)
     answer_type_match: bool = key()   # with a tagger: a column marking tokens of the asked entity type (answer_types.py)
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)

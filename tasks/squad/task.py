@@ -29,7 +29,7 @@ from tasks.squad.schema import SquadConfig
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
 from .features import EncodedExample, collate, encode_split, num_features
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
-from .model import DocumentReader
+from .model import DocumentReader, ReaderEnsemble, combine_scores
 from .tagger import check_tagger, default_cache
 
 
@@ -49,9 +49,10 @@ class SquadTask(Task):
         self.baselines: Dict[str, Dict[str, float]] = {}
         self.vectors = None
         self.fixed_rows_from: Optional[int] = None
-        self.model: Optional[DocumentReader] = None
+        self.model: Optional[nn.Module] = None  # a DocumentReader, or a ReaderEnsemble of task.readers of them
         self.tagger: Optional[str] = self.task_cfg.tagger  # a loaded model keeps its own (inference state)
         self.type_match: bool = bool(self.task_cfg.answer_type_match)  # likewise
+        self.readers: int = int(self.task_cfg.readers)  # likewise
         self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
         self._pass: Optional[Dict[str, Any]] = None  # the training pass being timed
         self.last_epoch: Dict[str, float] = {}
@@ -160,13 +161,17 @@ class SquadTask(Task):
     # ---- model --------------------------------------------------------------------------------
     def build_model(self) -> nn.Module:
         emb = self.task_cfg.embedding
-        weight, hits = embedding_matrix(self.vocab.itos, emb.dim, self.vectors, seed=run_seed(self.cfg))
+        members = []
+        for k in range(self.readers):  # each reader its own random embedding (seed + k) and weights
+            weight, hits = embedding_matrix(self.vocab.itos, emb.dim, self.vectors, seed=run_seed(self.cfg) + k)
+            members.append(DocumentReader(weight, num_features(self.tagger, self.type_match), self.encoder_config(),
+                                          emb_dropout=float(self.task_cfg.emb_dropout),
+                                          fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id))
         if self.vectors is not None:
             tuned = "all" if self.fixed_rows_from is None else f"the top {self.fixed_rows_from - 2:,} question words"
             print(f"[squad] pretrained vectors for {hits:,}/{len(self.vocab):,} words; fine-tuning {tuned}")
-        self.model = DocumentReader(weight, num_features(self.tagger, self.type_match), self.encoder_config(),
-                                    emb_dropout=float(self.task_cfg.emb_dropout),
-                                    fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id)
+        # one reader keeps the plain DocumentReader (its state-dict keys, and models saved before ensembles)
+        self.model = members[0] if len(members) == 1 else ReaderEnsemble(members)
         return self.model
 
     def encoder_input_size(self) -> int:
@@ -191,9 +196,13 @@ class SquadTask(Task):
                      batch["question_mask_pad"])
 
     def _loss(self, start: Tensor, end: Tensor, batch: Mapping[str, Tensor]) -> Tuple[Tensor, int]:
-        loss = (F.cross_entropy(start, batch["start"], ignore_index=-1, reduction="sum")
-                + F.cross_entropy(end, batch["end"], ignore_index=-1, reduction="sum"))
-        return loss, int((batch["start"] >= 0).sum())
+        """Summed start + end cross-entropy; an ensemble's (readers, B, Lp) scores: the members' mean loss, each
+        member trained on its own prediction."""
+        members = start.shape[0] if start.dim() == 3 else 1
+        gold_start, gold_end = batch["start"].repeat(members), batch["end"].repeat(members)
+        loss = (F.cross_entropy(start.reshape(-1, start.shape[-1]), gold_start, ignore_index=-1, reduction="sum")
+                + F.cross_entropy(end.reshape(-1, end.shape[-1]), gold_end, ignore_index=-1, reduction="sum"))
+        return loss / members, int((batch["start"] >= 0).sum())
 
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
         start, end = self._scores(model, batch)
@@ -202,7 +211,7 @@ class SquadTask(Task):
                       "ntokens": int((~batch["context_mask_pad"]).sum())}
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
-        start, end = self._scores(model, batch)
+        start, end = map(combine_scores, self._scores(model, batch))  # an ensemble answers together
         loss, n = self._loss(start, end, batch)
         best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(),
                                             self.task_cfg.max_answer_len, batch["sentence_end"])
@@ -277,12 +286,13 @@ class SquadTask(Task):
     # ---- predict.py: questions about paragraphs in, answers out -------------------------------
     def inference_state(self) -> Dict[str, Any]:
         return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger,
-                "answer_type_match": self.type_match}
+                "answer_type_match": self.type_match, "readers": self.readers}
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
         self.tagger = state.get("tagger")  # models saved before the tagger features have none
         self.type_match = bool(state.get("answer_type_match", False))  # nor before the answer-type column
+        self.readers = int(state.get("readers", 1))  # nor before ensembles
 
     def parse_input(self, line: str) -> SquadExample:
         try:
@@ -322,7 +332,7 @@ class SquadTask(Task):
         results: List[Any] = [None] * len(inputs)
         for index in plan:
             batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
-            start, end = self._scores(model, batch)
+            start, end = map(combine_scores, self._scores(model, batch))
             mask = batch["context_mask_pad"].t()
             best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"])
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
