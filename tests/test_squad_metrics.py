@@ -110,3 +110,15 @@ def test_batches_mark_sentence_ends_from_the_text_as_written():
     vocab = Vocabulary.build([encoded[0].context_words, encoded[0].question_words])
     batch = collate([encoded[0].with_ids(vocab)], [0], vocab.pad_id)
     assert batch["sentence_end"].tolist() == [[False] * 5 + [True] + [False] * 4 + [True]]
+
+
+def test_answer_type_prior_moves_the_span_to_the_asked_type_only_where_the_paragraph_has_one():
+    # "How high is Mount Everest?": the reader prefers "highest" (token 1) a little over "8,849 metres" (3..4)
+    start = torch.tensor([[0.0, 2.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0, 0.0]])
+    end = torch.tensor([[0.0, 2.0, 0.0, 0.0, 1.0], [0.0, 2.0, 0.0, 0.0, 1.0]])
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    match = torch.tensor([[False, False, False, True, True], [False] * 5])  # the second paragraph has no measure
+    s, e = decode_spans(start, end, pad, 15, type_match=match, type_prior=0.0)
+    assert s.tolist() == [1, 1] and e.tolist() == [1, 1]
+    s, e = decode_spans(start, end, pad, 15, type_match=match, type_prior=2.0)
+    assert s.tolist() == [3, 1] and e.tolist() == [4, 1]  # the typed span wins; no type in the paragraph: as before

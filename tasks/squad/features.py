@@ -142,10 +142,14 @@ def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: in
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
     features, _, _ = pad_collate([_feature_rows(ex) for ex in examples], 0.0)
     ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
+    type_match = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): tokens of the asked entity type
     for b, ex in enumerate(examples):
         words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased
         ends[b, :len(words)] = torch.tensor(sentence_ends(words), dtype=torch.bool)
+        if ex.tags is not None and ex.answer_types is not None:
+            type_match[b, :len(words)] = type_match_column(ex.tags, ex.answer_types).squeeze(1).bool()
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
+            "type_match": type_match,
             "question": question, "question_mask_pad": question_mask_pad,
             "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),
             "end": torch.tensor([ex.end for ex in examples], dtype=torch.long),

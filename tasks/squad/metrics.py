@@ -51,17 +51,24 @@ def reduce_squad(summed: Dict[str, float], prefix: str = "") -> Dict[str, float]
 
 
 def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max_len: int = 15,
-                 sentence_ends: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+                 sentence_ends: Optional[Tensor] = None, type_match: Optional[Tensor] = None,
+                 type_prior: float = 0.0) -> Tuple[Tensor, Tensor]:
     """Best (start, end) per example with start <= end < start + max_len over real tokens.
 
     start/end_logits (B, L), mask_pad (B, L) true on padding; the span score is
     log p_start(i) + log p_end(j), i.e. DrQA's argmax of p_start(i) * p_end(j). ``sentence_ends`` (B, L):
     true on a sentence's final punctuation; a span then holds none (an answer is inside one sentence:
-    "Warsaw in 1867. She moved to Paris to study at the Sorbonne" is not a place).
+    "Warsaw in 1867. She moved to Paris to study at the Sorbonne" is not a place). ``type_match`` (B, L):
+    true on tokens of the entity type the question asks for (tasks/squad/answer_types.py); with
+    ``type_prior`` > 0 a span gains ``type_prior`` for a start and for an end on such a token, in questions
+    whose paragraph has one (task.answer_type_prior: why and how it was chosen, docs/results_squad.md).
     """
     neg = torch.finfo(start_logits.dtype).min
     s = start_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
     e = end_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
+    if type_match is not None and type_prior > 0:
+        bonus = type_prior * type_match.float() * type_match.any(1, keepdim=True)
+        s, e = s + bonus, e + bonus
     length = s.size(1)
     scores = s.unsqueeze(2) + e.unsqueeze(1)  # (B, i, j)
     i = torch.arange(length, device=s.device)

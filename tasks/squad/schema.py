@@ -52,4 +52,5 @@ class SquadConfig:
     tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none
     readers: int = key(low=1)   # readers trained side by side, answering together (model.py: ReaderEnsemble)
     answer_type_match: bool = key()   # with a tagger: a column marking tokens of the asked entity type (answer_types.py)
+    answer_type_prior: float = key(low=0)   # decoding: log-prob bonus of a span boundary on the asked type (metrics.py)
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)

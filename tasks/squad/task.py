@@ -213,8 +213,8 @@ class SquadTask(Task):
     def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
         start, end = map(combine_scores, self._scores(model, batch))  # an ensemble answers together
         loss, n = self._loss(start, end, batch)
-        best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(),
-                                            self.task_cfg.max_answer_len, batch["sentence_end"])
+        best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(), self.task_cfg.max_answer_len,
+                                            batch["sentence_end"], batch["type_match"], self.task_cfg.answer_type_prior)
         out = {"loss_sum": loss.item(), "sample_size": n, "nsentences": len(batch["index"]), "n": 0.0,
                "em": 0.0, "f1": 0.0}
         records = []
@@ -334,7 +334,8 @@ class SquadTask(Task):
             batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
             start, end = map(combine_scores, self._scores(model, batch))
             mask = batch["context_mask_pad"].t()
-            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"])
+            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"],
+                                                batch["type_match"], t.answer_type_prior)
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
             e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
             for k, i in enumerate(index):
