@@ -183,17 +183,19 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "presets keep the 2:1 depth ratio (SRU 4 x 64 vs LSTM 2 x 64) on natural questions generated from "
         "gensim's Wikipedia sample and BBC News (not SQuAD), early stopping on validation F1 (docs/results_squad.md).",
         extra_metric="em",
-        finding="Rerun on 2026-12-05 on the natural-question corpus (issue 53: generator version 6, tagger "
-                "features on; seeds 1-3, `python scripts/reproduce.py --scale cpu --cell cpu/squad_sru --cell "
-                "cpu/squad_lstm --seeds 1,2,3 -- trainer.num_threads=1`), replacing the records of the in-place "
-                "generator, on which both readers scored F1 96-97 (SRU 97.44, LSTM 96.00: the gap was 1.4 points "
-                "near the ceiling). What the new data changes: the task is harder (test F1 86.6 / 83.4 instead of "
-                "97 / 96), the SRU reader's lead widens to 3.2 F1 / 2.7 EM, and on the 157 hand-written questions "
-                "(tasks/squad/human_dev-v1.1.json, scored with every test evaluation) it is 10.8 EM / 11.6 F1: "
-                "SRU 43.5 +- 1.3 EM / 54.8 +- 2.0 F1, LSTM 32.7 +- 3.1 / 43.2 +- 2.2. The LSTM cell stops earlier "
-                "(10-13 epochs vs 23-30; early stopping on validation F1), so part of the gap is training length at "
-                "this 2,000-question scale, not the unit alone. Per step the SRU reader (4 layers) costs 0.87x "
-                "the LSTM reader's (2 layers) here, re-measured with the tagger features (bench_cells, 1 thread)."),
+        finding="Rerun on 2026-12-06 on the natural-question corpus (issue 53: generator version 8, tagger "
+                "features and the answer-type column on, DrQA's span decoding; seeds 1-3, `python "
+                "scripts/reproduce.py --scale cpu --cell cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3 -- "
+                "trainer.num_threads=1`), replacing the version-6 records (then SRU test F1 86.6 +- 1.5 vs LSTM "
+                "83.4 +- 0.9, check set EM 43.5 vs 32.7) and, before them, those of the in-place generator (F1 97.4 "
+                "vs 96.0 near the ceiling). What the new data changes: on the generated test split the two readers "
+                "are now level (SRU 78.5 +- 0.8 EM / 86.2 +- 0.7 F1, LSTM 79.6 +- 0.4 / 86.4 +- 0.5); the LSTM "
+                "cell no longer stops early (14-29 epochs vs the SRU's 17-26; on version 6 it stopped after 10-13), "
+                "so version 6's 3.2-point lead was largely training length. On the 157 hand-written questions "
+                "(tasks/squad/human_dev-v1.1.json) the SRU reader still leads: 51.2 +- 1.6 EM / 60.9 +- 2.3 F1 against "
+                "47.3 +- 1.9 / 55.2 +- 0.8, i.e. 3.9 EM / 5.7 F1 (version 6: 10.8 / 11.6)."
+                " Per step the SRU reader (4 layers) costs 0.85x the LSTM reader's (2 layers), re-measured on this "
+                "corpus (bench_cells, 1 thread, 5 rounds)."),
     Table("lm", "Table 3: Penn Treebank word LM (test perplexity)", "ppl", "min", "lstm", [
         Cell("SRU 6x910", "sru", "paper/ptb_sru", "cpu/ptb_sru", 60.3,
              departure="CPU: 6 x 128 on PTB's first 200k training tokens, Adam 2e-3 instead of SGD 1.0 (SGD needs "
