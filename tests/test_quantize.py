@@ -67,6 +67,30 @@ def test_bf16_projections_fp32_recurrence():
     assert 1e-4 < rel_err(h, want) < BF16_TOL  # really bf16, and close
 
 
+def test_bf16_runs_where_onednn_cannot_pack_bf16_weights():
+    """An AVX2-only CPU (oneDNN capped with ONEDNN_MAX_CPU_ISA=AVX2, as docs/benchmarks.md measures one) cannot
+    prepack bf16 weights: bf16 autocast then takes torch's own path instead of failing, still close to fp32."""
+    import subprocess
+    import sys
+    code = """
+import torch, sru
+from sru.ops.cpu import gemm
+from sru.ops.testing import rel_err
+torch.manual_seed(0)
+m, x = sru.SRU(32, 32, num_layers=2).eval(), torch.randn(12, 4, 32)
+with torch.no_grad():
+    want = m(x)[0]
+    with torch.autocast("cpu", torch.bfloat16):
+        got = m(x)[0]
+print(gemm.onednn_packs_bf16(), float(rel_err(got.float(), want)))
+"""
+    env = {**__import__("os").environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    packs, err = done.stdout.split()
+    assert packs == "False" and 1e-4 < float(err) < BF16_TOL
+
+
 @pytest.mark.parametrize("attention", [True, False])
 def test_srupp_int8(attention):
     torch.manual_seed(0)

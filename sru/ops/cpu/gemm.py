@@ -283,7 +283,9 @@ def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -
     if torch.is_autocast_enabled("cpu"):
         if bf16_autocast_inference(x, weight):
             return bf16_matmul(x, weight, oi)
-        return x.mm(weight.t() if oi else weight)  # autocast decides the dtype, as before
+        out = x.mm(weight.t() if oi else weight)  # autocast decides the product's dtype, as before
+        # inference: the fused recurrence reads float32 U (bf16_matmul's contract; training casts in autograd)
+        return out if torch.is_grad_enabled() else out.float()
     if library == "int8":
         int8 = weight.__dict__.get("_sru_int8")
         if int8 is not None and not (torch.is_grad_enabled() and x.requires_grad):
@@ -319,11 +321,28 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
 def bf16_autocast_inference(x: Tensor, weight: Tensor) -> bool:
     """Inference of float32 CPU tensors under ``torch.autocast("cpu", torch.bfloat16)``: the
     projection runs in bf16 through oneDNN with the weight's bf16 copy prepacked (autocast would
-    cast the weight again at every call)."""
+    cast the weight again at every call), where oneDNN packs bf16 weights (``onednn_packs_bf16``)."""
     return (not torch.is_grad_enabled() and torch.get_autocast_dtype("cpu") is torch.bfloat16
             and x.dtype is torch.float32 and weight.dtype is torch.float32 and type(x) in _PLAIN
             and x.is_cpu and weight.is_cpu and onednn_available() and not torch.compiler.is_compiling()
-            and not exporting())
+            and not exporting() and onednn_packs_bf16())
+
+
+_bf16_packing: List[bool] = []  # the probe's answer, once per process
+
+
+def onednn_packs_bf16() -> bool:
+    """Whether oneDNN here can prepack a bf16 weight: it needs AVX512-BW/VL/DQ or AVX-NE-CONVERT, which an
+    AVX2-only CPU lacks ("mkldnn_reorder_linear_weight: bf16 path needs ..."); there bf16 autocast takes
+    torch's own path (emulated, slower than fp32: docs/ops.md). Asked of oneDNN itself, once, so that
+    ``ONEDNN_MAX_CPU_ISA=AVX2`` (how docs/benchmarks.md measures an AVX2-only CPU) is honoured too."""
+    if not _bf16_packing:
+        try:
+            torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), 16)
+            _bf16_packing.append(True)
+        except RuntimeError:
+            _bf16_packing.append(False)
+    return _bf16_packing[0]
 
 
 def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
