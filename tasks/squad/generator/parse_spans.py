@@ -46,7 +46,7 @@ def answer_type(doc, rng: range) -> str:
     labels = [doc[i].ent_type_ for i in rng if doc[i].ent_type_]
     if not labels:
         return "NP"
-    label = max(set(labels), key=labels.count)
+    label = max(labels, key=labels.count)  # a tie goes to the first token's label (not to set order, which varies by process)
     text = doc[rng.start:rng.stop].text
     people = {e.text for e in doc.ents if e.label_ == "PERSON"}
     if label != "PERSON" and (text in people or any(p.split()[-1] == text for p in people)):
