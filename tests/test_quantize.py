@@ -67,6 +67,7 @@ def test_bf16_projections_fp32_recurrence():
     assert 1e-4 < rel_err(h, want) < BF16_TOL  # really bf16, and close
 
 
+@pytest.mark.slow  # a subprocess
 def test_bf16_runs_where_onednn_cannot_pack_bf16_weights():
     """An AVX2-only CPU (oneDNN capped with ONEDNN_MAX_CPU_ISA=AVX2, as docs/benchmarks.md measures one) cannot
     prepack bf16 weights: bf16 autocast then takes torch's own path instead of failing, still close to fp32."""

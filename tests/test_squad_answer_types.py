@@ -74,4 +74,4 @@ def test_a_model_saved_before_the_answer_type_column_loads_without_it():
     task.restore_inference_state(state)
     assert not task.type_match and task.encoder_input_size() == 2 * 128 + NUM_FEATURES + NUM_TAG_FEATURES
     task.type_match = True
-    assert task.inference_state()["answer_type_match"] is True
+    assert task.inference_state()["answer_type_column"] is True

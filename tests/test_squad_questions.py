@@ -126,6 +126,7 @@ def test_the_hand_written_check_set_is_valid_and_large_enough():
     assert {"who", "when", "where", "how", "which", "what"} <= starts
 
 
+@pytest.mark.slow  # subprocesses
 def test_answer_type_ties_go_to_the_first_token_in_every_process():
     """A span whose tokens carry two entity types equally often ("Four" CARDINAL, "British" NORP) takes the
     first token's type whatever the process's string-hash seed (it followed set order: the corpus differed

@@ -286,13 +286,13 @@ class SquadTask(Task):
     # ---- predict.py: questions about paragraphs in, answers out -------------------------------
     def inference_state(self) -> Dict[str, Any]:
         return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger,
-                "answer_type_match": self.type_match, "readers": self.readers}
+                "answer_type_column": self.type_match, "ensemble_size": self.readers}
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
         self.tagger = state.get("tagger")  # models saved before the tagger features have none
-        self.type_match = bool(state.get("answer_type_match", False))  # nor before the answer-type column
-        self.readers = int(state.get("readers", 1))  # nor before ensembles
+        self.type_match = bool(state.get("answer_type_column"))  # nor the answer-type column before it existed
+        self.readers = int(state.get("ensemble_size") or 1)  # and one reader before ensembles
 
     def parse_input(self, line: str) -> SquadExample:
         try:
