@@ -60,14 +60,14 @@ def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max
     true on a sentence's final punctuation; a span then holds none (an answer is inside one sentence:
     "Warsaw in 1867. She moved to Paris to study at the Sorbonne" is not a place). ``type_match`` (B, L):
     true on tokens of the entity type the question asks for (tasks/squad/answer_types.py); with
-    ``type_prior`` > 0 a span gains ``type_prior`` for a start and for an end on such a token, in questions
-    whose paragraph has one (task.answer_type_prior: why and how it was chosen, docs/results_squad.md).
+    ``type_prior`` > 0 a span gains ``type_prior`` for a start and for an end on such a token (a paragraph
+    without one decodes as before; task.answer_type_prior: why and how it was chosen, docs/results_squad.md).
     """
     neg = torch.finfo(start_logits.dtype).min
     s = start_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
     e = end_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
     if type_match is not None and type_prior > 0:
-        bonus = type_prior * type_match.float() * type_match.any(1, keepdim=True)
+        bonus = type_prior * type_match.float()  # zero everywhere in a paragraph without such a token
         s, e = s + bonus, e + bonus
     length = s.size(1)
     scores = s.unsqueeze(2) + e.unsqueeze(1)  # (B, i, j)
