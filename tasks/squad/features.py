@@ -128,26 +128,29 @@ def sentence_ends(words: Sequence[str]) -> List[bool]:
     return out
 
 
-def _feature_rows(ex: EncodedExample) -> Tensor:
+def _type_column(ex: EncodedExample) -> Optional[Tensor]:
+    """(Lp, 1): 1 on the tokens of the entity type the question asks for; None without the column."""
+    return None if ex.tags is None or ex.answer_types is None else type_match_column(ex.tags, ex.answer_types)
+
+
+def _feature_rows(ex: EncodedExample, type_column: Optional[Tensor]) -> Tensor:
     if ex.tags is None:
         return ex.features
-    columns = [ex.features, one_hot_tags(ex.tags)]
-    if ex.answer_types is not None:
-        columns.append(type_match_column(ex.tags, ex.answer_types))
-    return torch.cat(columns, 1)
+    return torch.cat([ex.features, one_hot_tags(ex.tags)] + ([] if type_column is None else [type_column]), 1)
 
 
 def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
-    features, _, _ = pad_collate([_feature_rows(ex) for ex in examples], 0.0)
+    type_columns = [_type_column(ex) for ex in examples]  # the feature column and the decoding mask, made once
+    features, _, _ = pad_collate([_feature_rows(ex, col) for ex, col in zip(examples, type_columns)], 0.0)
     ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
     type_match = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): tokens of the asked entity type
-    for b, ex in enumerate(examples):
+    for b, (ex, column) in enumerate(zip(examples, type_columns)):
         words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased
         ends[b, :len(words)] = torch.tensor(sentence_ends(words), dtype=torch.bool)
-        if ex.tags is not None and ex.answer_types is not None:
-            type_match[b, :len(words)] = type_match_column(ex.tags, ex.answer_types).squeeze(1).bool()
+        if column is not None:
+            type_match[b, :len(words)] = column.squeeze(1).bool()
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
             "type_match": type_match,
             "question": question, "question_mask_pad": question_mask_pad,

@@ -328,21 +328,17 @@ def bf16_autocast_inference(x: Tensor, weight: Tensor) -> bool:
             and not exporting() and onednn_packs_bf16())
 
 
-_bf16_packing: List[bool] = []  # the probe's answer, once per process
-
-
+@functools.lru_cache(maxsize=None)  # asked once per process
 def onednn_packs_bf16() -> bool:
     """Whether oneDNN here can prepack a bf16 weight: it needs AVX512-BW/VL/DQ or AVX-NE-CONVERT, which an
     AVX2-only CPU lacks ("mkldnn_reorder_linear_weight: bf16 path needs ..."); there bf16 autocast takes
     torch's own path (emulated, slower than fp32: docs/ops.md). Asked of oneDNN itself, once, so that
     ``ONEDNN_MAX_CPU_ISA=AVX2`` (how docs/benchmarks.md measures an AVX2-only CPU) is honoured too."""
-    if not _bf16_packing:
-        try:
-            torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), 16)
-            _bf16_packing.append(True)
-        except RuntimeError:
-            _bf16_packing.append(False)
-    return _bf16_packing[0]
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), 16)
+        return True
+    except RuntimeError:
+        return False
 
 
 def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
