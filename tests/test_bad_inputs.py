@@ -141,6 +141,9 @@ CONFIG = [
          "model.d_model=256 must be divisible by model.attention_heads=3"),
     Case("subwords-below-300", config("task=translation", "task.subwords.vocab_size=100"),
          "task.subwords.vocab_size: expected an integer >= 300, received 100"),
+    Case("squad-readers-0", config("task=squad", "task.readers=0"), "task.readers: expected an integer >= 1, received 0"),
+    Case("squad-type-prior-negative", config("task=squad", "task.answer_type_prior=-1"),
+         "task.answer_type_prior: expected a number >= 0, received -1"),
 ]
 
 
