@@ -72,8 +72,11 @@ def calls_per_sample(fn: Callable[[], object], timer: Timer, min_ms: float, warm
 def interleaved(fns: Mapping[Hashable, Callable[[], object]], timer: Timer, repeats: int,
                 numbers: Optional[Mapping[Hashable, int]] = None) -> Dict[Hashable, List[float]]:
     """Seconds per call of each candidate in each of ``repeats`` rounds. Within a round every candidate
-    takes one sample (``numbers[name]`` calls, default 1); the order rotates by one each round so that
-    no candidate always runs right after the same one (with two candidates: the order flips)."""
+    takes one sample (``numbers[name]`` calls, default 1); the order rotates by one each round, and every
+    other cycle of rotations runs the reversed order, so that a candidate follows each of its two
+    neighbours equally often (with two candidates: the order flips). A candidate runs slower right after
+    some others (their freed memory, caches): by rotation alone it would follow the same one in all but
+    one round of each cycle."""
     return interleaved_phases([fns], timer, repeats, numbers)
 
 
@@ -90,7 +93,8 @@ def interleaved_phases(phases: Sequence[Mapping[Hashable, Callable[[], object]]]
         for rep in range(repeats):
             for fns in phases:
                 names = list(fns)
-                shift = rep % max(len(names), 1)
+                cycle, shift = divmod(rep, max(len(names), 1))
+                names = names[::-1] if cycle % 2 else names
                 for name in names[shift:] + names[:shift]:
                     samples[name].append(timer(fns[name], 1 if numbers is None else numbers[name]))
     finally:

@@ -15,7 +15,8 @@ from torch import Tensor, nn
 from sru.checks import check_layer_sizes, state_dtype
 from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, elementwise_recurrence
-from sru.ops.cpu.gemm import check_library, reattach_int8
+from sru.ops.cpu.gemm import check_library
+from sru.ops.cpu.int8 import reattach_int8
 from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec

@@ -2,12 +2,12 @@
 
 ``quantize_dynamic(model)``: every SRU layer's projection weights (``weight``, ``weight_proj``) and
 every ``nn.Linear`` of the model (SRU++'s attention and projections, the task heads, translation's
-Transformer layers) become int8 with one scale per output channel; activations are quantised at
-run time; the fused recurrence runs unchanged in float32 (c keeps float32). The kernel is torch's
-maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``: fbgemm / the x86
-engine on x86, VNNI where the CPU has it), reached through the SRU's CPU GEMM dispatch
-(``gemm="int8"``, sru/ops/cpu/gemm.py); docs/ops.md says why this kernel and not ``torch._int_mm``
-(slower than fp32 on CPU here) or torchao.
+Transformer layers) become int8 with one scale per output channel; activations are quantised per
+token (one scale per row) at run time; the fused recurrence runs unchanged in float32 (c keeps
+float32). The kernel is torch's maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``:
+oneDNN's AMX kernels or fbgemm's VNNI / AVX2 ones), reached through sru/ops/cpu/int8.py (which also says
+how a per-tensor kernel quantises per token, and which small products stay float32); docs/ops.md says
+why this kernel and not ``torch._int_mm`` or torchao.
 
 bf16: under ``torch.autocast("cpu", torch.bfloat16)`` the layer already runs its projections in
 bf16 (oneDNN) and the recurrence in float32; ``bf16_native()`` says whether this CPU computes bf16
@@ -22,10 +22,10 @@ import torch
 from torch import Tensor, nn
 
 from sru.modules import SRUCell
-from sru.ops.cpu import gemm as cpu_gemm
+from sru.ops.cpu import int8 as cpu_int8
 
 _warned = set()
-int8_engine = cpu_gemm.int8_engine  # which quantised engine runs the int8 weights (SRU_INT8_ENGINE overrides)
+int8_engine = cpu_int8.int8_engine  # which quantised engine runs the int8 weights (SRU_INT8_ENGINE overrides)
 
 
 def check_int8_device(device) -> None:
@@ -85,7 +85,7 @@ class Int8Linear(nn.Module):
         return out.to(linear.weight.device)
 
     def forward(self, input: Tensor) -> Tensor:
-        return cpu_gemm.int8_linear(input, self.weight_int8, self.weight_scale, self.bias)
+        return cpu_int8.int8_linear(input, self.weight_int8, self.weight_scale, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8 per-channel"
@@ -105,7 +105,7 @@ def _quantize_cell(cell: SRUCell) -> None:
         with torch.no_grad():
             param.copy_((q.float() * scale[:, None]).t())
         param.requires_grad_(False)
-        cpu_gemm.attach_int8(param, getattr(cell, f"{name}_int8"), getattr(cell, f"{name}_scale"))
+        cpu_int8.attach_int8(param, getattr(cell, f"{name}_int8"), getattr(cell, f"{name}_scale"))
     cell.__dict__["gemm"] = "int8"  # not a user choice: only quantised cells have int8 copies
 
 

@@ -74,6 +74,14 @@ def _subnormals_restored():
     torch.set_flush_denormal(False)
 
 
+@pytest.fixture
+def int8_kernels_on_tiny_products(monkeypatch):
+    """The test models are tiny, so every int8 product would fall under sru's INT8_MIN_WORK and run in float32
+    with the dequantised weights (sru/ops/cpu/int8.py); with no threshold the int8 kernel runs them."""
+    from sru.ops.cpu import int8
+    monkeypatch.setattr(int8, "INT8_MIN_WORK", {0: 0})
+
+
 def fit_in_run(cfg, task, run_dir, **kwargs):
     """``fit`` inside the one run context, opened as the runner opens it (tasks/engine/run/context.py)."""
     from tasks.engine.run.context import open_run

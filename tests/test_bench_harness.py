@@ -16,9 +16,11 @@ def test_summary_statistics_are_median_and_quartiles():
 def test_rounds_rotate_the_order_and_time_each_candidate_once_per_round():
     order = []
     fns = {name: (lambda n=name: order.append(n)) for name in "abc"}
-    samples = harness.interleaved(fns, lambda fn, number: (fn(), float(number))[1], 3, {"a": 1, "b": 2, "c": 3})
-    assert order == list("abc" "bca" "cab")
-    assert samples == {"a": [1.0] * 3, "b": [2.0] * 3, "c": [3.0] * 3}
+    samples = harness.interleaved(fns, lambda fn, number: (fn(), float(number))[1], 6, {"a": 1, "b": 2, "c": 3})
+    assert order == list("abc" "bca" "cab" "cba" "bac" "acb")  # rotations, then rotations of the reversed order
+    assert samples == {"a": [1.0] * 6, "b": [2.0] * 6, "c": [3.0] * 6}
+    rounds = ["".join(order[i:i + 3]) for i in range(0, 18, 3)]
+    assert sum("ca" in r for r in rounds) == sum("ba" in r for r in rounds) == 2  # a follows each neighbour alike
 
 
 def test_phases_run_one_after_another_inside_each_round():

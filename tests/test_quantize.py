@@ -12,7 +12,8 @@ import sru
 from sru.quantize import Int8Linear, bf16_native, check_int8_device, int8_engine
 from sru.ops.testing import rel_err
 
-pytestmark = pytest.mark.skipif(int8_engine() is None, reason="no x86/fbgemm/onednn quantised engine")
+pytestmark = [pytest.mark.skipif(int8_engine() is None, reason="no x86/fbgemm/onednn quantised engine"),
+              pytest.mark.usefixtures("int8_kernels_on_tiny_products")]
 
 INT8_TOL, BF16_TOL = 0.05, 0.05  # relative error of h against fp32 (docs/inference.md#precision)
 OPTIONS = {"plain": {}, "bidirectional": {"bidirectional": True}, "projection": {"projection_size": 24},
@@ -105,7 +106,7 @@ def test_srupp_int8(attention):
         for t in range(3):  # the decode step
             h, cache = quantized.decode(x[t], cache)
             steps.append(h)
-        # activation scales are per call, so a step and the full sequence differ by int8 rounding
+        # a step and the full sequence differ by int8 rounding (the attention's rows differ between them)
         assert rel_err(torch.stack(steps), model(x[:3])[0]) < INT8_TOL
         assert int8_ran(lambda: quantized.decode(x[3], cache))
 
@@ -172,7 +173,7 @@ def test_torch_export_of_a_quantized_model_runs_the_dequantized_weights():
 def test_every_int8_engine_computes_the_same_layer(monkeypatch):
     """oneDNN (AMX), x86 and fbgemm packs of one quantised layer agree; SRU_INT8_ENGINE picks the engine
     that packs the weight (checked on the packed object's type), and torch's global engine is left alone."""
-    from sru.ops.cpu import gemm
+    from sru.ops.cpu import int8 as gemm
     model, x = model_and_input("plain")
     q = sru.quantize_dynamic(model)
     engines = [e for e in gemm.INT8_ENGINES if e in torch.backends.quantized.supported_engines]
@@ -185,7 +186,7 @@ def test_every_int8_engine_computes_the_same_layer(monkeypatch):
             assert int8_ran(lambda: q(x))
             outs[engine] = q(x)[0]
         cell = next(m for m in q.modules() if isinstance(m, sru.SRUCell))
-        assert engine in gemm._int8_packs[cell.weight_int8]
+        assert engine in gemm._packs[cell.weight_int8]
     assert torch.backends.quantized.engine == before
     for engine, out in outs.items():
         assert rel_err(out, outs[engines[0]]) < 0.02, engine
@@ -196,7 +197,7 @@ def test_every_int8_engine_computes_the_same_layer(monkeypatch):
 
 def test_int8_engine_by_rows(monkeypatch):
     """With AMX, oneDNN from AMX_INT8_MIN_ROWS rows and fbgemm's kernel for a decode step."""
-    from sru.ops.cpu import gemm
+    from sru.ops.cpu import int8 as gemm
     monkeypatch.delenv(gemm.INT8_ENGINE_VAR, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
     if "onednn" not in torch.backends.quantized.supported_engines:
@@ -207,22 +208,63 @@ def test_int8_engine_by_rows(monkeypatch):
     assert gemm.int8_engine(4096) in ("x86", "fbgemm")
 
 
-@pytest.mark.parametrize("rows", [16, 17, 600, 601])
-def test_onednn_rows_are_padded_to_few_sizes_without_changing_results(monkeypatch, rows):
-    """oneDNN builds a kernel per row count, so int8_linear pads rows to one of 8 sizes per power of two;
-    the zero rows change neither the activation scale nor the real rows' results (all-positive inputs,
-    whose own range would not include 0)."""
-    from sru.ops.cpu import gemm
-    if "onednn" not in torch.backends.quantized.supported_engines:
-        pytest.skip("no onednn engine")
-    monkeypatch.setenv(gemm.INT8_ENGINE_VAR, "onednn")
-    assert {gemm.onednn_int8_rows(r) for r in range(512, 1024)} == set(range(512, 1025, 64))
-    assert all(r <= gemm.onednn_int8_rows(r) <= r * 9 / 8 for r in range(1, 5000))
-    g = torch.Generator().manual_seed(rows)
-    w = torch.randn(24, 40, generator=g)
+def _int8_weight(rows_out: int, width: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows_out, width, generator=g)
     scale = w.abs().amax(1) / 127
-    q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
-    x, bias = torch.rand(rows, 40, generator=g) + 0.5, torch.randn(24, generator=g)
+    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale, torch.randn(rows_out, generator=g)
+
+
+@pytest.mark.parametrize("engine", ["onednn", "fbgemm", "x86"])
+def test_rows_are_quantised_one_scale_each_whatever_shares_the_call(monkeypatch, engine):
+    """Per-token activation scales (sru/ops/cpu/int8.py): a row of 1,000x larger values beside small ones
+    leaves every row's error at int8 rounding (one scale per call gave the small rows ~100 % error), and a
+    row's result is bit for bit the same alone (with other neighbours and oneDNN's padding rows) or in a batch."""
+    from sru.ops.cpu import int8
+    if engine not in torch.backends.quantized.supported_engines:
+        pytest.skip(f"no {engine} engine")
+    monkeypatch.setenv(int8.INT8_ENGINE_VAR, engine)
+    q, scale, bias = _int8_weight(24, 40, seed=1)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(37, 40, generator=g) * torch.rand(37, 1, generator=g)
+    x[5] *= 1000.0
+    x[6] = x[6].abs() + 0.5  # all positive: its own range would not include 0
+    want = torch.nn.functional.linear(x, q.float() * scale[:, None])
     with torch.no_grad():
-        exact = torch.ops.quantized.linear_dynamic(x, gemm._int8_packed(q, scale, rows, "onednn"), False) + bias
-        assert torch.equal(gemm.int8_linear(x, q, scale, bias), exact)
+        got = int8.int8_linear(x, q, scale, bias)
+        err = (got - bias - want).norm(dim=1) / want.norm(dim=1)
+        assert err.max() < 0.02, err
+        for i in (0, 5, 6, 36):
+            others = x[(i + 1) % 37:(i + 1) % 37 + 1].expand(16, -1) * 7.0
+            alone = int8.int8_linear(torch.cat([x[i:i + 1], others]), q, scale, bias)[0]
+            assert torch.equal(alone, got[i]), i
+
+
+def test_onednn_rows_are_padded_to_few_sizes():
+    """oneDNN builds a kernel per row count, so int8 products pad their rows to one of 8 sizes per power of two."""
+    from sru.ops.cpu import int8
+    assert {int8.onednn_int8_rows(r) for r in range(512, 1024)} == set(range(512, 1025, 64))
+    assert all(r <= int8.onednn_int8_rows(r) <= r * 9 / 8 for r in range(1, 5000))
+
+
+def test_small_and_narrow_products_run_in_float32_with_the_int8_weights(monkeypatch):
+    """Where the int8 kernel is slower than float32 here (fewer multiply-adds than INT8_MIN_WORK gives the weight's
+    width, or a width under every floor) a product computes exactly F.linear with the dequantised weight."""
+    from sru.ops.cpu import int8
+    q, scale, bias = _int8_weight(24, 40, seed=3)  # width 40 * 24 / (40 + 24) = 15
+    small, large = torch.randn(9, 40), torch.randn(10, 40)
+    monkeypatch.setattr(int8, "INT8_MIN_WORK", {15: 40 * 24 * 10, 200: 1})
+    with torch.no_grad():
+        assert not int8_ran(lambda: int8.int8_linear(small, q, scale, bias))
+        assert torch.equal(int8.int8_linear(small, q, scale, bias),
+                           torch.nn.functional.linear(small, q.float() * scale[:, None], bias))
+        assert int8_ran(lambda: int8.int8_linear(large, q, scale, bias))
+        monkeypatch.setattr(int8, "INT8_MIN_WORK", {16: 1})
+        assert not int8_ran(lambda: int8.int8_linear(large, q, scale, bias))
+    monkeypatch.undo()  # the real thresholds (also the int8_kernels_on_tiny_products fixture's)
+    assert int8.takes_int8(torch.randn(1, 256), torch.zeros(4000, 256, dtype=torch.int8)) is False  # autograd on
+    with torch.no_grad():
+        assert int8.takes_int8(torch.randn(6, 256), torch.zeros(4000, 256, dtype=torch.int8))  # output layer, a beam
+        assert int8.takes_int8(torch.randn(96, 256), torch.zeros(768, 256, dtype=torch.int8))  # an SRU, 96 rows
+        assert not int8.takes_int8(torch.randn(36, 256), torch.zeros(768, 256, dtype=torch.int8))  # 36 rows
+        assert not int8.takes_int8(torch.randn(4096, 256), torch.zeros(256, 256, dtype=torch.int8))  # attention

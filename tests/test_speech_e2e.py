@@ -106,6 +106,7 @@ def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("int8_kernels_on_tiny_products")
 def test_int8_and_bf16_predict_on_a_tiny_speech_run(manifests, run_train, tmp_path):
     """predict.py / evaluate.py precision= on speech (issue 54): transcripts of the right shape, and the fp32
     metric beside with compare=fp32."""

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import sru
-from sru.ops.cpu import gemm as cpu_gemm
+from sru.ops.cpu import int8 as cpu_int8
 from bench.harness import (calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
 
@@ -55,11 +55,11 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
 
     def int8_on(engine, inp):  # the int8 model with its weights packed by one engine (SRU_INT8_ENGINE)
         def run():
-            os.environ[cpu_gemm.INT8_ENGINE_VAR] = engine
+            os.environ[cpu_int8.INT8_ENGINE_VAR] = engine
             try:
                 infer(int8, inp)()
             finally:
-                del os.environ[cpu_gemm.INT8_ENGINE_VAR]
+                del os.environ[cpu_int8.INT8_ENGINE_VAR]
         return run
 
     engines = [e for e in ("onednn", "fbgemm") if e in torch.backends.quantized.supported_engines]

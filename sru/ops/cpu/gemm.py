@@ -31,7 +31,6 @@ import os
 import statistics
 import threading
 import time
-import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -39,6 +38,7 @@ from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..tracing import exporting
+from .int8 import clear_packs, per_token_product, takes_int8
 
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
@@ -286,10 +286,10 @@ def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -
         out = x.mm(weight.t() if oi else weight)  # autocast decides the product's dtype, as before
         # inference: the fused recurrence reads float32 U (bf16_matmul's contract; training casts in autograd)
         return out if torch.is_grad_enabled() else out.float()
-    if library == "int8":
+    if library == "int8":  # the float weight holds the dequantised values: small products and autograd use it
         int8 = weight.__dict__.get("_sru_int8")
-        if int8 is not None and not (torch.is_grad_enabled() and x.requires_grad):
-            return int8_linear(x, *int8, None)
+        if int8 is not None and takes_int8(x, int8[0]):
+            return per_token_product(x.contiguous(), *int8)
         return x.mm(weight.t() if oi else weight)
     if dispatchable(x, weight):
         backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
@@ -349,108 +349,6 @@ def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
     return out.float()
 
 
-# --- int8 (issue 54) --------------------------------------------------------------------------
-
-_int8_packs = WeakIdKeyDictionary()  # int8 weight -> {"stamp": version stamp, engine: packed params}
-
-
-def attach_int8(weight: Tensor, q: Tensor, scale: Tensor) -> None:
-    """Point the float ``weight`` (in, out) of a quantised cell at its int8 copy (out, in)."""
-    weight.__dict__["_sru_int8"] = (q, scale)
-
-
-def reattach_int8(cell) -> None:
-    """After a copy or unpickling of a quantised cell (``gemm == "int8"``): point its float
-    weights at its int8 buffers again (a tensor's Python attributes do not survive deepcopy)."""
-    if cell.__dict__.get("gemm") != "int8":
-        return
-    for name in ("weight_proj", "weight"):
-        param, q = cell._parameters.get(name), cell._buffers.get(f"{name}_int8")
-        if param is not None and q is not None:
-            attach_int8(param, q, cell._buffers[f"{name}_scale"])
-
-
-INT8_ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int8 GEMMs for x86 CPUs
-INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
-
-
-AMX_INT8_MIN_ROWS = 16  # the crossover here: 512 x 1,536 per call 1 row fbgemm 19 us vs oneDNN 36, 16 rows 62 vs 60, 32 rows 108 vs 74
-
-
-def int8_engine(rows: Optional[int] = None) -> Optional[str]:
-    """The quantised engine that packs, and so runs, an int8 product of ``rows`` rows: ``SRU_INT8_ENGINE``
-    when set; else on CPUs with AMX oneDNN from AMX_INT8_MIN_ROWS rows (its AMX int8 kernels ran the SRU's
-    projection 2,048 x 512 x 1,536 3.1x faster than fbgemm's VNNI ones on a Sapphire Rapids Xeon,
-    docs/ops.md#int8-and-bf16-inference-sruquantizepy) and fbgemm below; else torch's current engine when it is an x86 one
-    (fbgemm's VNNI / AVX2 kernels); else the first there is. torch's global engine is left as it was."""
-    supported = torch.backends.quantized.supported_engines
-    wanted = os.environ.get(INT8_ENGINE_VAR)
-    if wanted:
-        if wanted not in INT8_ENGINES or wanted not in supported:
-            raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: this torch's int8 engines for x86 CPUs are "
-                             f"{[e for e in INT8_ENGINES if e in supported]}; unset it to choose automatically")
-        return wanted
-    current = torch.backends.quantized.engine
-    fallback = current if current in INT8_ENGINES else next((e for e in INT8_ENGINES if e in supported), None)
-    amx = "onednn" in supported and getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
-    if amx and (rows is None or rows >= AMX_INT8_MIN_ROWS or fallback is None):
-        return "onednn"
-    return fallback
-
-
-def onednn_int8_rows(rows: int) -> int:
-    """``rows`` rounded up to one of 8 sizes per power of two (at most 1/8 more rows): oneDNN builds (JITs) a
-    kernel per row count, about 2.7 ms each for 600 x 256 x 256 here, 10x the product itself, so beam search,
-    whose batch shrinks as sentences finish, would build one nearly every step; padded, a few sizes recur."""
-    step = 1 << max(rows.bit_length() - 4, 0)
-    return -(-rows // step) * step
-
-
-def _int8_packed(q: Tensor, scale: Tensor, rows: int, engine: Optional[str] = None):
-    engine = engine or int8_engine(rows)
-    stamp = (_version(q), _version(scale), q.data_ptr())
-    packs = _int8_packs.get(q)
-    if packs is None or packs["stamp"] != stamp:
-        packs = _int8_packs[q] = {"stamp": stamp}
-    if engine not in packs:
-        with warnings.catch_warnings():  # quantised tensors are deprecated, their kernels are not
-            warnings.simplefilter("ignore")
-            qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
-        before = torch.backends.quantized.engine
-        torch.backends.quantized.engine = engine  # the packed weight keeps its engine; calls follow it
-        try:
-            packs[engine] = torch.ops.quantized.linear_prepack(qw, None)
-        finally:
-            torch.backends.quantized.engine = before
-    return packs[engine]
-
-
-def _reduce_range() -> bool:
-    """fbgemm's AVX2 int8 kernels can saturate on 8-bit activations; VNNI cannot."""
-    return not getattr(torch.cpu, "_is_vnni_supported", lambda: False)()
-
-
-def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
-    """``F.linear(x, q * scale, bias)`` with the int8 weight q (out, in): torch's dynamic
-    quantised linear (activation scale computed per call) on float32 CPU tensors without
-    autograd; the dequantised weight in float32 otherwise (autograd, export, other devices)."""
-    if (x.dtype == torch.float32 and x.is_cpu and type(x) is Tensor and not torch.is_grad_enabled()
-            and not torch.compiler.is_compiling() and not exporting() and x.dim() >= 1):
-        flat = x.reshape(-1, x.shape[-1]).contiguous()
-        rows = flat.shape[0]
-        engine = int8_engine(rows)
-        if engine == "onednn" and onednn_int8_rows(rows) != rows:
-            # zero rows: the per-call activation range always includes 0, so the scale and the real rows'
-            # results are unchanged
-            flat = torch.cat([flat, flat.new_zeros(onednn_int8_rows(rows) - rows, flat.shape[1])])
-        out = torch.ops.quantized.linear_dynamic(flat, _int8_packed(q, scale, rows, engine), _reduce_range())[:rows]
-        if bias is not None:
-            out = out.add_(bias)
-        return out.view(*x.shape[:-1], q.shape[0])
-    weight = q.to(x.dtype) * scale.to(x.dtype)[:, None]
-    return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
-
-
 def cpu_gemm_report() -> List[dict]:
     """Every choice ``auto`` made in this process: product, row bucket, widths, weight layout,
     threads, both libraries' median ms and the choice."""
@@ -467,4 +365,4 @@ def clear_cpu_gemm_cache() -> None:
         _choices.clear()
         _routes.clear()
         _packs.clear()
-        _int8_packs.clear()
+        clear_packs()

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from . import gemm as cpu_gemm
+from .int8 import pays as int8_pays
 from .inference import kernel_cell, skip_mode
 
 _DTYPES = (torch.float32, torch.float64)
@@ -128,7 +129,8 @@ class StackPlan:
         found = self._mkl_rows.get(key)
         if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
             found = self._mkl_rows[key] = all(
-                library != "int8" and cpu_gemm.requested(library) != "onednn" if rows <= SMALL_ROWS
+                cpu_gemm.requested(library) != "onednn" and not (library == "int8" and int8_pays(rows, d_in, d_out))
+                if rows <= SMALL_ROWS
                 else cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
                 for d_in, d_out, library in self.products)
         return found

@@ -1,0 +1,194 @@
+"""int8 products for ``sru.quantize_dynamic`` (issue 54): int8 weights with one scale per output
+channel, activations quantised per token (one scale per row) at run time, through torch's
+maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``: oneDNN's AMX kernels
+or fbgemm's VNNI / AVX2 ones). docs/ops.md#int8-and-bf16-inference-sruquantizepy says why this kernel.
+
+Per token with a per-tensor kernel: the product is linear in each row, so ``x_i W = s_i (x_i / s_i) W``
+with ``s_i = max |x_i|``. Every row of ``x / s`` lies in [-1, 1]; one extra row holding +1 and -1 pins
+the kernel's per-call range to exactly [-1, 1], so each row is quantised with the step ``s_i * 2 / 255``
+(per-token int8's ``s_i / 127``) whatever else shares the call: a row's result does not depend on its
+neighbours (beam search's batch shrinks as sentences finish), and one large row no longer coarsens the
+others' steps, which a per-call scale did.
+
+Small and narrow products run in float32 with the dequantised int8 weight (``takes_int8``): there quantising
+costs more than the int8 product saves (translation's 256 x 256 attention projections ran 0.1-0.8x fp32's
+speed in int8 here from 1 to 256 rows, and broke even at 600).
+"""
+import os
+import threading
+import warnings
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch.utils.weak import WeakIdKeyDictionary
+
+from ..tracing import exporting
+
+INT8_ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int8 GEMMs for x86 CPUs
+INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
+AMX_INT8_MIN_ROWS = 16  # the crossover here: 512 x 1,536 per call 1 row fbgemm 19 us vs oneDNN 36, 16 rows 62 vs 60, 32 rows 108 vs 74
+# Where the int8 kernel beats float32 (python -m bench.precision.int8_rows, docs/ops.md): by the weight's width
+# in * out / (in + out) (per row, the multiply-adds must outweigh int8's passes over the row's input and
+# output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20, narrower ones
+# (256 x 768) from 2^24 (about 85 rows), and narrow ones (256 x 256: break-even at 600 rows) never.
+INT8_MIN_WORK = {200: 1 << 20, 160: 1 << 24}  # width floor -> least multiply-adds; narrower: float32
+_packs = WeakIdKeyDictionary()   # int8 weight -> {"stamp": version stamp, engine: packed params}
+_dequantized = WeakIdKeyDictionary()  # int8 weight -> (stamp, float32 weight (out, in))
+_local = threading.local()  # per thread: the scratch buffer of per_token_product
+_pins: Dict[Tuple[int, int], Tensor] = {}  # (rows, width) -> the rows appended to a normalised input
+
+
+def attach_int8(weight: Tensor, q: Tensor, scale: Tensor) -> None:
+    """Point the float ``weight`` (in, out) of a quantised cell at its int8 copy (out, in)."""
+    weight.__dict__["_sru_int8"] = (q, scale)
+
+
+def reattach_int8(cell) -> None:
+    """After a copy or unpickling of a quantised cell (``gemm == "int8"``): point its float
+    weights at its int8 buffers again (a tensor's Python attributes do not survive deepcopy)."""
+    if cell.__dict__.get("gemm") != "int8":
+        return
+    for name in ("weight_proj", "weight"):
+        param, q = cell._parameters.get(name), cell._buffers.get(f"{name}_int8")
+        if param is not None and q is not None:
+            attach_int8(param, q, cell._buffers[f"{name}_scale"])
+
+
+def int8_engine(rows: Optional[int] = None) -> Optional[str]:
+    """The quantised engine that packs, and so runs, an int8 product of ``rows`` rows: ``SRU_INT8_ENGINE``
+    when set; else on CPUs with AMX oneDNN from AMX_INT8_MIN_ROWS rows (its AMX int8 kernels ran the SRU's
+    projection 2,048 x 512 x 1,536 3.1x faster than fbgemm's VNNI ones on a Sapphire Rapids Xeon,
+    docs/ops.md#int8-and-bf16-inference-sruquantizepy) and fbgemm below; else torch's current engine when it is an x86 one
+    (fbgemm's VNNI / AVX2 kernels); else the first there is. torch's global engine is left as it was."""
+    supported = torch.backends.quantized.supported_engines
+    wanted = os.environ.get(INT8_ENGINE_VAR)
+    if wanted:
+        if wanted not in INT8_ENGINES or wanted not in supported:
+            raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: this torch's int8 engines for x86 CPUs are "
+                             f"{[e for e in INT8_ENGINES if e in supported]}; unset it to choose automatically")
+        return wanted
+    current = torch.backends.quantized.engine
+    fallback = current if current in INT8_ENGINES else next((e for e in INT8_ENGINES if e in supported), None)
+    amx = "onednn" in supported and getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
+    if amx and (rows is None or rows >= AMX_INT8_MIN_ROWS or fallback is None):
+        return "onednn"
+    return fallback
+
+
+def onednn_int8_rows(rows: int) -> int:
+    """``rows`` rounded up to one of 8 sizes per power of two (at most 1/8 more rows): oneDNN builds (JITs) a
+    kernel per row count, about 2.7 ms each for 600 x 256 x 256 here, 10x the product itself, so beam search,
+    whose batch shrinks as sentences finish, would build one nearly every step; padded, a few sizes recur."""
+    step = 1 << max(rows.bit_length() - 4, 0)
+    return -(-rows // step) * step
+
+
+def _stamp(q: Tensor, scale: Tensor) -> tuple:
+    """Changes when the int8 weight or its scales are written in place (inference tensors have no version)."""
+    version = lambda t: -1 if t.is_inference() else t._version  # noqa: E731
+    return version(q), version(scale), q.data_ptr()
+
+
+def packed_weight(q: Tensor, scale: Tensor, engine: str):
+    """The int8 weight prepacked for ``engine``, cached per weight and rebuilt when it changes."""
+    stamp = _stamp(q, scale)
+    packs = _packs.get(q)
+    if packs is None or packs["stamp"] != stamp:
+        packs = _packs[q] = {"stamp": stamp}
+    if engine not in packs:
+        with warnings.catch_warnings():  # quantised tensors are deprecated, their kernels are not
+            warnings.simplefilter("ignore")
+            qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
+        before = torch.backends.quantized.engine
+        torch.backends.quantized.engine = engine  # the packed weight keeps its engine; calls follow it
+        try:
+            packs[engine] = torch.ops.quantized.linear_prepack(qw, None)
+        finally:
+            torch.backends.quantized.engine = before
+    return packs[engine]
+
+
+def dequantized_weight(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """``q * scale`` (out, in); in float32 without autograd cached per weight (small products use it)."""
+    if dtype is not torch.float32 or torch.is_grad_enabled():  # a cached inference tensor cannot enter autograd
+        return q.to(dtype) * scale.to(dtype)[:, None]
+    stamp = _stamp(q, scale)
+    found = _dequantized.get(q)
+    if found is None or found[0] != stamp:
+        found = _dequantized[q] = (stamp, q.float() * scale.float()[:, None])
+    return found[1]
+
+
+def reduce_range() -> bool:
+    """fbgemm's AVX2 int8 kernels can saturate on 8-bit activations; VNNI cannot."""
+    return not getattr(torch.cpu, "_is_vnni_supported", lambda: False)()
+
+
+def takes_int8(x: Tensor, q: Tensor) -> bool:
+    """Whether x times the int8 weight q (out, in) runs the int8 kernel: float32 CPU tensors in inference,
+    eager (not compiled or exported), a product large enough for its width (INT8_MIN_WORK)."""
+    d_out, d_in = q.shape
+    return (x.dtype == torch.float32 and x.is_cpu and type(x) is Tensor and not torch.is_grad_enabled()
+            and not torch.compiler.is_compiling() and not exporting() and x.dim() >= 1
+            and pays(x.numel() // max(d_in, 1), d_in, d_out))
+
+
+def pays(rows: int, d_in: int, d_out: int) -> bool:
+    """Whether an int8 product of ``rows`` rows with a weight (d_in, d_out) beats float32 here (INT8_MIN_WORK)."""
+    width = d_in * d_out / max(d_in + d_out, 1)
+    least = min((work for floor, work in INT8_MIN_WORK.items() if width >= floor), default=None)
+    return d_in >= 2 and least is not None and rows * d_in * d_out >= least
+
+
+def _pin_rows(count: int, width: int) -> Tensor:
+    """The rows appended to a normalised input: the range-pinning row (+1, -1, 0, ...), then zero rows
+    (oneDNN's row-count padding, see onednn_int8_rows); made once per size (a decode step meets few)."""
+    rows = _pins.get((count, width))
+    if rows is None:
+        rows = _pins[(count, width)] = torch.zeros(count, width)
+        rows[0, 0], rows[0, 1] = 1.0, -1.0
+    return rows
+
+
+def _scratch(numel: int) -> Tensor:
+    """This thread's reused buffer for the normalised input (the kernel does not keep it): a fresh one per
+    call costs page faults, as large as the pass that fills it."""
+    buf = getattr(_local, "buffer", None)
+    if buf is None or buf.numel() < numel:
+        buf = _local.buffer = torch.empty(numel)
+    return buf[:numel]
+
+
+def per_token_product(flat: Tensor, q: Tensor, scale: Tensor) -> Tensor:
+    """flat (rows, in) float32 times the int8 weight q (out, in): rows quantised one scale each (module docstring)."""
+    rows, width = flat.shape
+    engine = int8_engine(rows + 1)
+    total = onednn_int8_rows(rows + 1) if engine == "onednn" else rows + 1
+    # max |x| per row as max(max x, -min x): two plain reductions (vector_norm(inf) / aminmax ran 10x slower here)
+    row_max = torch.maximum(flat.amax(1, keepdim=True), flat.amin(1, keepdim=True).neg_()).clamp_min_(1e-30)
+    normalised = _scratch(total * width).view(total, width)
+    torch.mul(flat, row_max.reciprocal(), out=normalised[:rows])  # a product: division ran slower
+    normalised[rows:].copy_(_pin_rows(total - rows, width))
+    out = torch.ops.quantized.linear_dynamic(normalised, packed_weight(q, scale, engine), reduce_range())[:rows]
+    return out.mul_(row_max)
+
+
+def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """``F.linear(x, q * scale, bias)`` with the int8 weight q (out, in): per-token int8 on float32 CPU
+    tensors without autograd when the product is large enough; the dequantised weight in float32
+    otherwise (small products, autograd, export, other devices)."""
+    if takes_int8(x, q):
+        flat = x.reshape(-1, x.shape[-1])
+        out = per_token_product(flat if flat.is_contiguous() else flat.contiguous(), q, scale)
+        if bias is not None:
+            out = out.add_(bias)
+        return out.view(*x.shape[:-1], q.shape[0])
+    weight = dequantized_weight(q, scale, x.dtype)
+    return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
+
+
+def clear_packs() -> None:
+    """Forget every packed and dequantised int8 weight."""
+    _packs.clear()
+    _dequantized.clear()
