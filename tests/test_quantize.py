@@ -283,3 +283,16 @@ def test_small_decode_steps_stay_on_the_fused_stack(monkeypatch):
     assert not names & {"quantized::linear_dynamic", "aten::mm", "aten::addmm"}, names
     want = quantized(x)[0]  # autograd on: the same dequantised weights through torch's product
     assert rel_err(got, want) < 1e-5
+
+
+def test_inference_mode_then_no_grad():
+    """The int8 path's reused buffers are made outside inference_mode, so a model first run under
+    torch.inference_mode() runs under torch.no_grad() afterwards (an inference tensor cannot be written there)."""
+    from sru.ops.cpu import int8
+    int8._local.__dict__.pop("buffer", None)  # as in a fresh process: the first int8 call makes it
+    model, x = model_and_input("plain")
+    quantized = sru.quantize_dynamic(model)
+    with torch.inference_mode():
+        first = quantized(x)[0]
+    with torch.no_grad():
+        assert torch.equal(quantized(x)[0], first) and int8_ran(lambda: quantized(x))

@@ -156,7 +156,8 @@ def _scratch(numel: int) -> Tensor:
     call costs page faults, as large as the pass that fills it."""
     buf = getattr(_local, "buffer", None)
     if buf is None or buf.numel() < numel:
-        buf = _local.buffer = torch.empty(numel)
+        with torch.inference_mode(False):  # made under inference_mode it could not be written outside it
+            buf = _local.buffer = torch.empty(numel)
     return buf[:numel]
 
 
