@@ -9,7 +9,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
-from sru.quantize import Int8Linear, bf16_native, check_int8_device, int8_engine
+from sru.quantize import Int8Linear, bf16_native, check_int8_device, int8_engine, quantize_weight
 from sru.ops.testing import rel_err
 
 pytestmark = [pytest.mark.skipif(int8_engine() is None, reason="no x86/fbgemm/onednn quantised engine"),
@@ -211,8 +211,8 @@ def test_int8_engine_by_rows(monkeypatch):
 def _int8_weight(rows_out: int, width: int, seed: int):
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(rows_out, width, generator=g)
-    scale = w.abs().amax(1) / 127
-    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale, torch.randn(rows_out, generator=g)
+    q, scale = quantize_weight(w)
+    return q, scale, torch.randn(rows_out, generator=g)
 
 
 @pytest.mark.parametrize("engine", ["onednn", "fbgemm", "x86"])

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, paired_ratio, summarize
 from sru.ops.cpu import int8
+from sru.quantize import quantize_weight
 
 PRODUCTS = [(256, 256), (256, 768), (256, 4000), (512, 1536)]  # (in, out)
 ROWS = [1, 6, 16, 36, 96, 256, 600]
@@ -28,8 +29,7 @@ def main(argv=None):
     body = []
     for d_in, d_out in PRODUCTS:
         w = torch.randn(d_out, d_in, generator=g) / d_in ** 0.5
-        scale = w.abs().amax(1) / 127
-        q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+        q, scale = quantize_weight(w)  # as sru.quantize_dynamic does
         weight, bias = q.float() * scale[:, None], torch.randn(d_out, generator=g)
         ratios = []
         for rows in ROWS:

@@ -180,8 +180,7 @@ def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> 
     tensors without autograd when the product is large enough; the dequantised weight in float32
     otherwise (small products, autograd, export, other devices)."""
     if takes_int8(x, q):
-        flat = x.reshape(-1, x.shape[-1])
-        out = per_token_product(flat if flat.is_contiguous() else flat.contiguous(), q, scale)
+        out = per_token_product(x.reshape(-1, x.shape[-1]).contiguous(), q, scale)
         if bias is not None:
             out = out.add_(bias)
         return out.view(*x.shape[:-1], q.shape[0])
