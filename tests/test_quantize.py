@@ -30,7 +30,7 @@ def model_and_input(option, seed=0):
 def int8_ran(fn) -> bool:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         fn()
-    return any("linear_dynamic" in e.name for e in prof.events())
+    return any("linear_dynamic" in e.name or "qlinear_pointwise" in e.name for e in prof.events())
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
@@ -171,41 +171,75 @@ def test_torch_export_of_a_quantized_model_runs_the_dequantized_weights():
 
 
 def test_every_int8_engine_computes_the_same_layer(monkeypatch):
-    """oneDNN (AMX), x86 and fbgemm packs of one quantised layer agree; SRU_INT8_ENGINE picks the engine
-    that packs the weight (checked on the packed object's type), and torch's global engine is left alone."""
-    from sru.ops.cpu import int8 as gemm
+    """qlinear (oneDNN's u8 x s8 GEMM behind our row quantiser) and torch's oneDNN, x86 and fbgemm dynamic
+    linears agree on one quantised layer; SRU_INT8_ENGINE picks the engine that packs the weight (checked on
+    the packs), and torch's global engine is left alone."""
+    from sru.ops.cpu import int8
     model, x = model_and_input("plain")
     q = sru.quantize_dynamic(model)
-    engines = [e for e in gemm.INT8_ENGINES if e in torch.backends.quantized.supported_engines]
+    engines = [e for e in int8.INT8_ENGINES
+               if (int8.qlinear_available() if e == int8.QLINEAR else e in torch.backends.quantized.supported_engines)]
     before = torch.backends.quantized.engine
     outs = {}
     for engine in engines:
-        monkeypatch.setenv(gemm.INT8_ENGINE_VAR, engine)
-        assert gemm.int8_engine(48) == engine
+        monkeypatch.setenv(int8.INT8_ENGINE_VAR, engine)
+        assert int8.int8_engine() == engine
         with torch.no_grad():
             assert int8_ran(lambda: q(x))
             outs[engine] = q(x)[0]
         cell = next(m for m in q.modules() if isinstance(m, sru.SRUCell))
-        assert engine in gemm._packs[cell.weight_int8]
+        assert engine in int8._packs[cell.weight_int8]
     assert torch.backends.quantized.engine == before
     for engine, out in outs.items():
         assert rel_err(out, outs[engines[0]]) < 0.02, engine
-    monkeypatch.setenv(gemm.INT8_ENGINE_VAR, "qnnpack")
+    monkeypatch.setenv(int8.INT8_ENGINE_VAR, "qnnpack")
     with pytest.raises(ValueError, match="SRU_INT8_ENGINE=qnnpack: .*unset it"):
-        gemm.int8_engine(48)
+        int8.int8_engine()
 
 
-def test_int8_engine_by_rows(monkeypatch):
-    """With AMX, oneDNN from AMX_INT8_MIN_ROWS rows and fbgemm's kernel for a decode step."""
-    from sru.ops.cpu import int8 as gemm
-    monkeypatch.delenv(gemm.INT8_ENGINE_VAR, raising=False)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
-    if "onednn" not in torch.backends.quantized.supported_engines:
-        pytest.skip("no onednn engine")
-    assert gemm.int8_engine(gemm.AMX_INT8_MIN_ROWS) == "onednn"
-    assert gemm.int8_engine(1) in ("x86", "fbgemm")
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    assert gemm.int8_engine(4096) in ("x86", "fbgemm")
+def test_int8_engine_by_cpu(monkeypatch):
+    """With VNNI (or AMX) qlinear; without VNNI torch's x86 engine (fbgemm's AVX2 kernels)."""
+    from sru.ops.cpu import int8
+    monkeypatch.delenv(int8.INT8_ENGINE_VAR, raising=False)
+    if not int8.qlinear_available():
+        pytest.skip("no oneDNN qlinear in this torch")
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: True)
+    assert int8.int8_engine() == int8.QLINEAR
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: False)
+    assert int8.int8_engine() in ("x86", "fbgemm")
+
+
+def test_row_quantiser_matches_its_torch_twin(monkeypatch):
+    """The fused C row quantiser and the torch-op one used without the compiled library give the same bytes
+    (up to a rounding tie: one step) and the same row scales; each row is scaled by its own max |x|."""
+    from sru.ops.cpu import int8
+    if int8._library() is None:
+        pytest.skip("the fused CPU kernel is not built here")
+    x = torch.randn(37, 300) * torch.logspace(-3, 3, 37)[:, None]
+    x[5] = 0.0
+    for levels in (127, 63):
+        got, got_max = torch.empty(37, 300, dtype=torch.uint8), torch.empty(37)
+        int8.quantize_rows(x, got, got_max, levels)
+        with monkeypatch.context() as m:
+            m.setattr(int8, "_library", lambda: None)
+            want, want_max = torch.empty(37, 300, dtype=torch.uint8), torch.empty(37)
+            int8.quantize_rows(x, want, want_max, levels)
+        assert torch.equal(got_max, want_max)
+        assert (got.int() - want.int()).abs().max() <= 1
+        assert int(got.max()) == 2 * levels + 1 and int(got.min()) == 1 and torch.all(got[5] == levels + 1)
+        steps = got.float() - (levels + 1)
+        assert torch.allclose(steps * got_max[:, None] / levels, x, atol=0, rtol=0) is False  # quantised ...
+        assert ((steps * got_max[:, None] / levels - x).abs() <= got_max[:, None] / levels / 2 * 1.001).all()  # ... within half a step
+        out, bias = torch.randn(37, 11), torch.randn(11)
+        scaled = out * got_max[:, None]
+        err = (int8.scale_rows(out.clone(), got_max, bias) - (scaled + bias)).abs()
+        assert (err <= 1e-6 * (scaled.abs() + bias.abs())).all()  # one rounding apart (a fused multiply-add)
+    monkeypatch.setenv(int8.INT8_ENGINE_VAR, int8.QLINEAR)
+    q, scale, b = _int8_weight(24, 300, seed=4)
+    with torch.no_grad():
+        fused = int8.per_token_product(x, q, scale, b)
+        monkeypatch.setattr(int8, "_library", lambda: None)
+        assert rel_err(int8.per_token_product(x, q, scale, b), fused) < 1e-3  # the torch-op passes
 
 
 def _int8_weight(rows_out: int, width: int, seed: int):
@@ -280,7 +314,7 @@ def test_small_decode_steps_stay_on_the_fused_stack(monkeypatch):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             got = quantized(x)[0]
     names = {e.name for e in prof.events()}
-    assert not names & {"quantized::linear_dynamic", "aten::mm", "aten::addmm"}, names
+    assert not names & {"quantized::linear_dynamic", "onednn::qlinear_pointwise", "aten::mm", "aten::addmm"}, names
     want = quantized(x)[0]  # autograd on: the same dequantised weights through torch's product
     assert rel_err(got, want) < 1e-5
 
@@ -289,7 +323,7 @@ def test_inference_mode_then_no_grad():
     """The int8 path's reused buffers are made outside inference_mode, so a model first run under
     torch.inference_mode() runs under torch.no_grad() afterwards (an inference tensor cannot be written there)."""
     from sru.ops.cpu import int8
-    int8._local.__dict__.pop("buffer", None)  # as in a fresh process: the first int8 call makes it
+    int8._local.__dict__.clear()  # as in a fresh process: the first int8 call makes it
     model, x = model_and_input("plain")
     quantized = sru.quantize_dynamic(model)
     with torch.inference_mode():

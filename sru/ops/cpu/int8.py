@@ -1,19 +1,24 @@
 """int8 products for ``sru.quantize_dynamic`` (issue 54): int8 weights with one scale per output
-channel, activations quantised per token (one scale per row) at run time, through torch's
-maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``: oneDNN's AMX kernels
-or fbgemm's VNNI / AVX2 ones). docs/ops.md#int8-and-bf16-inference-sruquantizepy says why this kernel.
+channel, activations quantised per token (one scale per row) at run time, through torch's maintained
+int8 kernels. docs/ops.md#int8-and-bf16-inference-sruquantizepy says why these kernels.
 
-Per token with a per-tensor kernel: the product is linear in each row, so ``x_i W = s_i (x_i / s_i) W``
-with ``s_i = max |x_i|``. Every row of ``x / s`` lies in [-1, 1]; one extra row holding +1 and -1 pins
-the kernel's per-call range to exactly [-1, 1], so each row is quantised with the step ``s_i * 2 / 255``
-(per-token int8's ``s_i / 127``) whatever else shares the call: a row's result does not depend on its
-neighbours (beam search's batch shrinks as sentences finish), and one large row no longer coarsens the
-others' steps, which a per-call scale did.
+Two routes, by ``int8_engine()``:
+- ``qlinear`` (CPUs with VNNI or AMX): each row is quantised by its own max |x| into uint8 in one fused C
+  pass (``sru_int8.cpp``), oneDNN's u8 x s8 GEMM (``torch.ops.onednn.qlinear_pointwise``, the kernel of
+  torch's x86 int8 inference) computes the product with one input scale for all rows, and a second C pass
+  multiplies each output row by its max and adds the bias. Without the compiled library both passes run
+  as torch ops (slower, same rounding up to ties).
+- ``linear_dynamic`` (fbgemm's AVX2 kernels, or an engine forced by ``SRU_INT8_ENGINE``): torch's dynamic
+  quantised linear, which takes one scale per call. Per token through it: the product is linear in each
+  row, so ``x_i W = s_i (x_i / s_i) W`` with ``s_i = max |x_i|``; every row of ``x / s`` lies in [-1, 1],
+  and one extra row holding +1 and -1 pins the kernel's range to exactly [-1, 1].
+Either way a row's result does not depend on its neighbours (beam search's batch shrinks as sentences
+finish), and one large row does not coarsen the others' steps, which a per-call scale did.
 
 Small and narrow products run in float32 with the dequantised int8 weight (``takes_int8``): there quantising
-costs more than the int8 product saves (translation's 256 x 256 attention projections ran 0.1-0.8x fp32's
-speed in int8 here from 1 to 256 rows, and broke even at 600).
+costs more than the int8 product saves (``INT8_MIN_WORK``, measured by bench/precision/int8_rows.py).
 """
+import ctypes
 import os
 import threading
 import warnings
@@ -24,10 +29,11 @@ from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
 from ..tracing import exporting
+from .build import load_library
 
-INT8_ENGINES = ("x86", "fbgemm", "onednn")  # torch's quantised engines with int8 GEMMs for x86 CPUs
+QLINEAR = "qlinear"  # oneDNN's u8 x s8 GEMM behind our per-row quantiser (module docstring)
+INT8_ENGINES = (QLINEAR, "x86", "fbgemm", "onednn")  # qlinear, then torch's quantised engines for x86 CPUs
 INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
-AMX_INT8_MIN_ROWS = 16  # the crossover here: 512 x 1,536 per call 1 row fbgemm 19 us vs oneDNN 36, 16 rows 62 vs 60, 32 rows 108 vs 74
 # Where the int8 kernel beats float32 (python -m bench.precision.int8_rows, docs/ops.md): by the weight's width
 # in * out / (in + out) (per row, the multiply-adds must outweigh int8's passes over the row's input and
 # output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20, narrower ones
@@ -35,7 +41,7 @@ AMX_INT8_MIN_ROWS = 16  # the crossover here: 512 x 1,536 per call 1 row fbgemm 
 INT8_MIN_WORK = {200: 1 << 20, 160: 1 << 24}  # width floor -> least multiply-adds; narrower: float32
 _packs = WeakIdKeyDictionary()   # int8 weight -> {"stamp": version stamp, engine: packed params}
 _dequantized = WeakIdKeyDictionary()  # int8 weight -> (stamp, float32 weight (out, in))
-_local = threading.local()  # per thread: the scratch buffer of per_token_product
+_local = threading.local()  # per thread and dtype: the scratch buffer of per_token_product
 _pins: Dict[Tuple[int, int], Tensor] = {}  # (rows, width) -> the rows appended to a normalised input
 
 
@@ -55,25 +61,29 @@ def reattach_int8(cell) -> None:
             attach_int8(param, q, cell._buffers[f"{name}_scale"])
 
 
-def int8_engine(rows: Optional[int] = None) -> Optional[str]:
-    """The quantised engine that packs, and so runs, an int8 product of ``rows`` rows: ``SRU_INT8_ENGINE``
-    when set; else on CPUs with AMX oneDNN from AMX_INT8_MIN_ROWS rows (its AMX int8 kernels ran the SRU's
-    projection 2,048 x 512 x 1,536 3.1x faster than fbgemm's VNNI ones on a Sapphire Rapids Xeon,
-    docs/ops.md#int8-and-bf16-inference-sruquantizepy) and fbgemm below; else torch's current engine when it is an x86 one
-    (fbgemm's VNNI / AVX2 kernels); else the first there is. torch's global engine is left as it was."""
+def qlinear_available() -> bool:
+    """Whether this torch has oneDNN's static int8 linear (``torch.ops.onednn.qlinear_pointwise``)."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.onednn, "qlinear_pointwise")
+
+
+def int8_engine() -> Optional[str]:
+    """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` on CPUs with VNNI or AMX
+    (2,048 x 512 x 1,536 here: 2.9 ms against 7.3 ms through torch's dynamic linear on oneDNN/AMX and the
+    extra row, docs/ops.md#int8-and-bf16-inference-sruquantizepy); else torch's current engine when it is an
+    x86 one (fbgemm's AVX2 kernels: a little faster than oneDNN's there); else the first there is. torch's
+    global engine is left as it was."""
     supported = torch.backends.quantized.supported_engines
+    usable = [e for e in INT8_ENGINES if (qlinear_available() if e == QLINEAR else e in supported)]
     wanted = os.environ.get(INT8_ENGINE_VAR)
     if wanted:
-        if wanted not in INT8_ENGINES or wanted not in supported:
-            raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: this torch's int8 engines for x86 CPUs are "
-                             f"{[e for e in INT8_ENGINES if e in supported]}; unset it to choose automatically")
+        if wanted not in usable:
+            raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: the int8 engines this torch has for x86 CPUs are "
+                             f"{usable}; unset it to choose automatically")
         return wanted
+    if QLINEAR in usable and not reduce_range():
+        return QLINEAR
     current = torch.backends.quantized.engine
-    fallback = current if current in INT8_ENGINES else next((e for e in INT8_ENGINES if e in supported), None)
-    amx = "onednn" in supported and getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
-    if amx and (rows is None or rows >= AMX_INT8_MIN_ROWS or fallback is None):
-        return "onednn"
-    return fallback
+    return current if current in usable else next((e for e in usable if e != QLINEAR), usable[0] if usable else None)
 
 
 def onednn_int8_rows(rows: int) -> int:
@@ -91,11 +101,15 @@ def _stamp(q: Tensor, scale: Tensor) -> tuple:
 
 
 def packed_weight(q: Tensor, scale: Tensor, engine: str):
-    """The int8 weight prepacked for ``engine``, cached per weight and rebuilt when it changes."""
+    """The int8 weight prepacked for ``engine`` (qlinear: with its scales and zero points), cached per weight
+    and rebuilt when it changes."""
     stamp = _stamp(q, scale)
     packs = _packs.get(q)
     if packs is None or packs["stamp"] != stamp:
         packs = _packs[q] = {"stamp": stamp}
+    if engine == QLINEAR and engine not in packs:  # oneDNN's blocked int8 weight, its scales and zero points
+        packs[engine] = (torch.ops.onednn.qlinear_prepack(q.contiguous(), None), scale.float().contiguous(),
+                         torch.zeros(q.shape[0], dtype=torch.long))
     if engine not in packs:
         with warnings.catch_warnings():  # quantised tensors are deprecated, their kernels are not
             warnings.simplefilter("ignore")
@@ -151,20 +165,25 @@ def _pin_rows(count: int, width: int) -> Tensor:
     return rows
 
 
-def _scratch(numel: int) -> Tensor:
-    """This thread's reused buffer for the normalised input (the kernel does not keep it): a fresh one per
-    call can cost page faults (measured here: 0.205 vs 0.188 ms to fill 2,048 x 512 floats)."""
-    buf = getattr(_local, "buffer", None)
+def _scratch(numel: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """This thread's reused buffer of ``dtype`` for the kernel's input (the kernel does not keep it): a fresh one
+    per call can cost page faults (measured here: 0.205 vs 0.188 ms to fill 2,048 x 512 floats)."""
+    name = f"buffer_{dtype}"
+    buf = getattr(_local, name, None)
     if buf is None or buf.numel() < numel:
         with torch.inference_mode(False):  # made under inference_mode it could not be written outside it
-            buf = _local.buffer = torch.empty(numel)
+            buf = torch.empty(numel, dtype=dtype)
+            setattr(_local, name, buf)
     return buf[:numel]
 
 
-def per_token_product(flat: Tensor, q: Tensor, scale: Tensor) -> Tensor:
-    """flat (rows, in) float32 times the int8 weight q (out, in): rows quantised one scale each (module docstring)."""
+def per_token_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """flat (rows, in) float32 times the int8 weight q (out, in), plus ``bias``: rows quantised one scale each
+    (module docstring)."""
+    engine = int8_engine()
+    if engine == QLINEAR:
+        return _qlinear_product(flat, q, scale, bias)
     rows, width = flat.shape
-    engine = int8_engine(rows + 1)
     total = onednn_int8_rows(rows + 1) if engine == "onednn" else rows + 1
     # max |x| per row as max(max x, -min x): two plain reductions (vector_norm(inf) / aminmax ran 10x slower here)
     row_max = torch.maximum(flat.amax(1, keepdim=True), flat.amin(1, keepdim=True).neg_()).clamp_min_(1e-30)
@@ -172,7 +191,61 @@ def per_token_product(flat: Tensor, q: Tensor, scale: Tensor) -> Tensor:
     torch.mul(flat, row_max.reciprocal(), out=normalised[:rows])  # a product: division ran slower
     normalised[rows:].copy_(_pin_rows(total - rows, width))
     out = torch.ops.quantized.linear_dynamic(normalised, packed_weight(q, scale, engine), reduce_range())[:rows]
-    return out.mul_(row_max)
+    out = out.mul_(row_max)
+    return out if bias is None else out.add_(bias)
+
+
+def _qlinear_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
+    rows, width = flat.shape
+    total = onednn_int8_rows(rows)  # oneDNN builds a kernel per row count: pad to a few sizes
+    levels = 63 if reduce_range() else 127  # without VNNI u8 x s8 pair sums saturate at 16 bits: 7-bit inputs
+    quantized = _scratch(total * width, torch.uint8).view(total, width)
+    row_max = torch.empty(rows)
+    quantize_rows(flat, quantized[:rows], row_max, levels)
+    quantized[rows:].fill_(levels + 1)  # the zero point: padding rows add nothing
+    weight, weight_scale, weight_zero = packed_weight(q, scale, QLINEAR)
+    out = torch.ops.onednn.qlinear_pointwise(quantized, 1.0 / levels, levels + 1, weight, weight_scale, weight_zero,
+                                             None, 1.0, 0, torch.float32, "none", [], "")[:rows]
+    return scale_rows(out, row_max, bias)
+
+
+def _library() -> Optional[ctypes.CDLL]:
+    """The compiled kernel library with the two per-token passes declared (None where it cannot be built)."""
+    lib = load_library()
+    if lib is not None and not getattr(lib, "_sru_int8_ready", False):
+        pointer, integer = ctypes.c_void_p, ctypes.c_int64
+        lib.sru_quantize_rows_u8.argtypes = [pointer, integer, integer, integer, pointer, pointer, integer]
+        lib.sru_scale_rows.argtypes = [pointer, integer, integer, pointer, pointer, integer]
+        lib.sru_quantize_rows_u8.restype = lib.sru_scale_rows.restype = None
+        lib._sru_int8_ready = True
+    return lib
+
+
+def quantize_rows(flat: Tensor, out: Tensor, row_max: Tensor, levels: int) -> None:
+    """out (rows, in) uint8 = round(flat * levels / m) + levels + 1 per row, m = max |row| (at least 1e-30),
+    stored in row_max (rows,). ``flat`` and ``out`` contiguous."""
+    rows, width = flat.shape
+    lib = _library()
+    if lib is not None:
+        lib.sru_quantize_rows_u8(flat.data_ptr(), rows, width, levels, out.data_ptr(), row_max.data_ptr(),
+                                 torch.get_num_threads())
+        return
+    torch.maximum(flat.amax(1), flat.amin(1).neg_(), out=row_max).clamp_min_(1e-30)
+    steps = torch.mul(flat, (levels / row_max)[:, None]).add_(levels + 1.5)  # positive: truncation rounds
+    out.copy_(steps.trunc_())
+
+
+def scale_rows(out: Tensor, row_scale: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """out (rows, n) * row_scale[:, None] (+ bias), in place; returns out."""
+    rows, width = out.shape
+    lib = _library()
+    if lib is None:
+        out.mul_(row_scale[:, None])
+        return out if bias is None else out.add_(bias)
+    bias = None if bias is None else bias.float().contiguous()
+    lib.sru_scale_rows(out.data_ptr(), rows, width, row_scale.data_ptr(), None if bias is None else bias.data_ptr(),
+                       torch.get_num_threads())
+    return out
 
 
 def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
@@ -180,9 +253,7 @@ def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> 
     tensors without autograd when the product is large enough; the dequantised weight in float32
     otherwise (small products, autograd, export, other devices)."""
     if takes_int8(x, q):
-        out = per_token_product(x.reshape(-1, x.shape[-1]).contiguous(), q, scale)
-        if bias is not None:
-            out = out.add_(bias)
+        out = per_token_product(x.reshape(-1, x.shape[-1]).contiguous(), q, scale, bias)
         return out.view(*x.shape[:-1], q.shape[0])
     weight = dequantized_weight(q, scale, x.dtype)
     return torch.nn.functional.linear(x, weight, None if bias is None else bias.to(x.dtype))
