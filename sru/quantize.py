@@ -4,10 +4,10 @@
 every ``nn.Linear`` of the model (SRU++'s attention and projections, the task heads, translation's
 Transformer layers) become int8 with one scale per output channel; activations are quantised per
 token (one scale per row) at run time; the fused recurrence runs unchanged in float32 (c keeps
-float32). The kernel is torch's maintained dynamic quantised linear (``torch.ops.quantized.linear_dynamic``:
-oneDNN's AMX kernels or fbgemm's VNNI / AVX2 ones), reached through sru/ops/cpu/int8.py (which also says
-how a per-tensor kernel quantises per token, and which small products stay float32); docs/ops.md says
-why this kernel and not ``torch._int_mm`` or torchao.
+float32). The kernel is torch's maintained int8 linear of oneDNN (``torch.ops.onednn.qlinear_pointwise``:
+AMX, VNNI or AVX2 kernels; torch's dynamic quantised linear on fbgemm where that is missing or asked
+for), reached through sru/ops/cpu/int8.py (which says how rows are quantised one scale each, and which
+small products stay float32); docs/ops.md says why this kernel and not ``torch._int_mm`` or torchao.
 
 bf16: under ``torch.autocast("cpu", torch.bfloat16)`` the layer already runs its projections in
 bf16 (oneDNN) and the recurrence in float32; ``bf16_native()`` says whether this CPU computes bf16

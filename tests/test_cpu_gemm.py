@@ -186,14 +186,19 @@ def test_choice_is_cached_per_thread_count(monkeypatch):
         assert len(calls) == 1  # measured once, then cached
         gemm.matmul(torch.randn(50, 256), w)  # same row bucket (64)
         assert len(calls) == 1
+        gemm.matmul(torch.randn(300, 256), w)  # more rows than MEASURED_ROWS_CAP: measured there ...
+        assert len(calls) == 2 and calls[-1][1] == gemm.MEASURED_ROWS_CAP
+        gemm.matmul(torch.randn(3000, 256), w)  # ... once for every larger product
+        assert len(calls) == 2
         torch.set_num_threads(1 if threads > 1 else 2)
         gemm.matmul(x, w)
-        assert len(calls) == 2
+        assert len(calls) == 3
     finally:
         torch.set_num_threads(threads)
     report = sru.ops.cpu_gemm_report()
     assert {r["threads"] for r in report} == {threads, 1 if threads > 1 else 2}
-    assert all(r["choice"] in ("mkl", "onednn") and r["rows_up_to"] == 64 for r in report)
+    assert all(r["choice"] in ("mkl", "onednn") for r in report)
+    assert sorted(r["rows_up_to"] for r in report) == [64, 64, gemm.MEASURED_ROWS_CAP]
 
 
 def test_auto_picks_the_faster_library_on_either_kind_of_cpu(monkeypatch, caplog):

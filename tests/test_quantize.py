@@ -198,15 +198,22 @@ def test_every_int8_engine_computes_the_same_layer(monkeypatch):
 
 
 def test_int8_engine_by_cpu(monkeypatch):
-    """With VNNI (or AMX) qlinear; without VNNI torch's x86 engine (fbgemm's AVX2 kernels)."""
+    """qlinear on every x86 CPU; without VNNI its activations take 7 bits (u8 x s8 pair sums then saturate at
+    16 bits on 8), and a layer still computes close to fp32 with them."""
     from sru.ops.cpu import int8
     monkeypatch.delenv(int8.INT8_ENGINE_VAR, raising=False)
     if not int8.qlinear_available():
         pytest.skip("no oneDNN qlinear in this torch")
     monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: True)
-    assert int8.int8_engine() == int8.QLINEAR
-    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: False)
-    assert int8.int8_engine() in ("x86", "fbgemm")
+    assert int8.int8_engine() == int8.QLINEAR and int8.activation_levels() == 127
+    model, x = model_and_input("plain")
+    quantized = sru.quantize_dynamic(model)
+    with torch.no_grad():
+        want, full = model(x)[0], quantized(x)[0]
+        monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: False)
+        assert int8.int8_engine() == int8.QLINEAR and int8.activation_levels() == 63
+        seven_bits = quantized(x)[0]
+    assert rel_err(seven_bits, want) < INT8_TOL and rel_err(full, want) < rel_err(seven_bits, want)
 
 
 def test_row_quantiser_matches_its_torch_twin(monkeypatch):
@@ -301,7 +308,8 @@ def test_small_and_narrow_products_run_in_float32_with_the_int8_weights(monkeypa
         assert int8.takes_int8(torch.randn(6, 256), torch.zeros(4000, 256, dtype=torch.int8))  # output layer, a beam
         assert int8.takes_int8(torch.randn(96, 256), torch.zeros(768, 256, dtype=torch.int8))  # an SRU, 96 rows
         assert not int8.takes_int8(torch.randn(36, 256), torch.zeros(768, 256, dtype=torch.int8))  # 36 rows
-        assert not int8.takes_int8(torch.randn(4096, 256), torch.zeros(256, 256, dtype=torch.int8))  # attention
+        assert int8.takes_int8(torch.randn(256, 256), torch.zeros(256, 256, dtype=torch.int8))  # attention, 256 rows
+        assert not int8.takes_int8(torch.randn(96, 256), torch.zeros(256, 256, dtype=torch.int8))  # 96 rows
 
 def test_small_decode_steps_stay_on_the_fused_stack(monkeypatch):
     """A B = 1 step of a 512-wide SRU is too small for int8 to pay: with the real thresholds it runs the fused

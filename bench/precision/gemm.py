@@ -2,8 +2,10 @@
 ``F.linear`` in fp32) and oneDNN (``torch.ops.mkldnn._linear_pointwise``, plain and with the weight
 prepacked by ``torch.ops.mkldnn._reorder_linear_weight``), in one process, paired interleaved
 rounds (bench/harness.py), so the GEMM bound of the layer is reported through the faster library
-(issue 55). Also the low-precision routes issue 54 uses: bf16 ``F.linear`` (oneDNN) and the int8
-dynamic-quantised linear (``torch.ops.quantized.linear_dynamic``, fbgemm/x86 engine).
+(issue 55). Also the low-precision routes issue 54 uses: bf16 ``F.linear`` (oneDNN), the int8
+dynamic-quantised linear (``torch.ops.quantized.linear_dynamic``, fbgemm/x86 and oneDNN engines, one
+activation scale per call) and sru's own int8 product (``sru.ops.cpu.int8.per_token_product``: one scale
+per row, its default engine, quantisation passes included).
 
     python -m bench.precision.gemm --threads 2 --repeats 15
 
@@ -57,6 +59,14 @@ def candidates(rows: int, d_in: int, d_out: int, kind: str, low_precision: bool
                 packed_o = torch.ops.quantized.linear_prepack(qw, None)
                 torch.backends.quantized.engine = before
                 routes["int8 onednn"] = lambda: torch.ops.quantized.linear_dynamic(x, packed_o, False)
+            from sru.ops.cpu import int8
+            from sru.quantize import quantize_weight
+            q, scale = quantize_weight(w_t)
+
+            def per_token():
+                with torch.no_grad():
+                    return int8.per_token_product(x, q, scale)
+            routes["int8 sru per token"] = per_token
         return routes
     if kind == "dx":  # dU (rows, out) · W^T: the weight (in, out) is F.linear's (out, in) here
         packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
@@ -83,7 +93,7 @@ def run(threads: int, repeats: int, low_precision: bool, only: Optional[List[str
         best_onednn = min((k for k in samples if k.startswith("onednn")), key=lambda k: samples[k]["median_ms"])
         row = {"shape": name, "gflops": gflops,
                "onednn_over_mkl": paired_ratio(samples["mkl"], samples[best_onednn]), "best_onednn": best_onednn}
-        for k in ("bf16 F.linear", "int8 dynamic", "int8 onednn"):
+        for k in ("bf16 F.linear", "int8 dynamic", "int8 onednn", "int8 sru per token"):
             if k in samples:
                 row[k + " over mkl"] = paired_ratio(samples["mkl"], samples[k])
         rows_out.append(row)
@@ -93,7 +103,8 @@ def run(threads: int, repeats: int, low_precision: bool, only: Optional[List[str
 def markdown(rows: List[Dict]) -> str:
     routes = sorted({k for r in rows for k in r["gflops"]}, key=lambda k: ["mkl", "mkl F.linear", "onednn",
                                                                           "onednn prepacked", "bf16 F.linear",
-                                                                          "int8 dynamic", "int8 onednn"].index(k))
+                                                                          "int8 dynamic", "int8 onednn",
+                                                                          "int8 sru per token"].index(k))
     header = ["GEMM", *[f"{k} GFLOP/s" for k in routes], "oneDNN / MKL speed"]
     body = [[r["shape"], *[f"{r['gflops'][k]:.0f}" if k in r["gflops"] else "–" for k in routes],
              f"{r['onednn_over_mkl']:.2f}× ({r['best_onednn']})"] for r in rows]

@@ -4,7 +4,7 @@
 Why: torch's fp32 ``mm`` is MKL's sgemm, which on some CPUs (AMD EPYC with AVX-512, issue 55)
 runs at less than half the speed of oneDNN's GEMM on the same cores, while on Intel parts the
 two are within a few percent. Which one is faster depends on the CPU, the shape and the thread
-count, so ``auto`` measures it once per (product, row bucket, widths, threads), like
+count, so ``auto`` measures it once per (product, row bucket up to 256 rows, widths, threads), like
 ``cudnn.benchmark``, and caches the answer for the process (``cpu_gemm_report()`` lists them; a
 debug log line on ``sru.ops.cpu.gemm`` names each choice). MKL wins ties (within 5 %): it is
 what every path used before, so a machine where oneDNN is not clearly faster runs exactly as
@@ -43,6 +43,11 @@ from .int8 import clear_packs, per_token_product, takes_int8
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
 SMALL_WORK = 1 << 22  # multiply-adds below which auto keeps MKL unmeasured (noise > difference; stable)
+# Products of more rows than this share the choice measured at this many rows. Why: measuring costs ~14
+# products per shape and bucket, which for the 4,000-word output layer at 2,048 rows took 0.7 s, and a short
+# translation predict.py spent 3.0 s of 7.4 s measuring; the two libraries' ratio at 256 rows was within
+# 6 % of that at 2,048 for every decoder shape here (docs/ops.md#cpu-gemm-dispatch-sruopscpugemmpy).
+MEASURED_ROWS_CAP = 256
 TIE_MARGIN = 1.05  # oneDNN must beat MKL by more than this (paired median) to be chosen by ``auto``
 _log = logging.getLogger(__name__)
 _choices: Dict[tuple, dict] = {}  # (kind, row bucket, d_in, d_out, threads) -> measurement
@@ -207,7 +212,7 @@ def choose(kind: str, rows: int, d_in: int, d_out: int, library: str = "auto", o
         return library
     if rows * d_in * d_out < SMALL_WORK:  # tiny products: the same library in every process
         return "mkl"
-    key = (kind, row_bucket(rows), d_in, d_out, oi, torch.get_num_threads())
+    key = (kind, min(row_bucket(rows), MEASURED_ROWS_CAP), d_in, d_out, oi, torch.get_num_threads())
     found = _choices.get(key)
     if found is None:
         with _lock:
@@ -350,8 +355,9 @@ def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
 
 
 def cpu_gemm_report() -> List[dict]:
-    """Every choice ``auto`` made in this process: product, row bucket, widths, weight layout,
-    threads, both libraries' median ms and the choice."""
+    """Every choice ``auto`` made in this process: product, row bucket (``rows_up_to``; the
+    ``MEASURED_ROWS_CAP`` bucket also serves every larger product), widths, weight layout, threads,
+    both libraries' median ms and the choice."""
     return [{"kind": k[0], "rows_up_to": k[1], "d_in": k[2], "d_out": k[3],
              "weight_layout": "out,in" if k[4] else "in,out", "threads": k[5], **v}
             for k, v in sorted(_choices.items())]

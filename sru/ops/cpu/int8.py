@@ -36,9 +36,9 @@ INT8_ENGINES = (QLINEAR, "x86", "fbgemm", "onednn")  # qlinear, then torch's qua
 INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
 # Where the int8 kernel beats float32 (python -m bench.precision.int8_rows, docs/ops.md): by the weight's width
 # in * out / (in + out) (per row, the multiply-adds must outweigh int8's passes over the row's input and
-# output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20, narrower ones
-# (256 x 768) from 2^24 (about 85 rows), and narrow ones (256 x 256: break-even at 600 rows) never.
-INT8_MIN_WORK = {200: 1 << 20, 160: 1 << 24}  # width floor -> least multiply-adds; narrower: float32
+# output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20 (one row of
+# 256 x 4,000), narrower ones (256 x 768 from about 43 rows, 256 x 256 from 128) from 2^23.
+INT8_MIN_WORK = {200: 1 << 20, 100: 1 << 23}  # width floor -> least multiply-adds; narrower: float32
 _packs = WeakIdKeyDictionary()   # int8 weight -> {"stamp": version stamp, engine: packed params}
 _dequantized = WeakIdKeyDictionary()  # int8 weight -> (stamp, float32 weight (out, in))
 _local = threading.local()  # per thread and dtype: the scratch buffer of per_token_product
@@ -67,10 +67,10 @@ def qlinear_available() -> bool:
 
 
 def int8_engine() -> Optional[str]:
-    """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` on CPUs with VNNI or AMX
-    (2,048 x 512 x 1,536 here: 2.9 ms against 7.3 ms through torch's dynamic linear on oneDNN/AMX and the
-    extra row, docs/ops.md#int8-and-bf16-inference-sruquantizepy); else torch's current engine when it is an
-    x86 one (fbgemm's AVX2 kernels: a little faster than oneDNN's there); else the first there is. torch's
+    """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` where this torch has it (the SRU
+    layer L=64 B=32 d=512 x 2 here: 3.9x fp32 against 2.4x through torch's dynamic linear on oneDNN/AMX
+    and 1.75x on fbgemm/VNNI; with oneDNN and fbgemm capped to AVX2 1.48x against fbgemm's 1.34x,
+    docs/benchmarks.md); else torch's current engine when it is an x86 one; else the first there is. torch's
     global engine is left as it was."""
     supported = torch.backends.quantized.supported_engines
     usable = [e for e in INT8_ENGINES if (qlinear_available() if e == QLINEAR else e in supported)]
@@ -80,7 +80,7 @@ def int8_engine() -> Optional[str]:
             raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: the int8 engines this torch has for x86 CPUs are "
                              f"{usable}; unset it to choose automatically")
         return wanted
-    if QLINEAR in usable and not reduce_range():
+    if QLINEAR in usable:
         return QLINEAR
     current = torch.backends.quantized.engine
     return current if current in usable else next((e for e in usable if e != QLINEAR), usable[0] if usable else None)
@@ -135,8 +135,15 @@ def dequantized_weight(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.floa
 
 
 def reduce_range() -> bool:
-    """fbgemm's AVX2 int8 kernels can saturate on 8-bit activations; VNNI cannot."""
+    """Without VNNI, int8 kernels (fbgemm's and oneDNN's AVX2 ones) multiply u8 x s8 pairs into 16-bit sums,
+    which can saturate on 8-bit activations (2 x 255 x 127 > 32,767); VNNI accumulates in 32 bits."""
     return not getattr(torch.cpu, "_is_vnni_supported", lambda: False)()
+
+
+def activation_levels() -> int:
+    """Steps on each side of zero of the qlinear route's uint8 activations: 127 (1..255 around 128), or 63
+    (1..127 around 64: 7 bits, which cannot saturate) where ``reduce_range()``."""
+    return 63 if reduce_range() else 127
 
 
 def takes_int8(x: Tensor, q: Tensor) -> bool:
@@ -198,7 +205,7 @@ def per_token_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Ten
 def _qlinear_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
     rows, width = flat.shape
     total = onednn_int8_rows(rows)  # oneDNN builds a kernel per row count: pad to a few sizes
-    levels = 63 if reduce_range() else 127  # without VNNI u8 x s8 pair sums saturate at 16 bits: 7-bit inputs
+    levels = activation_levels()
     quantized = _scratch(total * width, torch.uint8).view(total, width)
     row_max = torch.empty(rows)
     quantize_rows(flat, quantized[:rows], row_max, levels)
