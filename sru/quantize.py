@@ -34,8 +34,9 @@ def check_int8_device(device) -> None:
         raise ValueError(f"precision=int8 runs on CPU only (torch's quantised linear has no {torch.device(device).type} "
                          "kernel); use device=cpu, or precision=fp32 / bf16 on this device")
     if int8_engine() is None:
-        raise ValueError("precision=int8 needs torch's x86, fbgemm or onednn quantised engine, which this torch "
-                         f"lacks (engines: {torch.backends.quantized.supported_engines}); use precision=fp32 or bf16")
+        raise ValueError("precision=int8 needs oneDNN's int8 linear or torch's x86, fbgemm or onednn quantised "
+                         f"engine, which this torch lacks (engines: {torch.backends.quantized.supported_engines}); "
+                         "use precision=fp32 or bf16")
 
 
 def bf16_native() -> bool:

@@ -19,6 +19,7 @@ Small and narrow products run in float32 with the dequantised int8 weight (``tak
 costs more than the int8 product saves (``INT8_MIN_WORK``, measured by bench/precision/int8_rows.py).
 """
 import ctypes
+import functools
 import os
 import threading
 import warnings
@@ -61,6 +62,7 @@ def reattach_int8(cell) -> None:
             attach_int8(param, q, cell._buffers[f"{name}_scale"])
 
 
+@functools.lru_cache(maxsize=None)  # asked before every int8 product
 def qlinear_available() -> bool:
     """Whether this torch has oneDNN's static int8 linear (``torch.ops.onednn.qlinear_pointwise``)."""
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.onednn, "qlinear_pointwise")
@@ -83,7 +85,7 @@ def int8_engine() -> Optional[str]:
     if QLINEAR in usable:
         return QLINEAR
     current = torch.backends.quantized.engine
-    return current if current in usable else next((e for e in usable if e != QLINEAR), usable[0] if usable else None)
+    return current if current in usable else next(iter(usable), None)
 
 
 def onednn_int8_rows(rows: int) -> int:
