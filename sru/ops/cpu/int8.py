@@ -3,13 +3,14 @@ channel, activations quantised per token (one scale per row) at run time, throug
 int8 kernels. docs/ops.md#int8-and-bf16-inference-sruquantizepy says why these kernels.
 
 Two routes, by ``int8_engine()``:
-- ``qlinear`` (CPUs with VNNI or AMX): each row is quantised by its own max |x| into uint8 in one fused C
-  pass (``sru_int8.cpp``), oneDNN's u8 x s8 GEMM (``torch.ops.onednn.qlinear_pointwise``, the kernel of
-  torch's x86 int8 inference) computes the product with one input scale for all rows, and a second C pass
-  multiplies each output row by its max and adds the bias. Without the compiled library both passes run
-  as torch ops (slower, same rounding up to ties).
-- ``linear_dynamic`` (fbgemm's AVX2 kernels, or an engine forced by ``SRU_INT8_ENGINE``): torch's dynamic
-  quantised linear, which takes one scale per call. Per token through it: the product is linear in each
+- ``qlinear`` (wherever torch has oneDNN's int8 linear: AMX, VNNI or AVX2 code): each row is quantised by its
+  own max |x| into uint8 in one fused C pass (``sru_int8.cpp``; 7 bits without VNNI, ``activation_levels``),
+  oneDNN's u8 x s8 GEMM (``torch.ops.onednn.qlinear_pointwise``, the kernel of torch's x86 int8 inference)
+  computes the product with one input scale for all rows, and a second C pass multiplies each output row by
+  its max and adds the bias. Without the compiled library both passes run as torch ops (slower, same
+  rounding up to ties).
+- ``linear_dynamic`` (a torch without oneDNN's int8 linear, or an engine forced by ``SRU_INT8_ENGINE``):
+  torch's dynamic quantised linear (fbgemm / x86 / oneDNN), which takes one scale per call. Per token through it: the product is linear in each
   row, so ``x_i W = s_i (x_i / s_i) W`` with ``s_i = max |x_i|``; every row of ``x / s`` lies in [-1, 1],
   and one extra row holding +1 and -1 pins the kernel's range to exactly [-1, 1].
 Either way a row's result does not depend on its neighbours (beam search's batch shrinks as sentences
