@@ -220,8 +220,8 @@ def test_row_quantiser_matches_its_torch_twin(monkeypatch):
     """The fused C row quantiser and the torch-op one used without the compiled library give the same bytes
     (up to a rounding tie: one step) and the same row scales; each row is scaled by its own max |x|."""
     from sru.ops.cpu import int8
-    if int8._library() is None:
-        pytest.skip("the fused CPU kernel is not built here")
+    if int8._library() is None or not int8.qlinear_available():
+        pytest.skip("the fused CPU kernel is not built here, or this torch has no oneDNN qlinear")
     x = torch.randn(37, 300) * torch.logspace(-3, 3, 37)[:, None]
     x[5] = 0.0
     for levels in (127, 63):
@@ -235,8 +235,7 @@ def test_row_quantiser_matches_its_torch_twin(monkeypatch):
         assert (got.int() - want.int()).abs().max() <= 1
         assert int(got.max()) == 2 * levels + 1 and int(got.min()) == 1 and torch.all(got[5] == levels + 1)
         steps = got.float() - (levels + 1)
-        assert torch.allclose(steps * got_max[:, None] / levels, x, atol=0, rtol=0) is False  # quantised ...
-        assert ((steps * got_max[:, None] / levels - x).abs() <= got_max[:, None] / levels / 2 * 1.001).all()  # ... within half a step
+        assert ((steps * got_max[:, None] / levels - x).abs() <= got_max[:, None] / levels / 2 * 1.001).all()  # half a step
         out, bias = torch.randn(37, 11), torch.randn(11)
         scaled = out * got_max[:, None]
         err = (int8.scale_rows(out.clone(), got_max, bias) - (scaled + bias)).abs()

@@ -210,7 +210,7 @@ def _qlinear_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tens
     total = onednn_int8_rows(rows)  # oneDNN builds a kernel per row count: pad to a few sizes
     levels = activation_levels()
     quantized = _scratch(total * width, torch.uint8).view(total, width)
-    row_max = torch.empty(rows)
+    row_max = torch.empty(rows, dtype=torch.float32)  # the C pass writes float32 whatever the default dtype
     quantize_rows(flat, quantized[:rows], row_max, levels)
     quantized[rows:].fill_(levels + 1)  # the zero point: padding rows add nothing
     weight, weight_scale, weight_zero = packed_weight(q, scale, QLINEAR)
