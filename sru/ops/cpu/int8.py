@@ -71,7 +71,7 @@ def qlinear_available() -> bool:
 
 def int8_engine() -> Optional[str]:
     """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` where this torch has it (the SRU
-    layer L=64 B=32 d=512 x 2 here: 3.9x fp32 against 2.4x through torch's dynamic linear on oneDNN/AMX
+    layer L=64 B=32 d=512 x 2 here: 3.6-4.7x fp32 against 2.2-2.4x through torch's dynamic linear on oneDNN/AMX
     and 1.75x on fbgemm/VNNI; with oneDNN and fbgemm capped to AVX2 1.48x against fbgemm's 1.34x,
     docs/benchmarks.md); else torch's current engine when it is an x86 one; else the first there is. torch's
     global engine is left as it was."""
