@@ -36,10 +36,11 @@ from .build import load_library
 QLINEAR = "qlinear"  # oneDNN's u8 x s8 GEMM behind our per-row quantiser (module docstring)
 INT8_ENGINES = (QLINEAR, "x86", "fbgemm", "onednn")  # qlinear, then torch's quantised engines for x86 CPUs
 INT8_ENGINE_VAR = "SRU_INT8_ENGINE"
+ONEDNN_MIN_ROWS = 16  # oneDNN int8 calls have at least this many rows (AMX's tile height; _qlinear_product)
 # Where the int8 kernel beats float32 (python -m bench.precision.int8_rows, docs/ops.md): by the weight's width
 # in * out / (in + out) (per row, the multiply-adds must outweigh int8's passes over the row's input and
-# output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20 (one row of
-# 256 x 4,000), narrower ones (256 x 768 from about 43 rows, 256 x 256 from 128) from 2^23.
+# output), the least multiply-adds per call: wide weights (512 x 1,536, 256 x 4,000) from 2^20 (2 rows),
+# narrower ones (256 x 768 from about 43 rows, 256 x 256 from 128) from 2^23.
 INT8_MIN_WORK = {200: 1 << 20, 100: 1 << 23}  # width floor -> least multiply-adds; narrower: float32
 _packs = WeakIdKeyDictionary()   # int8 weight -> {"stamp": version stamp, engine: packed params}
 _dequantized = WeakIdKeyDictionary()  # int8 weight -> (stamp, float32 weight (out, in))
@@ -194,7 +195,7 @@ def per_token_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Ten
     if engine == QLINEAR:
         return _qlinear_product(flat, q, scale, bias)
     rows, width = flat.shape
-    total = onednn_int8_rows(rows + 1) if engine == "onednn" else rows + 1
+    total = max(onednn_int8_rows(rows + 1), ONEDNN_MIN_ROWS) if engine == "onednn" else rows + 1  # as in qlinear
     # max |x| per row as max(max x, -min x): two plain reductions (vector_norm(inf) / aminmax ran 10x slower here)
     row_max = torch.maximum(flat.amax(1, keepdim=True), flat.amin(1, keepdim=True).neg_()).clamp_min_(1e-30)
     normalised = _scratch(total * width).view(total, width)
@@ -207,7 +208,9 @@ def per_token_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Ten
 
 def _qlinear_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Tensor]) -> Tensor:
     rows, width = flat.shape
-    total = onednn_int8_rows(rows)  # oneDNN builds a kernel per row count: pad to a few sizes
+    # oneDNN builds a kernel per row count: pad to a few sizes; and at least ONEDNN_MIN_ROWS, below which it
+    # picks another kernel whose last rounding differs (a row's result would then depend on its batch)
+    total = max(onednn_int8_rows(rows), ONEDNN_MIN_ROWS)
     levels = activation_levels()
     quantized = _scratch(total * width, torch.uint8).view(total, width)
     row_max = torch.empty(rows, dtype=torch.float32)  # the C pass writes float32 whatever the default dtype

@@ -12,7 +12,7 @@ namespace {
 // max |v| over a row as the largest absolute value's bit pattern: for non-negative floats the
 // order of the bit patterns is the order of the values, and an integer maximum vectorises
 // (a float one does not without -ffast-math). A NaN has a larger pattern than any number, so
-// it propagates into the row's scale.
+// it becomes the row's scale and the row's output is NaN.
 float row_abs_max(const float* x, int64_t width) {
   const uint32_t* bits = reinterpret_cast<const uint32_t*>(x);
   uint32_t top = 0;
@@ -30,7 +30,7 @@ float row_abs_max(const float* x, int64_t width) {
 extern "C" {
 
 // q[r, i] = round(x[r, i] * levels / m_r) + levels + 1 as uint8, m_r = max(max_i |x[r, i]|,
-// 1e-30), stored in row_max[r]. levels 127 uses 1..255 (zero point 128); 63 (CPUs without VNNI,
+// 1e-30) (NaN if the row holds one), stored in row_max[r]. levels 127 uses 1..255 (zero point 128); 63 (CPUs without VNNI,
 // whose u8 x s8 pair sums saturate at 16 bits) uses 1..127. Rounds half up: the value before
 // the cast is positive, so truncation after adding one half rounds.
 void sru_quantize_rows_u8(const float* x, int64_t rows, int64_t width, int64_t levels, uint8_t* q,
@@ -40,7 +40,7 @@ void sru_quantize_rows_u8(const float* x, int64_t rows, int64_t width, int64_t l
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * width;
     float m = row_abs_max(xr, width);
-    m = m > 1e-30f ? m : 1e-30f;
+    m = (m > 1e-30f || m != m) ? m : 1e-30f;  // a NaN stays: the row's output is NaN, as in float32
     row_max[r] = m;
     const float inv = static_cast<float>(levels) / m;
     uint8_t* qr = q + r * width;
