@@ -27,6 +27,10 @@ from .inference import kernel_cell, skip_mode
 _DTYPES = (torch.float32, torch.float64)
 _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
 SMALL_ROWS = 8  # sru_stack.cpp's kSmallRows
+# Up to SMALL_ROWS rows an int8 cell's step leaves the C loop only from this many multiply-adds per product:
+# there int8 must beat that loop, not torch's product (INT8_MIN_WORK's yardstick). A 2 x 512 stack's step
+# (512 x 1,536, 2 threads) ran int8 0.85x the loop's speed at 2 rows, 0.95x at 3, 1.11x at 4, 1.61x at 8.
+INT8_MIN_WORK_BESIDE_LOOP = 3 << 20
 GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
 
 
@@ -129,7 +133,8 @@ class StackPlan:
         found = self._mkl_rows.get(key)
         if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
             found = self._mkl_rows[key] = all(
-                cpu_gemm.requested(library) != "onednn" and not (library == "int8" and int8_pays(rows, d_in, d_out))
+                cpu_gemm.requested(library) != "onednn" and not (library == "int8" and int8_pays(rows, d_in, d_out)
+                                                                  and rows * d_in * d_out >= INT8_MIN_WORK_BESIDE_LOOP)
                 if rows <= SMALL_ROWS
                 else cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
                 for d_in, d_out, library in self.products)
