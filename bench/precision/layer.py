@@ -2,6 +2,7 @@
 paired interleaved rounds (bench/harness.py): fp32 with gemm=mkl / onednn / auto, int8
 (``sru.quantize_dynamic``; its automatic engine and each engine forced) and bf16 (autocast), inference and a B=1 decode step; the training step
 with gemm=mkl / onednn; the GEMM bound through both libraries; and nn.LSTM beside (issues 54, 55).
+``--decode-only 1,2,4,8``: only decode steps at those batch sizes, fp32 against int8 (where int8 starts to pay).
 
     python -m bench.precision.layer --threads 2 --repeats 15
 """
@@ -79,6 +80,22 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
     return {**inference, **decode, **training}
 
 
+def decode_candidates(batches, d: int, layers: int) -> Dict[str, callable]:
+    """One decode step (L = 1) per batch size, fp32 and int8."""
+    torch.manual_seed(0)
+    base = sru.SRU(d, d, num_layers=layers).eval()
+    int8 = sru.quantize_dynamic(base)
+    out = {}
+    for b in batches:
+        x = torch.randn(1, b, d)
+        for name, m in (("fp32", base), ("int8", int8)):
+            def run(m=m, x=x):
+                with torch.no_grad():
+                    m(x)
+            out[f"decode B={b} {name}"] = run
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -86,9 +103,12 @@ def main(argv=None):
     parser.add_argument("--length", type=int, default=64)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--width", type=int, default=512)
+    parser.add_argument("--decode-only", help="comma-separated batch sizes: only decode steps, fp32 vs int8")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     timer = make_timer("cpu")
+    if args.decode_only:
+        return decode_only([int(b) for b in args.decode_only.split(",")], args, timer)
     fns = candidates(args.length, args.batch, args.width, 2)
     numbers = {k: calls_per_sample(f, timer, min_ms=30, warmup=3) for k, f in fns.items()}
     samples = {k: summarize(v) for k, v in interleaved(fns, timer, args.repeats, numbers).items()}
@@ -106,6 +126,19 @@ def main(argv=None):
           f"nn.LSTM / SRU training: {paired_ratio(samples['train nn.LSTM'], samples['train fp32 mkl']):.2f}×")
     print("gemm choices:", [(r["kind"], r["rows_up_to"], r["d_in"], r["d_out"], r["choice"])
                             for r in sru.ops.cpu_gemm_report()])
+
+
+def decode_only(batches, args, timer) -> None:
+    fns = decode_candidates(batches, args.width, 2)
+    numbers = {k: calls_per_sample(f, timer, min_ms=30, warmup=3) for k, f in fns.items()}
+    samples = {k: summarize(v) for k, v in interleaved(fns, timer, args.repeats, numbers).items()}
+    info = machine_info(capability=torch.backends.cpu.get_cpu_capability())
+    print(f"{info['cpu_model']}, get_cpu_capability()={info['capability']}, {args.threads} threads, torch "
+          f"{info['torch']}, decode steps d={args.width} x 2 layers; `{info['command']}`\n")
+    body = [[f"B = {b}", f"{samples[f'decode B={b} fp32']['median_ms'] * 1e3:.0f}",
+             f"{samples[f'decode B={b} int8']['median_ms'] * 1e3:.0f}",
+             f"{paired_ratio(samples[f'decode B={b} fp32'], samples[f'decode B={b} int8']):.2f}×"] for b in batches]
+    print(markdown_table(["decode step", "fp32 µs", "int8 µs", "int8 speed-up (paired)"], body, "lrrr"))
 
 
 if __name__ == "__main__":

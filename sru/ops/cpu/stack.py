@@ -29,8 +29,9 @@ _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forw
 SMALL_ROWS = 8  # sru_stack.cpp's kSmallRows
 # Up to SMALL_ROWS rows an int8 cell's step leaves the C loop only from this many multiply-adds per product:
 # there int8 must beat that loop, not torch's product (INT8_MIN_WORK's yardstick). A 2 x 512 stack's step
-# (512 x 1,536, 2 threads) ran int8 0.85x the loop's speed at 2 rows, 0.95x at 3, 1.11x at 4, 1.61x at 8.
-INT8_MIN_WORK_BESIDE_LOOP = 3 << 20
+# (512 x 1,536, 2 threads; python -m bench.precision.layer --decode-only 1,2,3,4,6,8,16) ran int8 0.85-0.95x
+# the loop's speed at 2-3 rows, 0.91-1.11x at 4, 1.20x at 6, 1.39-1.61x at 8: int8 from 6 rows of 512 x 1,536.
+INT8_MIN_WORK_BESIDE_LOOP = 1 << 22
 GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
 
 
