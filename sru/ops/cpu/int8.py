@@ -235,7 +235,7 @@ def _library() -> Optional[ctypes.CDLL]:
 
 
 def quantize_rows(flat: Tensor, out: Tensor, row_max: Tensor, levels: int) -> None:
-    """out (rows, in) uint8 = round(flat * levels / m) + levels + 1 per row, m = max |row| (at least 1e-30),
+    """out (rows, in) uint8 = round(flat * levels / m) + levels + 1 per row, m = max |row| (at least 1e-30; NaN stays),
     stored in row_max (rows,). ``flat`` and ``out`` contiguous."""
     rows, width = flat.shape
     lib = _library()
