@@ -177,8 +177,7 @@ def test_every_int8_engine_computes_the_same_layer(monkeypatch):
     from sru.ops.cpu import int8
     model, x = model_and_input("plain")
     q = sru.quantize_dynamic(model)
-    engines = [e for e in int8.INT8_ENGINES
-               if (int8.qlinear_available() if e == int8.QLINEAR else e in torch.backends.quantized.supported_engines)]
+    engines = int8.usable_engines()
     before = torch.backends.quantized.engine
     outs = {}
     for engine in engines:
@@ -262,8 +261,7 @@ def test_rows_are_quantised_one_scale_each_whatever_shares_the_call(monkeypatch,
     row's result is bit for bit the same alone, with other neighbours (and oneDNN's padding rows) or in a batch
     (oneDNN picks another kernel, with another last rounding, under 16 rows: its calls are padded to 16)."""
     from sru.ops.cpu import int8
-    available = int8.qlinear_available() if engine == "qlinear" else engine in torch.backends.quantized.supported_engines
-    if not available:
+    if engine not in int8.usable_engines():
         pytest.skip(f"no {engine} engine")
     monkeypatch.setenv(int8.INT8_ENGINE_VAR, engine)
     q, scale, bias = _int8_weight(24, 40, seed=1)

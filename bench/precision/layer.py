@@ -63,8 +63,7 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
                 del os.environ[cpu_int8.INT8_ENGINE_VAR]
         return run
 
-    engines = [e for e in cpu_int8.INT8_ENGINES if e != "x86"  # x86 is fbgemm or oneDNN, chosen by torch
-               and (cpu_int8.qlinear_available() if e == cpu_int8.QLINEAR else e in torch.backends.quantized.supported_engines)]
+    engines = [e for e in cpu_int8.usable_engines() if e != "x86"]  # x86 is fbgemm or oneDNN, chosen by torch
     rows = torch.randn(L * B, d)
     inference = {f"fp32 {k}": infer(m, x) for k, m in models.items()}
     inference.update({"int8": infer(int8, x), **{f"int8 {e}": int8_on(e, x) for e in engines},

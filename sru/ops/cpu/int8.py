@@ -70,23 +70,27 @@ def qlinear_available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.onednn, "qlinear_pointwise")
 
 
+def usable_engines() -> list:
+    """The ``INT8_ENGINES`` this torch can run, in that order."""
+    supported = torch.backends.quantized.supported_engines
+    return [e for e in INT8_ENGINES if (qlinear_available() if e == QLINEAR else e in supported)]
+
+
 def int8_engine() -> Optional[str]:
     """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` where this torch has it (the SRU
     layer L=64 B=32 d=512 x 2 here: 3.6-4.7x fp32 against 2.2-2.4x through torch's dynamic linear on oneDNN/AMX
     and 1.75x on fbgemm/VNNI; with oneDNN and fbgemm capped to AVX2 1.48x against fbgemm's 1.34x,
     docs/benchmarks.md); else torch's current engine when it is an x86 one; else the first there is. torch's
     global engine is left as it was."""
-    supported = torch.backends.quantized.supported_engines
-    usable = [e for e in INT8_ENGINES if (qlinear_available() if e == QLINEAR else e in supported)]
     wanted = os.environ.get(INT8_ENGINE_VAR)
     if wanted:
-        if wanted not in usable:
+        if wanted not in usable_engines():
             raise ValueError(f"{INT8_ENGINE_VAR}={wanted}: the int8 engines this torch has for x86 CPUs are "
-                             f"{usable}; unset it to choose automatically")
+                             f"{usable_engines()}; unset it to choose automatically")
         return wanted
-    if QLINEAR in usable:
+    if qlinear_available():  # asked before every int8 product: no engine list on this path
         return QLINEAR
-    current = torch.backends.quantized.engine
+    usable, current = usable_engines(), torch.backends.quantized.engine
     return current if current in usable else next(iter(usable), None)
 
 
