@@ -8,7 +8,7 @@ from conftest import compose
 from omegaconf import OmegaConf
 
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
-from tasks.translation.search import beam_search, greedy_search
+from tasks.translation.search import beam_search, fill_from_the_end, greedy_search
 
 PAD, BOS, EOS, V = 0, 2, 3, 37
 VARIANTS = [("transformer", "pre", "none"), ("transformer", "post", "none"),
@@ -39,52 +39,56 @@ def source_batch(seed: int = 1):
 
 
 @pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS)
-def test_incremental_decoding_equals_full_sequence(model_name, norm, sru_mode):
-    model = tiny_model(model_name, norm, sru_mode)
-    src, src_pad = source_batch()
-    prev = torch.randint(4, V, (8, 3), generator=torch.Generator().manual_seed(2))
-    full = model(src, src_pad, prev)
-    state = model.start_decoding(*model.encode(src, src_pad))
-    steps = []
-    for t in range(prev.size(0)):
-        logits, state = model.decode(prev[t:t + 1], state)
-        steps.append(logits)
-    torch.testing.assert_close(torch.cat(steps), full, rtol=1e-5, atol=1e-5)
-    # two steps at a time from a cache (a T > 1 chunk after a prefix) agree too
-    state = model.start_decoding(*model.encode(src, src_pad))
-    chunks = [model.decode(prev[t:t + 2], state)[0] for t in range(0, prev.size(0), 2)]
-    torch.testing.assert_close(torch.cat(chunks), full, rtol=1e-5, atol=1e-5)
-    if sru_mode != "none":
-        assert all("c" in cache for cache in state["layers"])  # the SRU state is part of the decoding state
+@pytest.mark.parametrize("grad", [False, True])  # without grad the keys live in buffers written in place
+def test_incremental_decoding_equals_full_sequence(model_name, norm, sru_mode, grad):
+    with torch.set_grad_enabled(grad):
+        model = tiny_model(model_name, norm, sru_mode)
+        src, src_pad = source_batch()
+        prev = torch.randint(4, V, (8, 3), generator=torch.Generator().manual_seed(2))
+        full = model(src, src_pad, prev)
+        state = model.start_decoding(*model.encode(src, src_pad))
+        steps = []
+        for t in range(prev.size(0)):
+            logits, state = model.decode(prev[t:t + 1], state)
+            steps.append(logits)
+        torch.testing.assert_close(torch.cat(steps), full, rtol=1e-5, atol=1e-5)
+        # two steps at a time from a cache (a T > 1 chunk after a prefix) agree too
+        state = model.start_decoding(*model.encode(src, src_pad))
+        chunks = [model.decode(prev[t:t + 2], state)[0] for t in range(0, prev.size(0), 2)]
+        torch.testing.assert_close(torch.cat(chunks), full, rtol=1e-5, atol=1e-5)
+        if sru_mode != "none":
+            assert all("c" in cache for cache in state["layers"])  # the SRU state is part of the decoding state
 
 
-@pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[::3])
-def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(model_name, norm, sru_mode):
-    """start_decoding(beam=K) (encoder side once per sentence, K query rows attending to it together) gives
-    every hypothesis row the logits of the encoder output copied K times, through reordering and through
-    finished sentences leaving the batch."""
-    model = tiny_model(model_name, norm, sru_mode)
-    src, src_pad = source_batch()
-    K, B = 4, src.size(1)
-    enc, enc_pad = model.encode(src, src_pad)
-    expand = torch.arange(B).repeat_interleave(K)
-    grouped = model.start_decoding(enc, enc_pad, beam=K)
-    copied = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
-    g = torch.Generator().manual_seed(4)
-    for step in range(5):
-        prev = torch.randint(4, V, (1, B * K), generator=g)
-        a, grouped = model.decode(prev, grouped)
-        b, copied = model.decode(prev, copied)
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-        rows = expand * K + torch.randint(0, K, (B * K,), generator=g)  # any hypothesis of the same sentence
-        grouped, copied = model.reorder_state(grouped, rows), model.reorder_state(copied, rows)
-    sentences = torch.tensor([0, 2])  # sentence 1 finished: its rows leave, the others' stay comparable
-    rows = sentences.repeat_interleave(K) * K + torch.randint(0, K, (2 * K,), generator=g)
-    grouped, copied = model.reorder_state(grouped, rows, sentences), model.reorder_state(copied, rows)
-    prev = torch.randint(4, V, (1, 2 * K), generator=g)
-    torch.testing.assert_close(model.decode(prev, grouped)[0], model.decode(prev, copied)[0], rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="within their sentence"):
-        model.reorder_state(grouped, torch.arange(B * K).flip(0))
+@pytest.mark.parametrize("model_name,norm,sru_mode,leaving", [VARIANTS[0] + ([0, 2],), VARIANTS[3] + ([2, 1],)])
+def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(model_name, norm, sru_mode, leaving):
+    """start_decoding(beam=K) (encoder side once per sentence, K query rows attending to it together, the
+    hypotheses' keys kept per sentence) gives every hypothesis row the logits of the encoder output copied K
+    times, through reordering and through finished sentences leaving the batch (``leaving``: the sentences
+    that stay, in their new order; [2, 1] moves the last one into the place of the first, in place)."""
+    with torch.no_grad():  # as in beam search: the keys live in buffers, reordered in place
+        model = tiny_model(model_name, norm, sru_mode)
+        src, src_pad = source_batch()
+        K, B = 4, src.size(1)
+        enc, enc_pad = model.encode(src, src_pad)
+        expand = torch.arange(B).repeat_interleave(K)
+        grouped = model.start_decoding(enc, enc_pad, beam=K)
+        copied = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
+        g = torch.Generator().manual_seed(4)
+        for step in range(5):
+            prev = torch.randint(4, V, (1, B * K), generator=g)
+            a, grouped = model.decode(prev, grouped)
+            b, copied = model.decode(prev, copied)
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+            rows = expand * K + torch.randint(0, K, (B * K,), generator=g)  # any hypothesis of the same sentence
+            grouped, copied = model.reorder_state(grouped, rows), model.reorder_state(copied, rows)
+        sentences = torch.tensor(leaving)  # one sentence finished: its rows leave, the others' stay comparable
+        rows = sentences.repeat_interleave(K) * K + torch.randint(0, K, (2 * K,), generator=g)
+        grouped, copied = model.reorder_state(grouped, rows, sentences), model.reorder_state(copied, rows)
+        prev = torch.randint(4, V, (1, 2 * K), generator=g)
+        torch.testing.assert_close(model.decode(prev, grouped)[0], model.decode(prev, copied)[0], rtol=1e-5, atol=1e-5)
+        with pytest.raises(ValueError, match="within their sentence"):
+            model.reorder_state(grouped, torch.arange(B * K).flip(0))
 
 
 @pytest.mark.parametrize("model_name,norm,sru_mode", VARIANTS[1:3])
@@ -97,6 +101,14 @@ def test_decoder_is_causal_and_padding_does_not_leak(model_name, norm, sru_mode)
     torch.testing.assert_close(model(src, src_pad, prev)[:4], model(src, src_pad, changed)[:4])
     other_pad = src.masked_fill(src_pad, 9)  # what sits under the padding must not matter
     torch.testing.assert_close(model(src, src_pad, prev), model(other_pad, src_pad, prev))
+
+
+def test_finished_sentences_leave_by_moving_the_fewest():
+    """Beam search's order of the sentences that stay: those already within the new count keep their places."""
+    assert fill_from_the_end([0, 2, 3, 5], 6) == [0, 5, 2, 3]
+    assert fill_from_the_end([1, 2], 3) == [2, 1]
+    assert fill_from_the_end([0, 1], 4) == [0, 1]
+    assert fill_from_the_end([], 3) == []
 
 
 @pytest.mark.slow

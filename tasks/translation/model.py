@@ -110,42 +110,61 @@ def _tracked(t: Tensor) -> bool:
     return torch.is_grad_enabled() and t.requires_grad  # in-place buffer writes would break its backward
 
 
-def append_keys(cache: Dict[str, Tensor], key: str, new: Tensor) -> None:
-    """``cache[key]`` (B, H, P, d) extended by ``new`` (B, H, T, d). From the second call (decoding's steps) the
-    keys live in a time-major buffer ``cache[key + "_buf"]`` (capacity, B, H, d) with room to grow (doubled
-    when full): a step writes its positions in place instead of copying the whole prefix into new memory
-    (torch.cat did, every step), and ``cache[key]`` is a (B, H, P, d) view of it. Time-major, because a
-    prefix of it is contiguous: beam search's reordering and the attention read it faster."""
+def append_keys(cache: Dict[str, Tensor], key: str, new: Tensor, group: int = 1) -> None:
+    """``cache[key]`` (n, H, P * group, d) extended by ``new`` (n * group, H, T, d), where ``group`` rows of ``new``
+    are the hypotheses of one sentence (beam search). A sentence's keys are kept together, position by
+    position: index ``t * group + j`` holds hypothesis slot j's key of position t. Reordering hypotheses then
+    moves no keys (``hypothesis_mask`` says which slot each hypothesis reads at each position), where copying
+    every hypothesis's whole prefix at every step cost as much as the attention itself.
+    From the second call (decoding's steps) the keys live in ``cache[key + "_buf"]`` with room to grow (doubled
+    when full): a step writes its positions in place instead of copying the prefix into new memory."""
+    B, H, T, d = new.shape
+    n = B // group
+    new = new.view(n, group, H, T, d).permute(0, 2, 3, 1, 4)  # (n, H, T, group, d)
     past = cache.get(key)
     if past is None or _tracked(new) or _tracked(past):
+        new = new.reshape(n, H, T * group, d)
         cache[key] = new if past is None else torch.cat([past, new], 2)
         cache.pop(key + "_buf", None)
         return
-    P, (B, H, T, d) = past.size(2), new.shape
+    start, end = past.size(2), past.size(2) + T * group
     buf = cache.get(key + "_buf")
-    if buf is None or buf.size(0) < P + T:
-        buf = new.new_empty(max(2 * (P + T), 16), B, H, d)
-        buf[:P] = past.permute(2, 0, 1, 3)
-    buf[P:P + T] = new.permute(2, 0, 1, 3)
-    cache[key + "_buf"], cache[key] = buf, buf[:P + T].permute(1, 2, 0, 3)
+    if buf is None or buf.size(2) < end:
+        buf = new.new_empty(n, H, max(2 * end, 16 * group), d)
+        buf[:, :, :start] = past
+    buf[:, :, start:end].view(n, H, T, group, d).copy_(new)
+    cache[key + "_buf"], cache[key] = buf, buf[:, :, :end]
 
 
-def reorder_keys(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[str, Tensor]:
-    """Rows ``index`` of ``cache[key]``, gathered into the cache's spare buffer, which becomes the new buffer
-    (the old one the spare): beam search's per-step reordering reuses two buffers instead of allocating."""
-    past, buf = cache[key], cache.get(key + "_buf")
-    if buf is None or _tracked(past):
+def select_sentences(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[str, Tensor]:
+    """Sentences ``index`` of ``cache[key]`` (n, H, L, d), in place: only the rows whose sentence changes are
+    copied, and rows past the new count drop out of the view (their memory stays with the buffer). Beam
+    search lets finished sentences leave by moving the last ones into their places (search.py), so a step
+    copies a few sentences' keys, not all of them (a fresh 47 MB copy took 20 ms)."""
+    past, n = cache[key], index.numel()
+    buf = cache.get(key + "_buf", past)
+    if _tracked(past) or n > past.size(0):
         return {key: past.index_select(0, index)}
-    P = past.size(2)
-    shape = (buf.size(0), index.numel()) + tuple(buf.shape[2:])
-    spare = cache.get(key + "_spare")
-    if spare is None or tuple(spare.shape) != shape:
-        spare = buf.new_empty(shape)
-    torch.index_select(buf[:P], 1, index, out=spare[:P])
-    out = {key: spare[:P].permute(1, 2, 0, 3), key + "_buf": spare}
-    if buf.shape == spare.shape:
-        out[key + "_spare"] = buf
+    moved = (index != torch.arange(n, device=index.device)).nonzero().squeeze(1)
+    if moved.numel():  # every source is read before any row is written: any index is safe
+        past.index_copy_(0, moved, past.index_select(0, index[moved]))
+    out = {key: past[:n]}
+    if key + "_buf" in cache:
+        out[key + "_buf"] = buf[:n]
     return out
+
+
+def hypothesis_mask(slots: Tensor, group: int, T: int) -> Tensor:
+    """Self-attention mask over a sentence's shared keys (``append_keys``): ``slots`` (n * group, P + T), the slot
+    holding each hypothesis's key at each position, the last T being this call's new positions -> (n, 1,
+    group * T, (P + T) * group), true where query i of hypothesis j (row j * T + i, Attention's grouped order)
+    may read key t * group + m: m is its slot at position t, and t is not after its own position."""
+    rows, length = slots.shape
+    n, P = rows // group, length - T
+    own = F.one_hot(slots.view(n, group, length), group).bool()  # (n, group, P + T, group)
+    causal = torch.arange(length, device=slots.device) <= P + torch.arange(T, device=slots.device).unsqueeze(1)
+    mask = own.unsqueeze(2) & causal[None, None, :, :, None]  # (n, group, T, P + T, group)
+    return mask.view(n, 1, group * T, length * group)
 
 
 class Layer(nn.Module):
@@ -184,12 +203,12 @@ class Layer(nn.Module):
                enc_mask: Tensor, beam: int = 1) -> Tensor:
         """x: the new positions (T, B, D); ``cache`` (updated in place) holds this layer's past keys/values,
         the encoder's projected keys/values and the SRU state; ``enc`` / ``enc_mask`` have one row per
-        ``beam`` rows of x."""
+        ``beam`` rows of x, and each sentence's ``beam`` hypotheses share their self-attention keys (``append_keys``)."""
         def self_attention(h):
             k, v = self.self_attn.keys_values(h)
-            append_keys(cache, "k", k)
-            append_keys(cache, "v", v)
-            return self.self_attn(h, cache["k"], cache["v"], self_mask)
+            append_keys(cache, "k", k, beam)
+            append_keys(cache, "v", v, beam)
+            return self.self_attn(h, cache["k"], cache["v"], self_mask, group=beam)
 
         def cross_attention(h):
             if "enc_k" not in cache:  # the encoder output is fixed: project it once per sentence
@@ -256,14 +275,19 @@ class Seq2SeqTransformer(nn.Module):
     def start_decoding(self, enc: Tensor, src_pad: Tensor, beam: int = 1) -> State:
         """The decoding state of ``beam`` hypotheses per sentence (rows b * beam ... b * beam + beam - 1 of every
         step's input are sentence b's); the encoder side is kept once per sentence."""
+        slots = torch.zeros(enc.size(1) * int(beam), 0, dtype=torch.long, device=enc.device)
         return {"enc": enc, "enc_mask": (~src_pad).T[:, None, None, :], "offset": 0, "beam": int(beam),
-                "layers": [{} for _ in self.decoder]}
+                "slots": slots, "layers": [{} for _ in self.decoder]}
 
     def decode(self, prev: Tensor, state: State) -> Tuple[Tensor, State]:
         """prev (T, B): the next T target-side inputs after the ``state["offset"]`` already decoded."""
-        T, P = prev.size(0), state["offset"]
+        T, P, beam = prev.size(0), state["offset"], state["beam"]
         self_mask = None
-        if T > 1:  # query i (absolute P + i) sees keys 0 .. P + i; one new step sees every cached key
+        if beam > 1:  # hypotheses share their sentence's key slots: each reads its own (see append_keys)
+            own = (torch.arange(prev.size(1), device=prev.device) % beam).unsqueeze(1).expand(-1, T)
+            state["slots"] = torch.cat([state["slots"], own], 1)
+            self_mask = hypothesis_mask(state["slots"], beam, T)
+        elif T > 1:  # query i (absolute P + i) sees keys 0 .. P + i; one new step sees every cached key
             self_mask = torch.ones(T, P + T, dtype=torch.bool, device=prev.device).tril(P)
         x = self.embed(self.tgt_embed, prev, P)
         for layer, cache in zip(self.decoder, state["layers"]):
@@ -289,14 +313,16 @@ class Seq2SeqTransformer(nn.Module):
 
         def reorder(cache: Dict[str, Tensor]) -> Dict[str, Tensor]:
             out = {}
-            for key in ("k", "v"):
-                if key in cache:  # self-attention keys / values (B, H, L, D/H), in their buffers
-                    out.update(reorder_keys(cache, key, index))
+            for key in ("k", "v"):  # self-attention keys / values, per sentence: hypotheses only change slots
+                if key in cache:
+                    out.update(select_sentences(cache, key, by_sentence) if by_sentence is not None else
+                               {k: cache[k] for k in (key, key + "_buf") if k in cache})
             if "c" in cache:      # SRU state (layers, B, D)
                 out["c"] = cache["c"].index_select(1, index)
             for key in ("enc_k", "enc_v"):  # projected encoder output: per sentence when beam > 1
                 if key in cache:
-                    out[key] = cache[key] if by_sentence is None else cache[key].index_select(0, by_sentence)
+                    out.update(select_sentences(cache, key, by_sentence) if by_sentence is not None else
+                               {key: cache[key]})
             return out
 
         by_sentence = index if beam == 1 else sentences  # None: every sentence stays where it is
@@ -304,7 +330,7 @@ class Seq2SeqTransformer(nn.Module):
         if by_sentence is not None:
             enc, enc_mask = enc.index_select(1, by_sentence), enc_mask.index_select(0, by_sentence)
         return {"enc": enc, "enc_mask": enc_mask, "offset": state["offset"], "beam": beam,
-                "layers": [reorder(cache) for cache in state["layers"]]}
+                "slots": state["slots"].index_select(0, index), "layers": [reorder(cache) for cache in state["layers"]]}
 
 
 def check_model_config(cfg: Any) -> TransformerConfig:

@@ -98,10 +98,11 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
         new_tokens = token.gather(1, live)
         sentences = None
         if len(keep) < n:  # drop the finished sentences' rows: every later step is cheaper by their share
-            sentences = torch.tensor(keep, device=device)
+            order = fill_from_the_end(keep, n)
+            sentences = torch.tensor(order, device=device)
             rows, new_tokens, live_scores = rows[sentences], new_tokens[sentences], live_scores[sentences]
             limit = limit.view(n, K)[sentences].view(-1)
-            alive = [alive[b] for b in keep]
+            alive = [alive[b] for b in order]
         rows = rows.view(-1)
         tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], 1)
         scores = live_scores
@@ -109,6 +110,15 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     if nbest is not None:
         return [sorted(f, key=lambda x: -x[0])[:nbest] for f in finished]
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def fill_from_the_end(keep: List[int], n: int) -> List[int]:
+    """The kept ones of sentences 0 .. n - 1 (``keep``, ascending) in the order that moves the fewest: those
+    among the first len(keep) stay in place, the ones beyond fill the places of the dropped ones, so the
+    decoding state copies only their rows (``Seq2SeqTransformer.reorder_state``)."""
+    m, kept = len(keep), set(keep)
+    movers = iter(b for b in keep if b >= m)
+    return [b if b in kept else next(movers) for b in range(m)]
 
 
 def _strip(seq: List[int], eos: int) -> List[int]:
