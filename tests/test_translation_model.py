@@ -8,7 +8,7 @@ from conftest import compose
 from omegaconf import OmegaConf
 
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
-from tasks.translation.search import beam_search, fill_from_the_end, greedy_search
+from tasks.translation.search import beam_search, best_continuations, fill_from_the_end, greedy_search
 
 PAD, BOS, EOS, V = 0, 2, 3, 37
 VARIANTS = [("transformer", "pre", "none"), ("transformer", "post", "none"),
@@ -109,6 +109,26 @@ def test_finished_sentences_leave_by_moving_the_fewest():
     assert fill_from_the_end([1, 2], 3) == [2, 1]
     assert fill_from_the_end([0, 1], 4) == [0, 1]
     assert fill_from_the_end([], 3) == []
+
+
+@pytest.mark.parametrize("n,K,V", [(5, 6, 4000), (3, 4, 64), (2, 3, 37), (1, 2, 32)])
+def test_best_continuations_rank_only_the_best_runs_with_the_same_result(n, K, V):
+    """Beam search's two-stage top-k equals ranking every continuation: the same values, and the same indices
+    wherever the value is finite (-inf ones tie); with first-step -inf beams, a forced row (only one word
+    finite), a vocabulary that no run length divides (37) and fewer runs than k (1 x 32)."""
+    g = torch.Generator().manual_seed(n * K + V)
+    lp = torch.log_softmax(torch.randn(n * K, V, generator=g) * 3, -1)
+    scores = torch.randn(n, K, generator=g)
+    scores[0, 1:] = float("-inf")  # the first step: one live beam
+    if n > 1:
+        lp[K] = float("-inf")
+        lp[K, 3] = -0.5  # a forced row: only </s> allowed
+    k = min(2 * K, K * V)
+    want = (scores.view(-1, 1) + lp).view(n, K * V).topk(k, dim=1)
+    got = best_continuations(lp, scores, k)
+    assert torch.equal(got[0], want[0])
+    finite = torch.isfinite(want[0])
+    assert torch.equal(got[1][finite], want[1][finite])
 
 
 @pytest.mark.slow

@@ -81,8 +81,7 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     for step in range(int(limit.max())):
         lp, state = _next_log_probs(model, tokens[:, -1], state, step, limit, pad, bos, eos)
         n, V = len(alive), lp.size(1)
-        cand = (scores.view(n * K, 1) + lp).view(n, K * V)
-        top_scores, top_index = cand.topk(min(2 * K, K * V), dim=1)
+        top_scores, top_index = best_continuations(lp, scores, min(2 * K, K * V))
         beam, token = top_index // V, top_index % V
         is_eos = token == eos
         ends = is_eos[:, :K] & torch.isfinite(top_scores[:, :K])
@@ -110,6 +109,29 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     if nbest is not None:
         return [sorted(f, key=lambda x: -x[0])[:nbest] for f in finished]
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def best_continuations(lp: Tensor, scores: Tensor, k: int, run: int = 32):
+    """The k best ``scores[b, j] + lp[b * K + j, v]`` over each sentence b's K x V continuations: the values and
+    indices (j * V + v) of ``(scores.view(-1, 1) + lp).view(n, K * V).topk(k)`` (the same floats), without adding
+    and ranking all of them. Each hypothesis's vocabulary is cut into runs of ``run`` tokens, ranked by their
+    best continuation; the k best continuations lie in the k best runs (a run holding one of them has a best
+    at least as good, and at most k runs can have one that good), so only those k x ``run`` are ranked. On
+    1,344 rows x 4,000 words: 11 ms instead of 28 (bench numbers in docs/benchmarks.md)."""
+    n, K = scores.shape
+    N, V = lp.shape
+    if V % run or k > K * (V // run):
+        return (scores.view(N, 1) + lp).view(n, K * V).topk(k, dim=1)
+    runs = V // run
+    best = scores.view(N, 1) + lp.view(N, runs, run).amax(-1)  # adding one float keeps the order: exact bounds
+    _, top_runs = best.view(n, K * runs).topk(k, dim=1)
+    first_row = torch.arange(n, device=lp.device).unsqueeze(1) * K
+    row = first_row + top_runs // runs  # (n, k) the hypothesis row of each chosen run
+    token = (top_runs % runs).unsqueeze(-1) * run + torch.arange(run, device=lp.device)  # (n, k, run)
+    cand = scores.view(N)[row].unsqueeze(-1) + lp[row.unsqueeze(-1), token]
+    top, j = cand.view(n, k * run).topk(k, dim=1)
+    beam = row.gather(1, j // run) - first_row
+    return top, beam * V + token.view(n, k * run).gather(1, j)
 
 
 def fill_from_the_end(keep: List[int], n: int) -> List[int]:
