@@ -164,7 +164,13 @@ def hypothesis_mask(slots: Tensor, group: int, T: int) -> Tensor:
     own = F.one_hot(slots.view(n, group, length), group).bool()  # (n, group, P + T, group)
     causal = torch.arange(length, device=slots.device) <= P + torch.arange(T, device=slots.device).unsqueeze(1)
     mask = own.unsqueeze(2) & causal[None, None, :, :, None]  # (n, group, T, P + T, group)
-    return mask.view(n, 1, group * T, length * group)
+    return additive(mask.view(n, 1, group * T, length * group))
+
+
+def additive(allowed: Tensor) -> Tensor:
+    """A boolean attention mask as the float one scaled_dot_product_attention turns it into (0 / -inf) on every
+    call: made once, it serves every decoder layer (and, for the encoder's, every step)."""
+    return torch.zeros(allowed.shape, device=allowed.device).masked_fill_(~allowed, float("-inf"))
 
 
 class Layer(nn.Module):
@@ -276,7 +282,7 @@ class Seq2SeqTransformer(nn.Module):
         """The decoding state of ``beam`` hypotheses per sentence (rows b * beam ... b * beam + beam - 1 of every
         step's input are sentence b's); the encoder side is kept once per sentence."""
         slots = torch.zeros(enc.size(1) * int(beam), 0, dtype=torch.long, device=enc.device)
-        return {"enc": enc, "enc_mask": (~src_pad).T[:, None, None, :], "offset": 0, "beam": int(beam),
+        return {"enc": enc, "enc_mask": additive((~src_pad).T[:, None, None, :]), "offset": 0, "beam": int(beam),
                 "slots": slots, "layers": [{} for _ in self.decoder]}
 
     def decode(self, prev: Tensor, state: State) -> Tuple[Tensor, State]:
