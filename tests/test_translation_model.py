@@ -87,6 +87,8 @@ def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(mo
         grouped, copied = model.reorder_state(grouped, rows, sentences), model.reorder_state(copied, rows)
         prev = torch.randint(4, V, (1, 2 * K), generator=g)
         torch.testing.assert_close(model.decode(prev, grouped)[0], model.decode(prev, copied)[0], rtol=1e-5, atol=1e-5)
+        prev = torch.randint(4, V, (2, 2 * K), generator=g)  # two positions at once: causal within the chunk
+        torch.testing.assert_close(model.decode(prev, grouped)[0], model.decode(prev, copied)[0], rtol=1e-5, atol=1e-5)
         with pytest.raises(ValueError, match="within their sentence"):
             model.reorder_state(grouped, torch.arange(B * K).flip(0))
 
