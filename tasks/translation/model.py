@@ -68,8 +68,8 @@ class Attention(nn.Module):
         return self.split(self.k(x)), self.split(self.v(x))
 
     def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], group: int = 1) -> Tensor:
-        """x (T, B, D) queries; k, v (B / group, H, S, D/H); mask broadcastable to (B / group, H, T, S), true =
-        may attend. ``group``: each run of ``group`` query rows shares one key/value row (beam search's
+        """x (T, B, D) queries; k, v (B / group, H, S, D/H); mask broadcastable to (B / group, H, T, S), boolean
+        (true = may attend) or additive (0 / -inf, ``additive``). ``group``: each run of ``group`` query rows shares one key/value row (beam search's
         hypotheses of one sentence and its encoder output), attended as one row of ``group * T`` queries."""
         T, B, D = x.shape
         q = self.split(self.q(x))
