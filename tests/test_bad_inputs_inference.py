@@ -150,6 +150,16 @@ ROWS = [
         "device=gpu0: expected a torch device: auto, cpu, cuda, cuda:N, mps (evaluate.py and predict.py)"),
     Row("split-unknown", "evaluate", ["run=none.pt", "split=dev"],
         "split=dev: expected train, valid or test (evaluate.py)"),
+    Row("precision-unknown", "predict", ["run=none.pt", "precision=fp64"],
+        "precision=fp64: expected fp32, bf16 or int8 (docs/inference.md#precision) (evaluate.py and predict.py)"),
+    Row("compare-unknown", "evaluate", ["run=none.pt", "precision=int8", "compare=fp16"],
+        "compare=fp16: expected fp32, bf16 or int8: a second precision reported beside (evaluate.py)"),
+    Row("compare-the-run-precision", "evaluate", ["run=m.pt", "compare=fp32"],
+        "compare=fp32: this evaluation already runs in the run's own trainer.precision=fp32; compare two "
+        "precisions, e.g. precision=int8 compare=fp32"),
+    Row("compare-the-same-precision", "evaluate", ["run=m.pt", "precision=int8", "compare=int8"],
+        "compare=int8: this evaluation already runs in precision=int8; compare two precisions, e.g. "
+        "precision=int8 compare=fp32"),
     Row("checkpoint-with-a-model-file", "predict", ["run=m.pt", "checkpoint=last"],
         "checkpoint=last: only with run=<run dir> (its checkpoints/); run=m.pt is a model file, which holds one "
         "set of weights"),

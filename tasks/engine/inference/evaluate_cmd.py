@@ -44,6 +44,17 @@ def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(json_safe(obj), indent=2, allow_nan=False))
 
 
+def check_compare_differs(compare: Optional[str], precision: Optional[str], run_precision: str) -> None:
+    """compare= names a second precision; the evaluation's own (precision=, else the run's trainer.precision)
+    would only score the split twice."""
+    own = precision if precision is not None else run_precision
+    if compare is not None and str(compare) == str(own):
+        said = f"precision={own}" if precision is not None else f"the run's own trainer.precision={own}"
+        example = f"precision={'int8' if str(compare) == 'fp32' else compare} compare=fp32"
+        raise InferenceInputError(f"compare={compare}: this evaluation already runs in {said}; compare two "
+                                  f"precisions, e.g. {example}")
+
+
 def evaluate_run(argv: List[str]) -> Dict[str, float]:
     given, overrides, positional = split_arguments(argv, OPTIONS)
     if positional:
@@ -53,6 +64,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     if options["output"] is not None:
         check_output_file("output", options["output"], options["run"])
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    check_compare_differs(options["compare"], options["precision"], run.cfg.trainer.precision)
     folder = output_folder(options["out_dir"], run.task.name, split)
     check_out_dir(str(folder), options["run"])
     ask_for_device(run, options["device"])
