@@ -77,6 +77,8 @@ class Attention(nn.Module):
             q = q.view(B // group, group, self.heads, T, -1).transpose(1, 2)
             q = q.reshape(B // group, self.heads, group * T, -1)
         p = self.dropout if self.training else 0.0
+        if mask is not None and mask.is_floating_point() and mask.dtype != q.dtype:  # under autocast: its dtype
+            mask = mask.to(q.dtype)
         h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if group > 1:
             h = h.view(B // group, self.heads, group, T, -1).transpose(1, 2).reshape(B, self.heads, T, -1)
