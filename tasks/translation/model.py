@@ -144,7 +144,6 @@ def select_sentences(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[
     search lets finished sentences leave by moving the last ones into their places (search.py), so a step
     copies a few sentences' keys, not all of them (a fresh 47 MB copy took 20 ms)."""
     past, n = cache[key], index.numel()
-    buf = cache.get(key + "_buf", past)
     if _tracked(past) or n > past.size(0):
         return {key: past.index_select(0, index)}
     moved = (index != torch.arange(n, device=index.device)).nonzero().squeeze(1)
@@ -152,7 +151,7 @@ def select_sentences(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[
         past.index_copy_(0, moved, past.index_select(0, index[moved]))
     out = {key: past[:n]}
     if key + "_buf" in cache:
-        out[key + "_buf"] = buf[:n]
+        out[key + "_buf"] = cache[key + "_buf"][:n]
     return out
 
 
@@ -321,16 +320,14 @@ class Seq2SeqTransformer(nn.Module):
 
         def reorder(cache: Dict[str, Tensor]) -> Dict[str, Tensor]:
             out = {}
-            for key in ("k", "v"):  # self-attention keys / values, per sentence: hypotheses only change slots
+            # per sentence: the self-attention keys / values (hypotheses only change slots) and the projected
+            # encoder output
+            for key in ("k", "v", "enc_k", "enc_v"):
                 if key in cache:
                     out.update(select_sentences(cache, key, by_sentence) if by_sentence is not None else
                                {k: cache[k] for k in (key, key + "_buf") if k in cache})
             if "c" in cache:      # SRU state (layers, B, D)
                 out["c"] = cache["c"].index_select(1, index)
-            for key in ("enc_k", "enc_v"):  # projected encoder output: per sentence when beam > 1
-                if key in cache:
-                    out.update(select_sentences(cache, key, by_sentence) if by_sentence is not None else
-                               {key: cache[key]})
             return out
 
         by_sentence = index if beam == 1 else sentences  # None: every sentence stays where it is
