@@ -49,6 +49,7 @@ class TrainerConfig:
     device: str = key()                                        # auto | cpu | cuda | cuda:N
     num_threads: Optional[int] = key(low=1)
     flush_denormal: bool = key()
+    keep_freed_memory: bool = key()
     precision: Literal["fp32", "bf16", "fp16"] = key()
     accumulate: int = key(low=1)
     grad_clip: Optional[float] = key(low=0)                   # null or 0: no clipping

@@ -10,7 +10,7 @@ Entering it, in order: SIGTERM/SIGINT handlers (a stop saves last.pt at a step b
 group under torchrun (else a no-op), the run directory (rank 0's, shared with every rank), its lock
 (one process owns a run dir at a time; ``lock=False`` for a folder only read from or written once,
 e.g. evaluate.py's output; ``run_dir=None`` for predict.py, which writes only the files it is told),
-the seed, the CPU threads, subnormal flushing, and the device. Leaving it restores the signal handlers
+the seed, the CPU threads, subnormal flushing, freed memory kept for reuse, and the device. Leaving it restores the signal handlers
 and releases the lock (the process group is left to ``distributed.cleanup``, which the entry point
 calls after the run and its failure reports).
 """
@@ -29,6 +29,7 @@ from tasks.engine.run import distributed
 from tasks.engine.run.devices import pick_device
 from tasks.engine.run.interrupts import StopSignals
 from tasks.engine.run.lock import RunLock
+from tasks.engine.run.memory import keep_freed_memory
 from tasks.engine.config.checks import RunConfig, run_config
 from tasks.engine.config.trainer_schema import TrainerConfig
 from tasks.engine.run.threads import choose_threads
@@ -55,7 +56,7 @@ def seed_everything(seed: int) -> None:
 
 
 def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce: bool = False) -> None:
-    """Seed, threads and subnormal flushing: the same numbers from the same config (its top-level ``seed``
+    """Seed, threads, subnormal flushing and freed memory kept for reuse: the same numbers from the same config (its top-level ``seed``
     and typed ``trainer``), in training and after."""
     if seed is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(seed))
@@ -66,6 +67,8 @@ def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce
         print(f"[run] {why}", flush=True)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
     torch.set_flush_denormal(trainer.flush_denormal)
+    if trainer.keep_freed_memory:  # process-wide and for good: false leaves malloc as it is (tasks/engine/run/memory.py)
+        keep_freed_memory()
 
 
 @contextlib.contextmanager
