@@ -64,7 +64,8 @@ def test_incremental_decoding_equals_full_sequence(model_name, norm, sru_mode, g
 def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(model_name, norm, sru_mode, leaving):
     """start_decoding(beam=K) (encoder side once per sentence, K query rows attending to it together, the
     hypotheses' keys kept per sentence) gives every hypothesis row the logits of the encoder output copied K
-    times, through reordering and through finished sentences leaving the batch (``leaving``: the sentences
+    times, through reordering, through dropping the key columns no hypothesis reads any more, and through
+    finished sentences leaving the batch (``leaving``: the sentences
     that stay, in their new order; [2, 1] moves the last one into the place of the first, in place)."""
     with torch.no_grad():  # as in beam search: the keys live in buffers, reordered in place
         model = tiny_model(model_name, norm, sru_mode)
@@ -75,13 +76,18 @@ def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(mo
         grouped = model.start_decoding(enc, enc_pad, beam=K)
         copied = model.start_decoding(enc.index_select(1, expand), enc_pad.index_select(1, expand))
         g = torch.Generator().manual_seed(4)
-        for step in range(5):
+        widths = []
+        for step in range(6):
             prev = torch.randint(4, V, (1, B * K), generator=g)
             a, grouped = model.decode(prev, grouped)
             b, copied = model.decode(prev, copied)
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+            widths.append(grouped["width"])
             rows = expand * K + torch.randint(0, K, (B * K,), generator=g)  # any hypothesis of the same sentence
+            if step in (1, 3):  # all descend from one: the others' key columns are read no more
+                rows = expand * K + torch.randint(0, 2, (B * K,), generator=g) * (step == 3)
             grouped, copied = model.reorder_state(grouped, rows), model.reorder_state(copied, rows)
+        assert widths[2] < 3 * K and widths[4] < widths[3] + K  # the unread columns were dropped (compact)
         sentences = torch.tensor(leaving)  # one sentence finished: its rows leave, the others' stay comparable
         rows = sentences.repeat_interleave(K) * K + torch.randint(0, K, (2 * K,), generator=g)
         grouped, copied = model.reorder_state(grouped, rows, sentences), model.reorder_state(copied, rows)

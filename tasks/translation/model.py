@@ -34,6 +34,8 @@ from sru.linear import dispatch_linears
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
 from tasks.translation.schema import SRUSublayerConfig, TransformerConfig
+from tasks.translation.shared_keys import (additive, append_keys, compact, hypothesis_mask, new_columns,
+                                           select_sentences)
 
 NORMS = ("pre", "post")
 SRU_MODES = ("none", "replace_ffn", "before_ffn")
@@ -106,72 +108,6 @@ class SRUSublayer(nn.Module):
 
     def forward(self, x: Tensor, c0: Optional[Tensor] = None, mask_pad: Optional[Tensor] = None):
         return self.rnn(x, c0, mask_pad=mask_pad)
-
-
-def _tracked(t: Tensor) -> bool:
-    return torch.is_grad_enabled() and t.requires_grad  # in-place buffer writes would break its backward
-
-
-def append_keys(cache: Dict[str, Tensor], key: str, new: Tensor, group: int = 1) -> None:
-    """``cache[key]`` (n, H, P * group, d) extended by ``new`` (n * group, H, T, d), where ``group`` rows of ``new``
-    are the hypotheses of one sentence (beam search). A sentence's keys are kept together, position by
-    position: index ``t * group + j`` holds hypothesis slot j's key of position t. Reordering hypotheses then
-    moves no keys (``hypothesis_mask`` says which slot each hypothesis reads at each position), where copying
-    every hypothesis's whole prefix at every step cost as much as the attention itself.
-    From the second call (decoding's steps) the keys live in ``cache[key + "_buf"]`` with room to grow (doubled
-    when full): a step writes its positions in place instead of copying the prefix into new memory."""
-    B, H, T, d = new.shape
-    n = B // group
-    new = new.view(n, group, H, T, d).permute(0, 2, 3, 1, 4)  # (n, H, T, group, d)
-    past = cache.get(key)
-    if past is None or _tracked(new) or _tracked(past):
-        new = new.reshape(n, H, T * group, d)
-        cache[key] = new if past is None else torch.cat([past, new], 2)
-        cache.pop(key + "_buf", None)
-        return
-    start, end = past.size(2), past.size(2) + T * group
-    buf = cache.get(key + "_buf")
-    if buf is None or buf.size(2) < end:
-        buf = new.new_empty(n, H, max(2 * end, 16 * group), d)
-        buf[:, :, :start] = past
-    buf[:, :, start:end].view(n, H, T, group, d).copy_(new)
-    cache[key + "_buf"], cache[key] = buf, buf[:, :, :end]
-
-
-def select_sentences(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[str, Tensor]:
-    """Sentences ``index`` of ``cache[key]`` (n, H, L, d), in place: only the rows whose sentence changes are
-    copied, and rows past the new count drop out of the view (their memory stays with the buffer). Beam
-    search lets finished sentences leave by moving the last ones into their places (search.py), so a step
-    copies a few sentences' keys, not all of them (a fresh 47 MB copy took 20 ms)."""
-    past, n = cache[key], index.numel()
-    if _tracked(past) or n > past.size(0):
-        return {key: past.index_select(0, index)}
-    moved = (index != torch.arange(n, device=index.device)).nonzero().squeeze(1)
-    if moved.numel():  # every source is read before any row is written: any index is safe
-        past.index_copy_(0, moved, past.index_select(0, index[moved]))
-    out = {key: past[:n]}
-    if key + "_buf" in cache:
-        out[key + "_buf"] = cache[key + "_buf"][:n]
-    return out
-
-
-def hypothesis_mask(slots: Tensor, group: int, T: int) -> Tensor:
-    """Self-attention mask over a sentence's shared keys (``append_keys``): ``slots`` (n * group, P + T), the slot
-    holding each hypothesis's key at each position, the last T being this call's new positions -> (n, 1,
-    group * T, (P + T) * group), true where query i of hypothesis j (row j * T + i, Attention's grouped order)
-    may read key t * group + m: m is its slot at position t, and t is not after its own position."""
-    rows, length = slots.shape
-    n, P = rows // group, length - T
-    own = F.one_hot(slots.view(n, group, length), group).bool()  # (n, group, P + T, group)
-    causal = torch.arange(length, device=slots.device) <= P + torch.arange(T, device=slots.device).unsqueeze(1)
-    mask = own.unsqueeze(2) & causal[None, None, :, :, None]  # (n, group, T, P + T, group)
-    return additive(mask.view(n, 1, group * T, length * group))
-
-
-def additive(allowed: Tensor) -> Tensor:
-    """A boolean attention mask as the float one scaled_dot_product_attention turns it into (0 / -inf) on every
-    call: made once, it serves every decoder layer (and, for the encoder's, every step)."""
-    return torch.zeros(allowed.shape, device=allowed.device).masked_fill_(~allowed, float("-inf"))
 
 
 class Layer(nn.Module):
@@ -282,18 +218,22 @@ class Seq2SeqTransformer(nn.Module):
     def start_decoding(self, enc: Tensor, src_pad: Tensor, beam: int = 1) -> State:
         """The decoding state of ``beam`` hypotheses per sentence (rows b * beam ... b * beam + beam - 1 of every
         step's input are sentence b's); the encoder side is kept once per sentence."""
-        slots = torch.zeros(enc.size(1) * int(beam), 0, dtype=torch.long, device=enc.device)
+        columns = torch.zeros(enc.size(1) * int(beam), 0, dtype=torch.long, device=enc.device)
         return {"enc": enc, "enc_mask": additive((~src_pad).T[:, None, None, :]), "offset": 0, "beam": int(beam),
-                "slots": slots, "layers": [{} for _ in self.decoder]}
+                "columns": columns, "width": 0, "layers": [{} for _ in self.decoder]}
 
     def decode(self, prev: Tensor, state: State) -> Tuple[Tensor, State]:
         """prev (T, B): the next T target-side inputs after the ``state["offset"]`` already decoded."""
         T, P, beam = prev.size(0), state["offset"], state["beam"]
         self_mask = None
-        if beam > 1:  # hypotheses share their sentence's key slots: each reads its own (see append_keys)
-            own = (torch.arange(prev.size(1), device=prev.device) % beam).unsqueeze(1).expand(-1, T)
-            state["slots"] = torch.cat([state["slots"], own], 1)
-            self_mask = hypothesis_mask(state["slots"], beam, T)
+        if beam > 1:  # hypotheses share their sentence's key columns, each reading its own (shared_keys.py)
+            compacted = compact(state["columns"], beam, state["width"], state["layers"])
+            if compacted is not None:
+                state["columns"], state["width"] = compacted
+            new = new_columns(state["width"], prev.size(1), beam, T, prev.device)
+            state["columns"] = torch.cat([state["columns"], new], 1)
+            state["width"] += T * beam
+            self_mask = hypothesis_mask(state["columns"], beam, T, state["width"])
         elif T > 1:  # query i (absolute P + i) sees keys 0 .. P + i; one new step sees every cached key
             self_mask = torch.ones(T, P + T, dtype=torch.bool, device=prev.device).tril(P)
         x = self.embed(self.tgt_embed, prev, P)
@@ -320,7 +260,7 @@ class Seq2SeqTransformer(nn.Module):
 
         def reorder(cache: Dict[str, Tensor]) -> Dict[str, Tensor]:
             out = {}
-            # per sentence: the self-attention keys / values (hypotheses only change slots) and the projected
+            # per sentence: the self-attention keys / values (hypotheses only change columns) and the projected
             # encoder output
             for key in ("k", "v", "enc_k", "enc_v"):
                 if key in cache:
@@ -335,7 +275,8 @@ class Seq2SeqTransformer(nn.Module):
         if by_sentence is not None:
             enc, enc_mask = enc.index_select(1, by_sentence), enc_mask.index_select(0, by_sentence)
         return {"enc": enc, "enc_mask": enc_mask, "offset": state["offset"], "beam": beam,
-                "slots": state["slots"].index_select(0, index), "layers": [reorder(cache) for cache in state["layers"]]}
+                "columns": state["columns"].index_select(0, index), "width": state["width"],
+                "layers": [reorder(cache) for cache in state["layers"]]}
 
 
 def check_model_config(cfg: Any) -> TransformerConfig:
