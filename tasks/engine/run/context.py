@@ -10,9 +10,9 @@ Entering it, in order: SIGTERM/SIGINT handlers (a stop saves last.pt at a step b
 group under torchrun (else a no-op), the run directory (rank 0's, shared with every rank), its lock
 (one process owns a run dir at a time; ``lock=False`` for a folder only read from or written once,
 e.g. evaluate.py's output; ``run_dir=None`` for predict.py, which writes only the files it is told),
-the seed, the CPU threads, subnormal flushing, freed memory kept for reuse, and the device. Leaving it restores the signal handlers
-and releases the lock (the process group is left to ``distributed.cleanup``, which the entry point
-calls after the run and its failure reports).
+the seed, the CPU threads, subnormal flushing, freed memory kept for reuse, and the device. Leaving it
+restores the signal handlers and releases the lock (the process group is left to ``distributed.cleanup``,
+which the entry point calls after the run and its failure reports).
 """
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def seed_everything(seed: int) -> None:
 
 
 def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce: bool = False) -> None:
-    """Seed, threads, subnormal flushing and freed memory kept for reuse: the same numbers from the same config (its top-level ``seed``
-    and typed ``trainer``), in training and after."""
+    """Seed, threads, subnormal flushing and freed memory kept for reuse: the same numbers from the same config
+    (its top-level ``seed`` and typed ``trainer``), in training and after."""
     if seed is not None:  # 0 is a seed too; null: unseeded
         seed_everything(int(seed))
     threads, why = choose_threads(trainer.num_threads)  # null: the cores free at start (tasks/engine/run/threads.py)
@@ -67,7 +67,7 @@ def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce
         print(f"[run] {why}", flush=True)
     # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
     torch.set_flush_denormal(trainer.flush_denormal)
-    if trainer.keep_freed_memory:  # process-wide and for good: false leaves malloc as it is (tasks/engine/run/memory.py)
+    if trainer.keep_freed_memory:  # process-wide, for good; false leaves malloc as it is (tasks/engine/run/memory.py)
         keep_freed_memory()
 
 
