@@ -316,8 +316,8 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
     if x.dim() < 2 or not dispatchable(x, weight):
         return torch.nn.functional.linear(x, weight, bias)
     out = matmul(x.reshape(-1, x.shape[-1]), weight, library, oi=True)
-    if bias is not None:
-        out = out + bias
+    if bias is not None:  # in place without autograd (the product is a fresh tensor): a new one cost 5-14 %
+        out = out + bias if torch.is_grad_enabled() else out.add_(bias)  # of a 600 x 256 x 256 linear
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
