@@ -124,7 +124,7 @@ def compact(columns: Tensor, group: int, width: int, caches: List[Dict[str, Tens
 
 def _kept_columns(cache: Dict[str, Tensor], key: str, keep: Tensor) -> Tensor:
     """A new buffer (room to grow, as ``append_keys``) holding columns ``keep`` (n, W) of each sentence."""
-    buf = cache.get(key + "_buf", cache[key])  # contiguous from dim 1 on (a view of rows of a buffer, or a cat)
+    buf = cache.get(key + "_buf", cache[key])  # rows of a buffer (contiguous); reshape below copies where not
     n, H, capacity, d = buf.shape
     rows = (torch.arange(n, device=keep.device).unsqueeze(1) * H + torch.arange(H, device=keep.device)) * capacity
     flat = (rows.unsqueeze(2) + keep.unsqueeze(1)).view(-1)  # (n, H, W) rows of buf seen as (n * H * capacity, d)
