@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import compose
 
 STEPS = """
 import resource, sys
@@ -39,5 +40,4 @@ def test_freed_memory_serves_the_next_step():
 
 
 def test_keep_freed_memory_is_a_trainer_key_on_by_default():
-    from tasks.engine.config.tree import compose
     assert compose(["task=lm"]).trainer.keep_freed_memory is True

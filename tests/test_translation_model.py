@@ -84,7 +84,7 @@ def test_beam_state_keeps_the_encoder_once_per_sentence_with_the_same_outputs(mo
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
             widths.append(grouped["width"])
             rows = expand * K + torch.randint(0, K, (B * K,), generator=g)  # any hypothesis of the same sentence
-            if step in (1, 3):  # all descend from one: the others' key columns are read no more
+            if step in (1, 3):  # all descend from one (step 1) or two (step 3): the others' columns are read no more
                 rows = expand * K + torch.randint(0, 2, (B * K,), generator=g) * (step == 3)
             grouped, copied = model.reorder_state(grouped, rows), model.reorder_state(copied, rows)
         assert widths[2] < 3 * K and widths[4] < widths[3] + K  # the unread columns were dropped (compact)
