@@ -71,8 +71,9 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], group: int = 1) -> Tensor:
         """x (T, B, D) queries; k, v (B / group, H, S, D/H); mask broadcastable to (B / group, H, T, S), boolean
-        (true = may attend) or additive (0 / -inf, ``additive``). ``group``: each run of ``group`` query rows shares one key/value row (beam search's
-        hypotheses of one sentence and its encoder output), attended as one row of ``group * T`` queries."""
+        (true = may attend) or additive (0 / -inf, ``additive``). ``group``: each run of ``group`` query rows
+        shares one key/value row (beam search's hypotheses of one sentence and its encoder output), attended as
+        one row of ``group * T`` queries."""
         T, B, D = x.shape
         q = self.split(self.q(x))
         if group > 1:  # (B, H, T, d) -> (B / group, H, group * T, d): keys read once per sentence, not per beam
@@ -146,7 +147,8 @@ class Layer(nn.Module):
                enc_mask: Tensor, beam: int = 1) -> Tensor:
         """x: the new positions (T, B, D); ``cache`` (updated in place) holds this layer's past keys/values,
         the encoder's projected keys/values and the SRU state; ``enc`` / ``enc_mask`` have one row per
-        ``beam`` rows of x, and each sentence's ``beam`` hypotheses share their self-attention keys (``append_keys``)."""
+        ``beam`` rows of x, and each sentence's ``beam`` hypotheses share their self-attention keys
+        (shared_keys.py)."""
         def self_attention(h):
             k, v = self.self_attn.keys_values(h)
             append_keys(cache, "k", k, beam)
