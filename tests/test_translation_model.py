@@ -15,14 +15,14 @@ VARIANTS = [("transformer", "pre", "none"), ("transformer", "post", "none"),
             ("transformer_sru", "pre", "before_ffn"), ("transformer_sru", "post", "replace_ffn")]
 
 
-def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0) -> Seq2SeqTransformer:
+def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0, vocab: int = V) -> Seq2SeqTransformer:
     cfg = OmegaConf.to_container(compose([
         "task=translation", f"model={model}", "model.d_model=24", "model.attention_heads=3", "model.ffn_dim=40",
         "model.encoder_layers=2", "model.decoder_layers=2", f"model.norm={norm}", f"model.sru.mode={sru_mode}",
         "model.share_all_embeddings=false"]).model)
     check_model_config(cfg)
     torch.manual_seed(seed)
-    model = Seq2SeqTransformer(V, PAD, cfg).eval()
+    model = Seq2SeqTransformer(vocab, PAD, cfg).eval()
     with torch.no_grad():  # random, non-trivial SRU gates (the init keeps them near the highway path)
         for name, p in model.named_parameters():
             if name.endswith("weight_c") or name.endswith(".bias") and "rnn" in name:

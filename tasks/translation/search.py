@@ -21,7 +21,10 @@ from typing import Any, List, Optional
 import torch
 from torch import Tensor
 
+from tasks.translation.beam_rows import beam_rows
+
 NEG_INF = float("-inf")
+RUN = 32  # best_continuations ranks runs of this many tokens by their best before the tokens in them
 
 
 def max_lengths(src_pad: Tensor, max_len_a: float, max_len_b: int, max_positions: int) -> Tensor:
@@ -29,18 +32,29 @@ def max_lengths(src_pad: Tensor, max_len_a: float, max_len_b: int, max_positions
     return (src_len.float() * max_len_a + max_len_b).long().clamp(1, max_positions - 1)
 
 
-def _next_log_probs(model, prev: Tensor, state, step: int, limit: Tensor, pad: int, bos: int, eos: int):
-    """Log-probabilities of the next token (N, V) after feeding ``prev`` (N,), with the shared rules."""
+def _next_logits(model, prev: Tensor, state, step: int, limit: Tensor, pad: int, bos: int, eos: int,
+                 statistics: bool = False):
+    """Float32 logits of the next token (N, V) after feeding ``prev`` (N,) with the shared rules (a forbidden
+    token's logit is -inf; a forced row keeps only </s>'s), and with ``statistics`` (beam search) each row's
+    log-partition over the whole vocabulary before the rules, as log_softmax normalised (log p = logits -
+    log_partition), and the maxima of its runs of ``RUN`` tokens after them (``beam_rows``); else None, None."""
     logits, state = model.decode(prev.unsqueeze(0), state)
-    lp = torch.log_softmax(logits[0].float(), dim=-1)
-    lp[:, pad] = NEG_INF
-    lp[:, bos] = NEG_INF
+    logits = logits[0].float()  # the decoder's fresh output (a copy under bf16): written in place below
+    if statistics:
+        log_partition, run_max = beam_rows(logits, (pad, bos), RUN)
+    else:
+        log_partition = run_max = None
+        logits[:, pad] = NEG_INF
+        logits[:, bos] = NEG_INF
     forced = step + 1 >= limit  # (N,) the last allowed step: only </s>
     if forced.any():
-        eos_lp = lp[forced, eos]
-        lp[forced] = NEG_INF
-        lp[forced, eos] = eos_lp
-    return lp, state
+        eos_logit = logits[forced, eos]
+        logits[forced] = NEG_INF
+        logits[forced, eos] = eos_logit
+        if run_max is not None:
+            run_max[forced] = NEG_INF
+            run_max[forced, eos // RUN] = eos_logit
+    return logits, log_partition, run_max, state
 
 
 @torch.no_grad()
@@ -54,8 +68,8 @@ def greedy_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: 
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out: List[Tensor] = []
     for step in range(int(limit.max())):
-        lp, state = _next_log_probs(model, prev, state, step, limit, pad, bos, eos)
-        prev = lp.argmax(-1).masked_fill(done, eos)
+        logits, _, _, state = _next_logits(model, prev, state, step, limit, pad, bos, eos)
+        prev = logits.argmax(-1).masked_fill(done, eos)
         out.append(prev)
         done |= prev == eos
         if bool(done.all()):
@@ -79,9 +93,12 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     finished: List[List[tuple]] = [[] for _ in range(B)]
     alive = list(range(B))  # the sentence of each live row block: finished sentences leave the batch
     for step in range(int(limit.max())):
-        lp, state = _next_log_probs(model, tokens[:, -1], state, step, limit, pad, bos, eos)
-        n, V = len(alive), lp.size(1)
-        top_scores, top_index = best_continuations(lp, scores, min(2 * K, K * V))
+        logits, log_partition, run_max, state = _next_logits(model, tokens[:, -1], state, step, limit, pad, bos,
+                                                             eos, statistics=True)
+        n, V = len(alive), logits.size(1)
+        # scores + log p = (scores - log_partition) + logits: one subtraction per row, not per word
+        top_scores, top_index = best_continuations(logits, scores - log_partition.view(n, K), min(2 * K, K * V),
+                                                   run_max=run_max)
         beam, token = top_index // V, top_index % V
         is_eos = token == eos
         ends = is_eos[:, :K] & torch.isfinite(top_scores[:, :K])
@@ -111,19 +128,23 @@ def beam_search(model, src: Tensor, src_pad: Tensor, bos: int, eos: int, pad: in
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
 
 
-def best_continuations(lp: Tensor, scores: Tensor, k: int, run: int = 32):
+def best_continuations(lp: Tensor, scores: Tensor, k: int, run: int = RUN, run_max: Optional[Tensor] = None):
     """The k best ``scores[b, j] + lp[b * K + j, v]`` over each sentence b's K x V continuations: the values and
     indices (j * V + v) of ``(scores.view(-1, 1) + lp).view(n, K * V).topk(k)`` (the same floats), without adding
     and ranking all of them. Each hypothesis's vocabulary is cut into runs of ``run`` tokens, ranked by their
     best continuation; the k best continuations lie in the k best runs (a run holding one of them has a best
     at least as good, and at most k runs can have one that good), so only those k x ``run`` are ranked. On
-    1,344 rows x 4,000 words: 11 ms instead of 28 (bench numbers in docs/benchmarks.md)."""
+    1,344 rows x 4,000 words: 11 ms instead of 28 (bench numbers in docs/benchmarks.md). ``lp``: log p, or the
+    logits with each row's log-partition subtracted from ``scores`` instead; ``run_max``: the runs' maxima
+    of ``lp`` (N, V // run) when already known (``beam_rows``)."""
     n, K = scores.shape
     N, V = lp.shape
     if V % run or k > K * (V // run):
         return (scores.view(N, 1) + lp).view(n, K * V).topk(k, dim=1)
     runs = V // run
-    best = scores.view(N, 1) + lp.view(N, runs, run).amax(-1)  # adding one float keeps the order: exact bounds
+    if run_max is None:
+        run_max = lp.view(N, runs, run).amax(-1)
+    best = scores.view(N, 1) + run_max  # adding one float keeps the order: exact bounds
     _, top_runs = best.view(n, K * runs).topk(k, dim=1)
     first_row = torch.arange(n, device=lp.device).unsqueeze(1) * K
     row = first_row + top_runs // runs  # (n, k) the hypothesis row of each chosen run
