@@ -10,7 +10,8 @@ import torch
 from test_translation_model import BOS, EOS, PAD, source_batch, tiny_model
 
 import tasks.translation.search as search
-from tasks.translation.beam_rows import beam_rows, library, torch_rows
+from tasks.translation.beam_rows import beam_rows, torch_rows
+from tasks.translation.native import library
 
 NEG_INF = float("-inf")
 
@@ -53,7 +54,8 @@ def via_log_softmax(logits, banned, run):
 
 @pytest.mark.parametrize("forced_early", [False, True])
 def test_beam_search_through_the_row_pass_ranks_as_log_softmax(monkeypatch, forced_early):
-    """A vocabulary of 320 (ten runs of 32 per hypothesis, more than the 8 continuations kept): the same n-best hypotheses and scores as ranking log_softmax's
+    """A vocabulary of 320 (ten runs of 32 per hypothesis: more runs than the 8 continuations kept, so a stale
+    run maximum would pick the wrong runs): the same n-best hypotheses and scores as ranking log_softmax's
     output; ``forced_early`` makes every sentence's last allowed step come soon (forced </s> rows)."""
     model = tiny_model("transformer_sru", "pre", "before_ffn", seed=5, vocab=320)
     src, src_pad = source_batch(3)

@@ -15,10 +15,12 @@ VARIANTS = [("transformer", "pre", "none"), ("transformer", "post", "none"),
             ("transformer_sru", "pre", "before_ffn"), ("transformer_sru", "post", "replace_ffn")]
 
 
-def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0, vocab: int = V) -> Seq2SeqTransformer:
+def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0, vocab: int = V, d_model: int = 24,
+               heads: int = 3) -> Seq2SeqTransformer:
     cfg = OmegaConf.to_container(compose([
-        "task=translation", f"model={model}", "model.d_model=24", "model.attention_heads=3", "model.ffn_dim=40",
-        "model.encoder_layers=2", "model.decoder_layers=2", f"model.norm={norm}", f"model.sru.mode={sru_mode}",
+        "task=translation", f"model={model}", f"model.d_model={d_model}", f"model.attention_heads={heads}",
+        "model.ffn_dim=40", "model.encoder_layers=2", "model.decoder_layers=2", f"model.norm={norm}",
+        f"model.sru.mode={sru_mode}",
         "model.share_all_embeddings=false"]).model)
     check_model_config(cfg)
     torch.manual_seed(seed)

@@ -10,7 +10,8 @@ import torch
 
 from bench.harness import (bench_parser, calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
-from tasks.translation.beam_rows import beam_rows, library, torch_rows
+from tasks.translation.beam_rows import beam_rows, torch_rows
+from tasks.translation.native import library
 
 VOCAB, RUN, BANNED = 4000, 32, (0, 2)
 ROWS = [60, 200, 600, 1080]

@@ -8,8 +8,9 @@
 
 #include "../../sru/ops/cpu/sru_math.h"
 
-extern "C" void sru_beam_rows(float* logits, int64_t rows, int64_t vocab, int64_t run, const int64_t* banned,
-                              int64_t n_banned, float* log_partition, float* run_max, int threads) {
+extern "C" void translation_beam_rows(float* logits, int64_t rows, int64_t vocab, int64_t run,
+                                      const int64_t* banned, int64_t n_banned, float* log_partition, float* run_max,
+                                      int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     float* row = logits + i * vocab;

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from sru.linear import dispatch_linears
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
+from tasks.translation.decode_attention import attend
 from tasks.translation.schema import SRUSublayerConfig, TransformerConfig
 from tasks.translation.shared_keys import (additive, append_keys, compact, hypothesis_mask, new_columns,
                                            select_sentences)
@@ -82,7 +83,9 @@ class Attention(nn.Module):
         p = self.dropout if self.training else 0.0
         if mask is not None and mask.is_floating_point() and mask.dtype != q.dtype:  # under autocast: its dtype
             mask = mask.to(q.dtype)
-        h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        h = attend(q, k, v, mask) if p == 0.0 else None  # decoding: the C kernel where it applies
+        if h is None:
+            h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if group > 1:
             h = h.view(B // group, self.heads, group, T, -1).transpose(1, 2).reshape(B, self.heads, T, -1)
         return self.out(h.permute(2, 0, 1, 3).reshape(T, B, D))
