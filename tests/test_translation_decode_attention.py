@@ -66,6 +66,7 @@ def test_torch_kernel_keeps_what_the_c_kernel_does_not_take():
         assert attend(q, k, v, torch.ones(2, 1, 3, 5, dtype=torch.bool)) is None  # boolean masks (the encoder)
         assert attend(torch.randn(2, 2, 3, 24), torch.randn(2, 2, 5, 24), torch.randn(2, 2, 5, 24)) is None
         assert attend(q, k.transpose(-1, -2).contiguous().transpose(-1, -2), v) is None  # head dim not contiguous
+        assert attend(q, k[:1], v[:1]) is None  # keys broadcast over the sentences: torch's
 
 
 @needs_kernel

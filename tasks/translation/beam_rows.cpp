@@ -31,8 +31,9 @@ extern "C" void translation_beam_rows(float* logits, int64_t rows, int64_t vocab
       top = std::max(top, best);
     }
     float total = 0.f;
+    // a banned -inf adds fast_exp(-87) ~ 1.6e-38 (it clamps there): nothing a float sum of at least 1 keeps
 #pragma omp simd reduction(+ : total)
-    for (int64_t t = 0; t < vocab; ++t) total += sru_math::fast_exp(row[t] - top);  // a banned -inf adds 0
+    for (int64_t t = 0; t < vocab; ++t) total += sru_math::fast_exp(row[t] - top);
     for (int64_t b = 0; b < n_banned; ++b) total += sru_math::fast_exp(banned_values[b] - top);
     log_partition[i] = top + std::log(total);
   }

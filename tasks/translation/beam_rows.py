@@ -33,7 +33,7 @@ def beam_rows(logits: Tensor, banned: Sequence[int], run: int) -> Tuple[Tensor, 
         run_max = torch.empty(N, V // run, dtype=torch.float32)
         ids = (ctypes.c_int64 * len(banned))(*banned)
         lib.translation_beam_rows(logits.data_ptr(), N, V, run, ids, len(banned), log_partition.data_ptr(),
-                          run_max.data_ptr(), torch.get_num_threads())
+                                  run_max.data_ptr(), torch.get_num_threads())
         return log_partition, run_max
     return torch_rows(logits, banned, run)
 

@@ -33,6 +33,7 @@ def eligible(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> bool:
     """Whether ``attend`` runs these tensors (module docstring)."""
     tensors = (q, k, v) if mask is None else (q, k, v, mask)
     return (not torch.is_grad_enabled() and q.dim() == 4 and q.size(-1) in HEAD_SIZES
+            and k.shape == v.shape and k.dim() == 4 and k.shape[:2] == q.shape[:2] and k.size(-1) == q.size(-1)
             and all(t.dtype == torch.float32 and t.is_cpu and type(t) is Tensor for t in tensors)
             and all(t.stride(-1) == 1 for t in (q, k, v)) and (mask is None or mask.dim() == 4)
             and not torch.compiler.is_compiling() and not exporting() and _kernel() is not None)

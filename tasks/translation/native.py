@@ -44,8 +44,8 @@ def _build_or_open() -> Optional[ctypes.CDLL]:
         build_extension(target, SOURCES)
         return _open(target)
     except Exception as exc:  # any build failure: the callers' torch ops give the same results
-        warnings.warn(f"translation: could not build {', '.join(s.name for s in SOURCES)}, so beam search uses "
-                      f"slower torch ops.\n  What failed: {short_log(exc)}\n  Fix: as for the SRU kernel (a C++ "
+        warnings.warn(f"translation: could not build {', '.join(s.name for s in SOURCES)}, so beam search and "
+                      f"decoding's attention use slower torch ops.\n  What failed: {short_log(exc)}\n  Fix: as for the SRU kernel (a C++ "
                       f"compiler with OpenMP and ninja); SRU_CPU_EXTENSION=0 silences this.", RuntimeWarning,
                       stacklevel=3)
         return None
