@@ -20,8 +20,7 @@ def tiny_model(model: str, norm: str, sru_mode: str, seed: int = 0, vocab: int =
     cfg = OmegaConf.to_container(compose([
         "task=translation", f"model={model}", f"model.d_model={d_model}", f"model.attention_heads={heads}",
         "model.ffn_dim=40", "model.encoder_layers=2", "model.decoder_layers=2", f"model.norm={norm}",
-        f"model.sru.mode={sru_mode}",
-        "model.share_all_embeddings=false"]).model)
+        f"model.sru.mode={sru_mode}", "model.share_all_embeddings=false"]).model)
     check_model_config(cfg)
     torch.manual_seed(seed)
     model = Seq2SeqTransformer(vocab, PAD, cfg).eval()

@@ -12,6 +12,7 @@ and the caller runs ``F.scaled_dot_product_attention`` (the reference the tests 
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from typing import Optional
 
@@ -24,6 +25,7 @@ from tasks.translation.native import library
 HEAD_SIZES = (16, 32, 64, 128)
 
 
+@functools.lru_cache(maxsize=None)  # asked at every attention call; the library is built or not once per process
 def _kernel():
     lib = library()
     return lib if lib is not None and lib.translation_decode_attention_available() else None

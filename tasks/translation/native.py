@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from sru.ops.cpu.build import build_extension, cache_root, extension_name, short_log
+from sru.ops.cpu.build import load_or_build, short_log
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("beam_rows.cpp", "decode_attention.cpp"))
 _lock = threading.Lock()
@@ -33,21 +33,13 @@ def _open(path: Path) -> ctypes.CDLL:
 def _build_or_open() -> Optional[ctypes.CDLL]:
     if os.environ.get("SRU_CPU_EXTENSION", "1") == "0":
         return None
-    name = extension_name("translation_kernels", SOURCES)
-    target = cache_root() / name / (name + ".so")
     try:
-        if target.exists():
-            try:
-                return _open(target)
-            except (OSError, AttributeError):
-                pass  # unreadable or half-written by a killed process: build it again
-        build_extension(target, SOURCES)
-        return _open(target)
+        return load_or_build("translation_kernels", SOURCES, _open)
     except Exception as exc:  # any build failure: the callers' torch ops give the same results
         warnings.warn(f"translation: could not build {', '.join(s.name for s in SOURCES)}, so beam search and "
-                      f"decoding's attention use slower torch ops.\n  What failed: {short_log(exc)}\n  Fix: as for the SRU kernel (a C++ "
-                      f"compiler with OpenMP and ninja); SRU_CPU_EXTENSION=0 silences this.", RuntimeWarning,
-                      stacklevel=3)
+                      f"decoding's attention use slower torch ops.\n  What failed: {short_log(exc)}\n  Fix: as for "
+                      f"the SRU kernel (a C++ compiler with OpenMP and ninja); SRU_CPU_EXTENSION=0 silences this.",
+                      RuntimeWarning, stacklevel=3)
         return None
 
 

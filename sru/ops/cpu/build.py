@@ -29,7 +29,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -85,8 +85,9 @@ def extension_name(prefix: str = "sru_cpu", sources: tuple = SOURCES) -> str:
     return prefix + "_" + key.hexdigest()[:16]
 
 
-def library_path() -> Path:
-    name = extension_name()
+def library_path(prefix: str = "sru_cpu", sources: tuple = SOURCES) -> Path:
+    """Where the library built from ``sources`` is (or will be) cached."""
+    name = extension_name(prefix, sources)
     return cache_root() / name / (name + ".so")
 
 
@@ -124,15 +125,17 @@ def _open(path: Path) -> ctypes.CDLL:
     return configure_library(ctypes.CDLL(str(path)))
 
 
-def _load_or_build() -> ctypes.CDLL:
-    target = library_path()
+def load_or_build(prefix: str, sources: tuple, open_library: Callable[[Path], ctypes.CDLL]) -> ctypes.CDLL:
+    """``open_library`` of the cached build of ``sources``, building it first where it is missing or cannot be
+    opened (half-written by a killed process, or from an incompatible build). Build errors propagate."""
+    target = library_path(prefix, sources)
     if target.exists():
         try:
-            return _open(target)
+            return open_library(target)
         except (OSError, RuntimeError):
             pass  # unreadable or from an incompatible build: rebuild it below
-    build_extension(target)
-    return _open(target)
+    build_extension(target, sources)
+    return open_library(target)
 
 
 def short_log(message: str, tail: int = 3, width: int = 240) -> str:
@@ -154,7 +157,7 @@ def load_library() -> Optional[ctypes.CDLL]:
             _error = "disabled by SRU_CPU_EXTENSION=0"
             return None
         try:
-            _library = _load_or_build()
+            _library = load_or_build("sru_cpu", SOURCES, _open)
         except Exception as exc:  # any build failure means: use the reference instead
             _error = f"{type(exc).__name__}: {short_log(exc)}"
             warnings.warn(

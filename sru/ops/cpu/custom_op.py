@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ..spec import Masks, RecurrenceSpec
-from .build import SOURCE, build_extension, short_log, cache_root, extension_name
+from .build import SOURCE, build_extension, library_path, short_log
 
 OP_SOURCES = (SOURCE.with_name("sru_torch_op.cpp"), SOURCE)
 _lock = threading.Lock()
@@ -32,8 +32,7 @@ _state = {"loaded": False, "error": None}
 
 def op_library_path() -> Path:
     """Where the op library is (or will be) cached: the file a C++ program must load."""
-    name = extension_name("sru_op", OP_SOURCES)
-    return cache_root() / name / (name + ".so")
+    return library_path("sru_op", OP_SOURCES)
 
 
 def _register_fake() -> None:
