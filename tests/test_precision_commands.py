@@ -80,3 +80,11 @@ def test_translation_int8_hypotheses_close_to_fp32(run_train, tmp_path):
     assert {type(predictor.model.output).__name__, type(predictor.model.decoder[0].self_attn.q).__name__} == {"Int8Linear"}
     assert len(int8) == len(fp32) and sum(len(h.split()) for h in fp32) >= len(fp32)  # real sentences
     assert BLEU().corpus_score(list(int8), [list(fp32)]).score >= 90
+    # bench.precision.predict --product-share: each precision's profiled call, its products' seconds and share
+    from bench.precision.predict import product_shares
+    table = product_shares({"fp32": load_predictor(run_dir), "int8": predictor}, sources[:8]).splitlines()
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]] for line in table[2:]}
+    assert set(rows) == {"fp32", "int8"}
+    for seconds, products, share, _ in rows.values():
+        assert 0 < float(products) < float(seconds) and 0 < float(share.rstrip(" %")) < 100
+    assert rows["fp32"][3].endswith("×") and float(rows["fp32"][3].rstrip("×")) > 1 and rows["int8"][3] == "–"
