@@ -127,15 +127,27 @@ def _open(path: Path) -> ctypes.CDLL:
 
 def load_or_build(prefix: str, sources: tuple, open_library: Callable[[Path], ctypes.CDLL]) -> ctypes.CDLL:
     """``open_library`` of the cached build of ``sources``, building it first where it is missing or cannot be
-    opened (half-written by a killed process, or from an incompatible build). Build errors propagate."""
+    opened (half-written by a killed process, or from an incompatible build: a symbol missing, AttributeError, or
+    a layout the caller rejects, RuntimeError). Build errors propagate."""
     target = library_path(prefix, sources)
+    mapped = False  # whether this process holds an incompatible build of target
     if target.exists():
         try:
             return open_library(target)
-        except (OSError, RuntimeError):
-            pass  # unreadable or from an incompatible build: rebuild it below
+        except OSError:
+            pass  # unreadable (half-written): nothing of it was loaded
+        except (AttributeError, RuntimeError):
+            mapped = True
     build_extension(target, sources)
-    return open_library(target)
+    if not mapped:
+        return open_library(target)
+    # the loader would hand back the old build it keeps mapped under this path: open the new one by another name
+    alias = target.with_name(f"{target.stem}.rebuilt-{os.getpid()}.so")
+    os.symlink(target.name, alias)
+    try:
+        return open_library(alias)
+    finally:
+        alias.unlink()
 
 
 def short_log(message: str, tail: int = 3, width: int = 240) -> str:
