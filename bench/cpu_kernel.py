@@ -1,6 +1,6 @@
 """The fused CPU recurrence kernel (sru/ops/cpu/sru_recurrence.cpp) timed on its own.
 
-``kernel_vs_gemm`` (``scripts/bench_cpu_kernel.py``): for one unidirectional layer with k = 3, the
+``kernel_vs_gemm`` (``python -m bench.cpu_kernel``): for one unidirectional layer with k = 3, the
 forward GEMM x @ W, the two backward GEMMs, the recurrence forward without (inference) and with the
 stored states (training), and its backward, interleaved in one loop so machine noise hits all alike.
 Reports median and minimum per call, and the recurrence's cost as a fraction of the GEMMs: the layer
@@ -14,6 +14,12 @@ thread, this thread's CPU time (robust to other processes), the kernel called ba
 hot in cache). ``after_matmul``: before every timed call x @ W writes U, as in a real layer, so the
 kernel finds U where the matmul's threads left it; each call is then timed alone by the wall clock
 (with several threads the work is on threads the calling thread's CPU time would not see).
+
+``fit_exp_poly`` (``python -m bench.cpu_kernel --fit-exp-poly``): the polynomial of the kernel's float exp
+(sru_math.h, fast_exp): prints the coefficients to paste into fast_exp and both errors.
+
+    python -m bench.cpu_kernel [--length 64] [--batch 32] [--width 512] [--threads 2] [--repeats 30]
+    python -m bench.cpu_kernel --fit-exp-poly
 """
 import ctypes
 import statistics
@@ -24,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.harness import interleaved, make_timer, markdown_table, paired_ratio
+from bench.harness import bench_parser, interleaved, make_timer, markdown_table, paired_ratio
 from sru.ops.cpu.autograd import SKIP_SCALED_X, recurrence_bwd, recurrence_fwd
 from sru.ops.cpu.build import compile_flags, load_error, load_library
 from sru.ops.cpu.kernel import SruArgs, configure_library
@@ -136,7 +142,7 @@ def ab_builds(old: Path, new: Path, rounds: int, threads: int, after_matmul: boo
 
 # Fit the polynomial of the fused CPU kernel's float exp (sru/ops/cpu/sru_math.h, fast_exp).
 #
-# (``scripts/fit_exp_poly.py``, ``fit_exp_poly``)
+# (``python -m bench.cpu_kernel --fit-exp-poly``, ``fit_exp_poly``)
 #
 # After Cody-Waite range reduction exp(x) = 2^n exp(r) with |r| <= ln(2)/2, and exp(r) is
 # 1 + r + r^2 q(r) with q of degree 4. q is fitted for the smallest maximum *relative* error of exp(r)
@@ -176,3 +182,17 @@ def float32_error(c: np.ndarray) -> float:
 def fit_exp_poly() -> None:
     coeffs = fit_exp_q()
     print(f"max relative error, float32 evaluation (Estrin, as in the kernel): {float32_error(coeffs):.2e}")
+
+
+def main() -> None:
+    parser = bench_parser(__doc__, threads=2, repeats=30, length=64, batch=32, width=512)
+    parser.add_argument("--fit-exp-poly", action="store_true", help="fit fast_exp's polynomial instead of timing")
+    args = parser.parse_args()
+    if args.fit_exp_poly:
+        fit_exp_poly()
+    else:
+        kernel_vs_gemm(args.length, args.batch, args.width, args.threads, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

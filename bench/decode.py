@@ -1,4 +1,4 @@
-"""One-step decoding latency (``scripts/bench_speed.py --decode``, ``bench.speed``): a stack at
+"""One-step decoding latency (``python -m bench.speed --decode``, ``bench.speed``): a stack at
 L = 1 with its state carried from step to step, as a translation decoder or a streaming model runs it.
 
 Candidates, per batch size, all in eval mode without autograd:
@@ -14,7 +14,7 @@ The official package is also named ``sru``; to time it beside this one without i
 over this package, install it into its own directory and pass that:
 
     pip install --no-deps --target ~/.cache/sru-official sru==2.6.0
-    python scripts/bench_speed.py --decode --official ~/.cache/sru-official
+    python -m bench.speed --decode --official ~/.cache/sru-official
 """
 import importlib.util
 import json

@@ -1,5 +1,5 @@
-"""One prepared check for a short time on a GPU machine (about 5 minutes on one GPU;
-``scripts/check_gpu.py``).
+"""The checks behind ``scripts/check_gpu.py``, one prepared check for a short time on a GPU machine
+(about 5 minutes on one GPU).
 
 1. prints the device, torch and triton versions;
 2. runs the Triton recurrence against the float64 reference ON THE GPU across the options
@@ -10,7 +10,7 @@
    stream, torch.compile (inductor) through the custom op;
 3. measures the recurrence kernels' achieved memory bandwidth (bytes moved / time) at
    B=128, d=1024, L=256 (uni and bi, fp32 and bf16);
-4. runs ``scripts/bench_speed.py --device cuda --out OUT/bench``.
+4. runs ``python -m bench.speed --device cuda --out OUT/bench``.
 
 Everything goes to ``--out``: correctness.json, bandwidth.json, summary.md, bench/ and the
 console log of the benchmark. Exit status 1 if any correctness check fails. ``--dry-run-cpu``
@@ -18,19 +18,18 @@ runs the small cases and a tiny bandwidth shape on CPU in Triton's interpreter (
 meaningless) so the script itself can be tested without a GPU. It imports the installed
 ``sru`` package (``pip install -e .``; or run with ``PYTHONPATH=.`` from the checkout).
 """
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import torch
 
 from sru.ops.triton.roofline import gpu_key, predicted_us, step_bytes
-from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, script_command
+from bench.harness import calls_per_sample, interleaved, machine_info, make_timer
 from sru.ops import testing
 from sru.ops.triton.kernels import SKIP_X
 from sru.ops.triton.padded import recurrence_backward, recurrence_forward
@@ -199,25 +198,12 @@ def block_sweep(L=256, B=128, d=1024):
     return rows
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="outputs/check_gpu")
-    parser.add_argument("--skip-bench", action="store_true", help="do not run bench_speed.py")
-    parser.add_argument("--bench-timeout", type=float, default=420.0, help="seconds")
-    parser.add_argument("--dry-run-cpu", action="store_true",
-                        help="test this script on CPU under TRITON_INTERPRET=1 (small cases)")
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    """Run everything; exit status 1 if a correctness check failed."""
-    args = parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def run_checks(out: Path, dry_run_cpu: bool = False) -> Tuple[Dict, List[Dict], List[Dict], List[Dict]]:
+    """Correctness (every case, on DEVICE) then bandwidth and the BLOCK sweep; writes correctness.json
+    and bandwidth.json into ``out``. Returns (machine info, correctness rows, bandwidth rows, sweep rows)."""
     global DEVICE
-    if args.dry_run_cpu:
+    if dry_run_cpu:
         DEVICE = "cpu"
-        args.skip_bench = True
     elif not torch.cuda.is_available():
         sys.exit("check_gpu.py needs a CUDA GPU (torch.cuda.is_available() is False)")
 
@@ -260,36 +246,4 @@ def main(argv=None):
     sweep = block_sweep() if DEVICE == "cuda" else block_sweep(L=2, B=2, d=16)
     (out / "bandwidth.json").write_text(json.dumps(dict(info=info, rows=rows, block_sweep=sweep),
                                                    indent=1))
-
-    bench_status = "skipped"
-    if not args.skip_bench:
-        cmd, env = script_command("bench_speed", "--device", "cuda", "--repeats", "10", "--out", str(out / "bench"))
-        print("running:", " ".join(cmd), flush=True)
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.bench_timeout, env=env)
-            (out / "bench_log.txt").write_text(done.stdout + done.stderr)
-            bench_status = f"exit {done.returncode}"
-            print(done.stdout[-4000:], done.stderr[-2000:], flush=True)
-        except subprocess.TimeoutExpired as err:
-            (out / "bench_log.txt").write_text(str(err.stdout or "") + str(err.stderr or ""))
-            bench_status = f"timed out after {args.bench_timeout:.0f}s"
-
-    step = (lambda r, kind: f"{r[kind + '_us_per_step']:.2f} ({r[kind + '_predicted_us_per_step']:.2f})")
-    table = markdown_table(
-        ["L", "B", "d", "bi", "dtype", "inference ms", "inf GB/s", "fwd ms", "fwd GB/s", "bwd ms",
-         "bwd GB/s", "µs/step inf (predicted)", "fwd (predicted)", "bwd (predicted)"],
-        [[r["L"], r["B"], r["d"], r["bidirectional"], r["dtype"], f"{r['inference_ms']:.3f}",
-          f"{r['inference_GBps']:.0f}", f"{r['forward_ms']:.3f}", f"{r['forward_GBps']:.0f}",
-          f"{r['backward_ms']:.3f}", f"{r['backward_GBps']:.0f}", step(r, "inference"),
-          step(r, "forward"), step(r, "backward")] for r in rows])
-    lines = [f"# GPU check: {info['device']} (torch {info['torch']}, triton {info['triton']})", "",
-             f"correctness: {'ALL OK' if all_ok else 'FAILURES'} "
-             f"({sum(r['ok'] for r in results)}/{len(results)})", "", table, "",
-             f"predicted = bytes per step / {rows[0]['predicted_for'] if rows else 'H100'} peak "
-             "HBM bandwidth (sru/ops/triton/roofline.py)"]
-    lines += ["", "BLOCK sweep (bi, fp32, fwd+bwd ms): "
-              + ", ".join(f"{r['block']}: {r['fwd_bwd_ms']:.3f}" for r in sweep)]
-    lines += ["", f"bench_speed.py: {bench_status} (see bench/ and bench_log.txt)"]
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    sys.exit(0 if all_ok else 1)
+    return info, results, rows, sweep

@@ -27,7 +27,7 @@ import torch
 
 from tasks.engine.run.devices import machine
 
-ROOT = Path(__file__).resolve().parents[1]  # the checkout holding this package and scripts/
+ROOT = Path(__file__).resolve().parents[1]  # the checkout holding this package
 
 Timer = Callable[[Callable[[], object], int], float]
 
@@ -144,7 +144,7 @@ def machine_info(device: str = "cpu", command: Optional[str] = None, **extra) ->
     described = machine()  # the one description (tasks/engine/run/devices.py), under the keys bench results use
     info = {"cpu_model": described["cpu"], "logical_cpus": described["logical_cpus"], "threads": described["threads"],
             "torch": described["torch"], "python": described["python"], "device": device,
-            "command": command or " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:]),
+            "command": command or this_command(),
             "date": datetime.datetime.now().isoformat(timespec="seconds")}
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
@@ -171,11 +171,20 @@ def fmt(value: Optional[float], spec: str, suffix: str = "") -> str:
     return "–" if value is None else format(value, spec) + suffix
 
 
-def script_command(name: str, *args: str) -> Tuple[List[str], Dict[str, str]]:
-    """The command line and environment that run ``scripts/<name>.py`` in a fresh process with this
-    Python, importing this checkout's ``bench`` package (the script's own sys.path[0] is scripts/)."""
+def module_command(module: str, *args: str) -> Tuple[List[str], Dict[str, str]]:
+    """The command line and environment that run ``python -m <module>`` in a fresh process with this
+    Python, importing this checkout's packages whatever the working directory."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], dict(os.environ, PYTHONPATH=path)
+    return [sys.executable, "-m", module, *args], dict(os.environ, PYTHONPATH=path)
+
+
+def this_command() -> str:
+    """How this process was started, as a user would type it: ``python -m bench.speed --threads 2`` for a
+    module run with ``-m``, else the script's path and its arguments."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = spec.name.removesuffix(".__main__") if spec is not None and spec.name else None
+    start = ["python", "-m", name] if name else [Path(sys.argv[0]).as_posix()]
+    return " ".join(start + sys.argv[1:])
 
 
 def rel_err(got, want) -> float:

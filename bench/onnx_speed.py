@@ -1,6 +1,6 @@
 """ONNX Runtime vs PyTorch CPU inference latency of an exported SRU stack.
 
-(``scripts/bench_onnx.py``)
+(``python -m bench.onnx_speed``)
 
 Needs the export extra (``pip install -e ".[export]"``). Exports with ``torch.onnx.export``
 (sru/ops/export.py: the recurrence as an ONNX Scan) and times two inference workloads:
@@ -97,3 +97,7 @@ def main(argv=None):
     print(f"SRU d={d}, {layers} layers; median of {args.repeats} repeats\n")
     print(markdown_table(["workload", "PyTorch ms", "ONNX Runtime ms", "ORT / PyTorch time", "max abs diff"],
                          rows, align="lrrrr"))
+
+
+if __name__ == "__main__":
+    main()

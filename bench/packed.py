@@ -1,6 +1,6 @@
 """Packed vs padded SRU (and nn.LSTM on the same PackedSequence): forward + backward on CPU.
 
-(``scripts/bench_packed.py``)
+(``python -m bench.packed``)
 
 A batch of ``--batch`` sequences with lengths uniform in [L/4, L] (so about 3/8 of the padded
 positions are padding), a bidirectional stack with ``--size`` input and output features
@@ -89,3 +89,7 @@ def main(argv=None):
     print(markdown_table(["candidate", "median ms", "IQR ms", "sru_padded / candidate"], rows, align="lrrr"))
     lstm_ratio = paired_ratio(samples["lstm_packed"], samples["sru_packed"])
     print(f"\nsru_packed is {lstm_ratio:.2f}x faster than lstm_packed (median of per-repeat ratios)")
+
+
+if __name__ == "__main__":
+    main()

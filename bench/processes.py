@@ -1,4 +1,4 @@
-"""Run ``scripts/bench_speed.py`` in several fresh processes and report each ratio per process and its
+"""Run ``python -m bench.speed`` in several fresh processes and report each ratio per process and its
 median over processes.
 
 Why: on the 2-core VM we measure on, a ratio such as the small shape's inference vs the GEMM
@@ -6,10 +6,10 @@ bound is stable inside one process. From one process to the next it moves by up 
 (docs/benchmarks.md, "Against the GEMM bound"), more than the margins targets are
 judged by. The median over fresh processes is the figure to quote; this prints it in one command.
 
-    python scripts/bench_processes.py --processes 8 -- --device cpu --threads 2 --repeats 30 \\
+    python -m bench.processes --processes 8 -- --device cpu --threads 2 --repeats 30 \\
         --shapes paper --candidates gemm-bound,sru-cpu
 
-Everything after ``--`` goes to bench_speed.py unchanged (except ``--out``, set per process to
+Everything after ``--`` goes to bench.speed unchanged (except ``--out``, set per process to
 OUT/process_<i>). Processes run one after another, never side by side. Writes OUT/summary.md and
 OUT/summary.json.
 """
@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from bench.harness import markdown_table, script_command
+from bench.harness import markdown_table, module_command
 RATIOS = (("forward", "vs_gemm", "inference / GEMM"), ("train_step", "vs_gemm", "training / GEMM"),
           ("forward", "speedup_vs_lstm", "inference speedup vs LSTM"),
           ("train_step", "speedup_vs_lstm", "training speedup vs LSTM"))
@@ -28,16 +28,16 @@ RATIOS = (("forward", "vs_gemm", "inference / GEMM"), ("train_step", "vs_gemm", 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--processes", type=int, default=6, help="fresh bench_speed.py processes")
+    parser.add_argument("--processes", type=int, default=6, help="fresh bench.speed processes")
     parser.add_argument("--out", default="outputs/bench_processes")
     parser.add_argument("bench_args", nargs=argparse.REMAINDER,
-                        help="-- then the arguments of bench_speed.py")
+                        help="-- then the arguments of bench.speed")
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error(f"--processes must be at least 1, received {args.processes}")
     args.bench_args = args.bench_args[1:] if args.bench_args[:1] == ["--"] else args.bench_args
     if "--out" in args.bench_args or "--decode" in args.bench_args:
-        parser.error("pass --out to this script, not to bench_speed.py; --decode is not supported")
+        parser.error("pass --out to this script, not to bench.speed; --decode is not supported")
     return args
 
 
@@ -72,15 +72,15 @@ def main(argv: Optional[List[str]] = None) -> Dict[tuple, List[float]]:
     reports = []
     for i in range(args.processes):
         run_out = out / f"process_{i}"
-        cmd, env = script_command("bench_speed", *args.bench_args, "--out", str(run_out))
+        cmd, env = module_command("bench.speed", *args.bench_args, "--out", str(run_out))
         print(f"[process {i + 1}/{args.processes}] {' '.join(cmd[1:])}", flush=True)
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if done.returncode != 0:
-            raise SystemExit(f"bench_speed.py failed in process {i + 1} (exit {done.returncode}):\n"
+            raise SystemExit(f"bench.speed failed in process {i + 1} (exit {done.returncode}):\n"
                              + done.stdout[-2000:] + done.stderr[-4000:])
         reports.append(json.loads((run_out / "bench.json").read_text()))
     table = collect(reports)
-    command = " ".join(["python scripts/bench_processes.py", "--processes", str(args.processes), "--",
+    command = " ".join(["python -m bench.processes", "--processes", str(args.processes), "--",
                         *args.bench_args])
     text = render(table, command)
     (out / "summary.md").write_text(text)

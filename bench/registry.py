@@ -1,4 +1,4 @@
-"""Shapes and candidates for the layer speed benchmark (``bench.speed``, ``scripts/bench_speed.py``).
+"""Shapes and candidates for the layer speed benchmark (``bench.speed``, ``python -m bench.speed``).
 
 A *candidate* is one way of doing a stack of sequence layers on one shape: the SRU for each
 available backend, ``nn.LSTM`` (cuDNN on GPU), a stack of kernel-3 ``Conv1d`` layers (the

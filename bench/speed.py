@@ -182,3 +182,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
     plot(rows, out / "speed.png", info)
     print("\n" + table + f"\n\nwrote {out / 'bench.json'}, {out / 'bench.md'}, {out / 'speed.png'}")
     return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ and, per round, the ratio to ``srupp`` (median over rounds). Writes srupp.json a
 --out. ``bench.srupp_check`` times the same models on a GPU.
 """
 import argparse
+import sys
 import json
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -140,3 +141,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict]:
     (out / "srupp.md").write_text(text + "\n")
     print(text)
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main() and 0)

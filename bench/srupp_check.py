@@ -1,4 +1,4 @@
-"""One prepared SRU++ check for a GPU machine (about a minute on one GPU; ``scripts/check_gpu_srupp.py``).
+"""One prepared SRU++ check for a GPU machine (about a minute on one GPU; ``python -m bench.srupp_check``).
 
 1. every official-made case (tests/fixtures/srupp/*.pt, float64) in float32 on the device
    (CUDA: the Triton recurrence + scaled_dot_product_attention): outputs and every gradient
@@ -151,3 +151,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("FAILED: " + ", ".join(summary["failed"]) if summary["failed"] else "all checks passed")
     return 1 if summary["failed"] else 0
 
+
+if __name__ == "__main__":
+    sys.exit(main())

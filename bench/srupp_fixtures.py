@@ -1,5 +1,5 @@
-"""Write the official-SRU++ comparison cases under tests/fixtures/srupp/ (float64, tiny;
-``scripts/make_srupp_fixtures.py``).
+"""The official-SRU++ comparison cases under tests/fixtures/srupp/ (float64, tiny), written by
+``scripts/make_srupp_fixtures.py``.
 
 Each case is one ``torch.save``d dict: the official ``sru==3.0.0.dev6`` ``SRUpp`` constructor
 arguments, a random state_dict (every parameter random, so that the attention's alpha, the
@@ -14,14 +14,11 @@ This module must import the OFFICIAL package, not this repository's ``sru``:
 
 (it compiles the official package's small CPU extension on first import; needs ninja + g++).
 """
-import argparse
-import os
-import sys
 from pathlib import Path
 
 import torch
 
-OUT = str(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "srupp")
+FIXTURES = str(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "srupp")
 
 # name: (SRUpp kwargs, input_size, length, batch, extra) ; extra names the inputs the case uses
 CASES = {
@@ -144,24 +141,3 @@ def make_case(name, kwargs, input_size, length, batch, extra, seed):
                     "saved_inputs": [t.detach() for t in state["saved_inputs"]]},
         "grads": {k: v.detach() for k, v in grads.items()},
     }
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=OUT)
-    args = parser.parse_args(argv)
-    import sru
-    if not getattr(sru, "__version__", "").startswith("3.0.0"):
-        sys.exit(f"expected the official sru 3.0.0.dev6 on PYTHONPATH, imported {sru.__file__}")
-    os.makedirs(args.out, exist_ok=True)
-    for seed, (name, (kwargs, input_size, length, batch, extra)) in enumerate(CASES.items()):
-        case = make_case(name, kwargs, input_size, length, batch, extra, seed)
-        path = os.path.join(args.out, f"{name}.pt")
-        torch.save(case, path, _use_new_zipfile_serialization=False)  # legacy: no per-tensor zip records, ~3x smaller
-        print(f"{path}: {os.path.getsize(path)} bytes")
-    os.makedirs(os.path.join(args.out, "plain_sru"), exist_ok=True)
-    for seed, (name, (kwargs, input_size, length, batch)) in enumerate(PLAIN_SRU_CASES.items()):
-        case = make_plain_sru_case(name, kwargs, input_size, length, batch, 100 + seed)
-        path = os.path.join(args.out, "plain_sru", f"{name}.pt")
-        torch.save(case, path, _use_new_zipfile_serialization=False)
-        print(f"{path}: {os.path.getsize(path)} bytes")

@@ -1,6 +1,6 @@
 """End-to-end training throughput per task: SRU vs its baseline on the same batches, in one process.
 
-(``scripts/bench_tasks.py``)
+(``python -m bench.task_throughput``)
 
 Every task compares two models (``PAIRS``): translation ``model=transformer_sru`` with
 ``model=transformer``, every other task ``model=sru`` with ``model=lstm``. For each the config is
@@ -261,7 +261,7 @@ def main(argv=None) -> List[Dict]:
         r = bench_task(task, args)
         results.append(r)
         print(f"[{task}] {r['candidate']} / {r['baseline']} = {r['ratio_over_baseline']:.2f}x", flush=True)
-    info = machine_info("cpu", "python scripts/bench_tasks.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    info = machine_info("cpu", "python -m bench.task_throughput " + " ".join(argv if argv is not None else sys.argv[1:]),
                         precision=args.precision)
     table = markdown(results)
     (out / "bench_tasks.json").write_text(json.dumps({"machine": info, "results": results}, indent=1))

@@ -1,4 +1,4 @@
-"""bench.cpu_kernel (scripts/bench_cpu_kernel.py) and its exp polynomial fit (scripts/fit_exp_poly.py)."""
+"""bench.cpu_kernel (python -m bench.cpu_kernel) and its exp polynomial fit (python -m bench.cpu_kernel --fit-exp-poly)."""
 import re
 
 import numpy as np

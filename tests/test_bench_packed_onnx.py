@@ -1,4 +1,4 @@
-"""bench.packed and bench.onnx_speed (scripts/bench_packed.py, scripts/bench_onnx.py) run end to end at
+"""bench.packed and bench.onnx_speed (python -m bench.packed, python -m bench.onnx_speed) run end to end at
 tiny sizes and print their tables (the numbers themselves are recorded in docs/benchmarks.md, never
 asserted)."""
 import pytest

@@ -1,4 +1,4 @@
-"""The layer speed benchmark (bench.speed, scripts/bench_speed.py): it runs end to end on a tiny grid
+"""The layer speed benchmark (bench.speed, python -m bench.speed): it runs end to end on a tiny grid
 and writes its JSON, markdown and figure. No assertion on how fast anything is – CI machines are too
 noisy for that – but the reported times must be the times the samples hold."""
 import json
@@ -11,7 +11,7 @@ from bench import decode as bench_decode
 from bench import registry as bench_registry
 from bench import speed as bench_speed
 from bench import speed_report
-from bench.harness import make_timer, script_command
+from bench.harness import make_timer, module_command
 from conftest import ROOT as REPO
 
 
@@ -20,7 +20,7 @@ def test_tiny_grid_writes_json_markdown_and_png(tmp_path):
     from sru.ops import available_backends
 
     out = tmp_path / "bench"
-    cmd, env = script_command("bench_speed", "--device", "cpu", "--threads", "1", "--shapes", "tiny",
+    cmd, env = module_command("bench.speed", "--device", "cpu", "--threads", "1", "--shapes", "tiny",
                               "--repeats", "3", "--warmup", "1", "--min-ms", "0", "--profile", "--out", str(out))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -147,7 +147,7 @@ def test_cpu_timer_counts_this_threads_cpu_time_and_needs_one_thread():
 
 @pytest.mark.slow
 def test_processes_report_each_process_and_the_median(tmp_path):
-    """bench_processes.py reruns bench_speed.py in fresh processes; every ratio comes back once
+    """bench.processes reruns bench.speed in fresh processes; every ratio comes back once
     per process, with its median."""
     import statistics
 

@@ -1,5 +1,5 @@
-"""Smoke tests of bench.srupp (scripts/bench_srupp.py; without --official: the official package is not
-installed in CI) and bench.srupp_check (scripts/check_gpu_srupp.py, --device cpu). No timing asserts."""
+"""Smoke tests of bench.srupp (python -m bench.srupp; without --official: the official package is not
+installed in CI) and bench.srupp_check (python -m bench.srupp_check, --device cpu). No timing asserts."""
 import json
 import statistics
 

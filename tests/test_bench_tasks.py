@@ -1,4 +1,4 @@
-"""bench.task_throughput (scripts/bench_tasks.py) on tiny fixtures of every task: both models of the task's pair train on the same
+"""bench.task_throughput (python -m bench.task_throughput) on tiny fixtures of every task: both models of the task's pair train on the same
 batches, the report has items/s, the SRU/baseline ratio and a step-time breakdown that adds up, with the
 encoder parts on the modules the two models differ in. No timing assertions."""
 from __future__ import annotations

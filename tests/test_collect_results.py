@@ -1,4 +1,4 @@
-"""scripts/collect_results.py on run dirs laid out as Hydra + the trainer write them."""
+"""python -m tasks.engine.sweeps.collect on run dirs laid out as Hydra + the trainer write them."""
 import csv
 import json
 import math

@@ -46,7 +46,7 @@ NOT_A_SECOND_DEFAULT = {
     ("tasks/classification/data.py", "subset"): "null in conf/task/classification.yaml, the rule beside it",
     # found when the scan learned the typed form (x.key or value); older than it, left for their owners
     ("tasks/classification/cross_validation.py", "max_epochs"): "a results column: null (no limit) written as 0",
-    ("tasks/paper/recurrent_share.py", "seed"): "to remove: seed is set in conf/config.yaml",
+    ("reproduce/recurrent_share.py", "seed"): "to remove: seed is set in conf/config.yaml",
 }
 
 
@@ -115,7 +115,7 @@ def _fallbacks(path: Path, keys):
 
 def test_no_code_fallback_supplies_a_second_value_for_a_config_key():
     keys, found, exempt_seen = _schema_keys(), [], set()
-    for path in sorted((ROOT / "tasks").rglob("*.py")):
+    for path in sorted([*(ROOT / "tasks").rglob("*.py"), *(ROOT / "reproduce").rglob("*.py")]):
         rel = path.relative_to(ROOT).as_posix()
         for key, line, value in _fallbacks(path, keys):
             if (rel, key) in NOT_A_SECOND_DEFAULT:

@@ -107,7 +107,7 @@ def _depth(experiment):
 @pytest.mark.slow  # composes every paper and CPU cell's experiment: ~10 s
 def test_every_cpu_cell_keeps_its_paper_cells_depth_ratio():
     """SRU depth : baseline depth is the same at CPU scale as in the paper's cell (SQuAD 2:1, speech 12:5)."""
-    from tasks.paper.tables import TABLES
+    from reproduce.tables import TABLES
     checked = 0
     for table in TABLES.values():
         for cell in table.cells:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-SOURCES = ("sru", "scripts", "tasks", "docs", "tests", "conf")
+SOURCES = ("sru", "scripts", "tasks", "bench", "reproduce", "docs", "tests", "conf")
 SUFFIXES = (".py", ".md", ".cpp", ".h", ".yaml")
 
 
@@ -73,14 +73,14 @@ def test_section_links_exist():
 
 
 def test_paper_numbers_doc_lists_every_reported_number():
-    """docs/paper_numbers.md is where tasks/paper/tables.py's ``reported`` numbers are cited from."""
-    from tasks.paper.tables import TABLES
+    """docs/paper_numbers.md is where reproduce/tables.py's ``reported`` numbers are cited from."""
+    from reproduce.tables import TABLES
 
     doc = (ROOT / "docs" / "paper_numbers.md").read_text()
     reported = {c.reported for t in TABLES.values() for c in t.cells if c.reported is not None}
     assert len(reported) >= 5, reported
     missing = sorted(r for r in reported if f"{r:g}" not in doc)
-    assert not missing, f"reported in tasks/paper/tables.py but not in docs/paper_numbers.md: {missing}"
+    assert not missing, f"reported in reproduce/tables.py but not in docs/paper_numbers.md: {missing}"
 
 
 def test_relative_file_links_exist():
@@ -97,7 +97,7 @@ def test_relative_file_links_exist():
 
 
 def test_repository_paths_named_in_docs_exist():
-    """Every source path a doc names in passing (``tasks/common/encoders.py``, ``scripts/bench_speed.py``)
+    """Every source path a doc names in passing (``tasks/common/encoders.py``, ``python -m bench.speed``)
     exists: the docs follow the code when modules move."""
     pattern = r"\b(?:tasks|sru|scripts|tests|conf|docs|bench)/[\w./\-]+\.(?:py|md|yaml|cpp|h)\b"
     missing = {}

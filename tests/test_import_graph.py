@@ -1,11 +1,19 @@
-"""The house's floors, checked from the source: every import (module level and inside functions) of
-``sru/`` and ``tasks/``, no circles, and no arrow from a lower floor to a higher one (docs/architecture.md):
+"""The house's floors, checked from the source: every import (module level and inside functions) of every
+top-level package, no circles, and no arrow from a lower floor to a higher one (docs/architecture.md).
 
-    sru/            imports nothing of tasks/
+The top-level packages, from the ground up; each imports only the packages below it, and two packages on
+one floor never import each other:
+
+    sru/             the layer: imports nothing of the others
+    tasks/           the engine and the tasks
+    bench/           benchmarks and prepared checks
+    reproduce/       the paper's tables, reproduction and report;  hydra_plugins/ (the Optuna sweeper)
+
+Inside ``tasks/``:
+
     tasks/engine/   the machinery: imports sru at most, never tasks.common or a task folder
     tasks/common/   what tasks share: imports tasks.engine and sru
     tasks/corpora/  offline corpus builders: imports tasks.engine, tasks.common and sru, never a task folder
-    tasks/paper/    the paper's tables, reproduction and report: the engine, and classification's data loader only
     tasks/<task>/   imports tasks.engine, tasks.common, tasks.corpora, sru and its own folder only
 
 Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
@@ -23,7 +31,9 @@ from pathlib import Path
 from typing import Dict, Set
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("sru", "tasks")
+# each top-level package's floor, from the ground up (hydra_plugins is a namespace package Hydra scans)
+TOP_FLOORS = {"sru": 0, "tasks": 1, "bench": 2, "reproduce": 3, "hydra_plugins": 3}
+PACKAGES = tuple(TOP_FLOORS)
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -65,11 +75,11 @@ def graph(root: Path = ROOT) -> Dict[str, Set[str]]:
 
 def floor_of(module: str) -> str:
     parts = module.split(".")
-    if parts[0] == "sru":
-        return "sru"
+    if parts[0] != "tasks":
+        return parts[0]
     if len(parts) == 1:
         return "tasks"
-    return {"engine": "engine", "common": "common", "corpora": "corpora", "paper": "paper"}.get(parts[1], f"task:{parts[1]}")
+    return {"engine": "engine", "common": "common", "corpora": "corpora"}.get(parts[1], f"task:{parts[1]}")
 
 
 ALLOWED = {
@@ -77,8 +87,6 @@ ALLOWED = {
     "engine": {"engine", "sru"},
     "common": {"common", "engine", "sru"},
     "corpora": {"corpora", "common", "engine", "sru"},
-    # the paper's tables run tasks through the engine; the vector probe reads classification's data loader
-    "paper": {"paper", "corpora", "common", "engine", "sru", "task:classification"},
 }
 
 
@@ -128,9 +136,27 @@ def test_no_import_circles():
             visit(node)
 
 
+def test_top_level_packages_import_only_the_floors_below():
+    """sru < tasks < bench < reproduce, hydra_plugins: no package imports one above it or beside it."""
+    bad = []
+    for source, targets in graph().items():
+        top = source.split(".")[0]
+        bad += [f"{source} -> {t}" for t in targets
+                if t.split(".")[0] != top and TOP_FLOORS[t.split(".")[0]] >= TOP_FLOORS[top]]
+    assert not bad, "imports against the top-level floors:\n" + "\n".join(sorted(bad))
+
+
+def test_the_graph_covers_every_top_level_package():
+    """A new top-level package with Python modules must get a floor in TOP_FLOORS."""
+    tops = {p.parent.name for p in ROOT.glob("*/*.py")} - {"tests", "scripts", "examples", "docs", "conf"}
+    assert tops <= set(TOP_FLOORS), f"give these packages a floor in TOP_FLOORS: {sorted(tops - set(TOP_FLOORS))}"
+
+
 def test_no_arrow_runs_back_up():
     bad = []
     for source, targets in graph().items():
+        if not source.startswith(("sru", "tasks")):
+            continue  # the packages above tasks are checked by the top-level floors
         floor = floor_of(source)
         allowed = ALLOWED.get(floor, {"engine", "common", "corpora", "sru", floor})
         bad += [f"{source} -> {t}" for t in targets if floor_of(t) not in allowed and floor != "tasks"]
@@ -164,7 +190,7 @@ def test_an_engine_package_reaching_up_is_reported(tmp_path):
 def test_no_folder_holds_more_than_15_modules():
     """Past ~15 modules a folder wants subpackages named for what they do (how tasks/engine/ was split)."""
     crowded = {}
-    for top in ("sru", "tasks", "bench"):
+    for top in ("sru", "tasks", "bench", "reproduce"):
         for folder in [ROOT / top, *(p for p in (ROOT / top).rglob("*") if p.is_dir())]:
             modules = [p for p in folder.glob("*.py")]
             if len(modules) > 15:
@@ -176,7 +202,7 @@ def test_tasks_top_level_holds_only_engine_common_and_task_folders():
     top = sorted(p.name for p in (ROOT / "tasks").iterdir() if p.name != "__pycache__")
     loose = [name for name in top if name != "__init__.py" and not (ROOT / "tasks" / name / "__init__.py").is_file()]
     assert not loose, f"tasks/ should hold only packages (engine, common, corpora, task folders): {loose}"
-    assert {"engine", "common", "corpora", "paper"} <= set(top)
+    assert {"engine", "common", "corpora"} <= set(top)
 
 
 def _tree(root: Path, files: Dict[str, str]) -> Dict[str, Set[str]]:

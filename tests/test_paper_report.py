@@ -1,5 +1,5 @@
-"""tasks/paper/report.py (scripts/paper_report.py) on hand-written run records (a missing cell, a baseline never reached, a rebuild
-that changes nothing) and scripts/reproduce.py's plan and records."""
+"""reproduce/report.py (python -m reproduce.report) on hand-written run records (a missing cell, a baseline never reached, a rebuild
+that changes nothing) and python -m reproduce's plan and records."""
 from __future__ import annotations
 
 import json
@@ -8,14 +8,14 @@ import shutil
 import pytest
 from conftest import ROOT
 
-from tasks.paper import report as paper_report
-from tasks.paper import reproduce
-from tasks.paper.tables import TABLES, cells_at
+from reproduce import report as paper_report
+from reproduce import run_cells
+from reproduce.tables import TABLES, cells_at
 
 
 def _record(root, cell, seed, test, curve, cpu_s=100.0, epochs=4, share=0.5, max_epochs=10, metrics=("ppl",),
             patience=2):
-    """A record as reproduce.write_record lays it out; curve: the valid ``metrics`` per evaluation (steps 10, 20,
+    """A record as run_cells.write_record lays it out; curve: the valid ``metrics`` per evaluation (steps 10, 20,
     ...; a number, or a tuple when there are several metrics); test: the same for the test block."""
     def row(values):
         return dict(zip(metrics, values if isinstance(values, tuple) else (values,)))
@@ -161,25 +161,25 @@ def test_every_cpu_and_paper_cell_names_an_existing_experiment(capsys):
         for scale in ("cpu", "paper"):
             for cell in cells_at(table, scale):
                 assert getattr(cell, scale) in experiments, f"{table.key}: {getattr(cell, scale)} has no config"
-    reproduce.main(["--scale", "cpu", "--table", "lm", "--seeds", "1,2", "--dry-run", "--records", "/nonexistent"])
+    run_cells.main(["--scale", "cpu", "--table", "lm", "--seeds", "1,2", "--dry-run", "--records", "/nonexistent"])
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("python train.py experiment=cpu/ptb_sru seed=1")
     assert len(printed) == 8  # SRU, LSTM, SRU++, Transformer x 2 seeds
-    reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm", "--seeds", "3", "--dry-run", "--records", "/x"])
+    run_cells.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm", "--seeds", "3", "--dry-run", "--records", "/x"])
     assert capsys.readouterr().out.splitlines() == [
         "python train.py experiment=cpu/ptb_lstm seed=3  hydra.run.dir=outputs/paper/cpu/cpu/ptb_lstm/seed3"]
-    reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm,cpu/ptb_sru", "--seeds", "3", "--dry-run", "--records", "/x"])
+    run_cells.main(["--scale", "cpu", "--cell", "cpu/ptb_lstm,cpu/ptb_sru", "--seeds", "3", "--dry-run", "--records", "/x"])
     assert len(capsys.readouterr().out.splitlines()) == 2  # a comma list names two cells
     with pytest.raises(SystemExit, match="--cell cpu/ptb_lsmt: no such cpu cell .*cpu/ptb_lstm"):  # not "0 ran"
-        reproduce.main(["--scale", "cpu", "--cell", "cpu/ptb_lsmt", "--dry-run", "--records", "/x"])
+        run_cells.main(["--scale", "cpu", "--cell", "cpu/ptb_lsmt", "--dry-run", "--records", "/x"])
 
 
 def test_a_cell_with_a_record_is_not_rerun(tmp_path):
-    record = reproduce.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
+    record = run_cells.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
     assert record == tmp_path / "runs" / "cpu" / "ptb_sru" / "seed1"
     record.mkdir(parents=True)
     (record / "results.json").write_text("{}")
-    assert reproduce.run_cell("cpu/ptb_sru", 1, tmp_path / "scratch", [], record) == "done"
+    assert run_cells.run_cell("cpu/ptb_sru", 1, tmp_path / "scratch", [], record) == "done"
     assert not (tmp_path / "scratch").exists()
 
 
@@ -191,26 +191,26 @@ def test_a_cell_another_live_process_trains_is_skipped_untouched(tmp_path):
     run_dir.mkdir()
     (run_dir / "cell.json").write_text('{"config": {"model": "another"}}')
     (run_dir / "run.lock").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
-    record = reproduce.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
-    assert reproduce.run_cell("cpu/ptb_sru", 1, run_dir, [], record) == "busy"
+    record = run_cells.record_dir(tmp_path / "runs", "cpu", "cpu/ptb_sru", 1)
+    assert run_cells.run_cell("cpu/ptb_sru", 1, run_dir, [], record) == "busy"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scratch"]  # not set aside, no record
     assert (run_dir / "cell.json").read_text() == '{"config": {"model": "another"}}'
     # a lock its owner left behind (a pid that no longer exists) does not block the cell: the dir, trained
     # under another config, is set aside and the cell starts (here to fail fast on a bad override)
     (run_dir / "run.lock").write_text(json.dumps({"pid": 2 ** 22 + 12345, "host": socket.gethostname()}))
-    assert reproduce.run_cell("cpu/ptb_sru", 1, run_dir, ["trainer.max_steps=0"], record) == "failed"
+    assert run_cells.run_cell("cpu/ptb_sru", 1, run_dir, ["trainer.max_steps=0"], record) == "failed"
     assert (tmp_path / "scratch.stale1" / "cell.json").is_file() and (run_dir / "failure.json").is_file()
 
 
 @pytest.mark.slow  # trains: real forward + backward steps, timed
 @pytest.mark.parametrize("model", ["sru", "lstm"])
 def test_recurrent_share_is_the_encoders_part_of_a_real_step(model):
-    """scripts/recurrent_share.py on the fixture LM: the encoder's replayed forward+backward is a real,
+    """python -m reproduce.recurrent_share on the fixture LM: the encoder's replayed forward+backward is a real,
     positive part of the measured step, and it grows with the encoder (a 256 x 4 encoder does ~100x the
     arithmetic of a 32 x 2 one; the fixture LM's step is nearly all encoder, so its share is close to 1
     for both and cannot order them under load: the encoder's own time can, with a wide margin)."""
     from conftest import compose, tiny_lm_overrides
-    from tasks.paper.recurrent_share import measure
+    from reproduce.recurrent_share import measure
 
     small = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1"]), batches=6)
     wide = measure(compose(tiny_lm_overrides(model) + ["trainer.num_threads=1", "model.hidden_size=256",
@@ -234,7 +234,7 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
     argv = ["--scale", "cpu", "--cell", "cpu/ptb_sru", "--cell", "cpu/ptb_lstm", "--seeds", "1",
             "--out", str(tmp_path / "scratch"), "--records", str(tmp_path / "runs"),
             "--report", str(tmp_path / "paper.md"), *overrides]
-    assert set(reproduce.main(argv).values()) == {"ran"}
+    assert set(run_cells.main(argv).values()) == {"ran"}
     for cell in ("ptb_sru", "ptb_lstm"):
         record = tmp_path / "runs" / "cpu" / cell / "seed1"
         assert sorted(p.name for p in record.iterdir()) == ["config.yaml", "metrics_valid.csv", "results.json",
@@ -243,7 +243,7 @@ def test_reproduce_writes_records_that_the_report_reads_and_never_reruns(tmp_pat
         assert info["cpu_s"] > 0 and info["epochs"] == 2 and 0 < info["recurrent_share"]["share"]
         assert info["budget"]["max_epochs"] == 2 and info["command"].startswith(f"python train.py experiment=cpu/{cell}")
         assert len((record / "metrics_valid.csv").read_text().splitlines()) == 3  # header + 2 evaluations
-    assert set(reproduce.main(argv).values()) == {"done"}
+    assert set(run_cells.main(argv).values()) == {"done"}
     text = (tmp_path / "paper.md").read_text()
     assert "| SRU 6x910 | 60.3 |" in text and "x vs LSTM 2x910 (per epoch) |" in text
 
@@ -259,14 +259,14 @@ def test_a_scratch_run_of_another_config_is_set_aside_not_recorded(tmp_path, cap
             "task.data.max_train_tokens=null", "task.batch_size=4", "task.eval_batch_size=4", "task.bptt=8",
             "trainer.max_epochs=1", "trainer.progress_bar=false", "trainer.num_threads=1", "trainer.plot=false"]
     run_dir, record = tmp_path / "scratch" / "seed1", tmp_path / "runs" / "seed1"
-    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=3"], record) == "ran"
+    assert run_cells.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=3"], record) == "ran"
     shutil.rmtree(record)  # the record is withdrawn; the preset changes to 2 layers
-    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "ran"
+    assert run_cells.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "ran"
     assert "trained under another config" in capsys.readouterr().out
     assert (tmp_path / "scratch" / "seed1.stale1" / "results.json").is_file()  # kept, not deleted
     saved = json.loads((run_dir / "cell.json").read_text())["config"]
     assert saved["model"]["num_layers"] == 2 and "num_layers: 2" in (record / "config.yaml").read_text()
-    assert reproduce.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "done"
+    assert run_cells.run_cell("cpu/ptb_lstm", 1, run_dir, data + ["model.num_layers=2"], record) == "done"
 
 
 def test_each_cell_is_compared_with_its_own_baseline():
@@ -286,14 +286,14 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
 
     path = tmp_path / "cell.json"
     path.write_text(json.dumps({"experiment": "x", "wall_s": 0.0, "cpu_s": 0.0}))
-    clock = reproduce.CellClock(path, every=0.02).__enter__()
+    clock = run_cells.CellClock(path, every=0.02).__enter__()
     time.sleep(0.2)
     deadline = time.time() + 5.0  # a loaded machine may wake the clock's thread late: wait for its write
     while (seen := json.loads(path.read_text())["wall_s"]) < 0.1 and time.time() < deadline:
         time.sleep(0.02)
     assert 0.1 <= seen < 1.0  # written by the clock while "training" (a kill here keeps it)
     clock.__exit__(None, None, None)
-    with reproduce.CellClock(path, every=10.0):  # the resumed part
+    with run_cells.CellClock(path, every=10.0):  # the resumed part
         time.sleep(0.1)
     cell = json.loads(path.read_text())
     assert cell["wall_s"] >= seen + 0.1 and cell["experiment"] == "x" and cell["cpu_s"] >= 0
@@ -301,7 +301,7 @@ def test_cell_clock_keeps_the_time_of_a_run_that_is_killed_and_resumed(tmp_path)
 
 @pytest.mark.slow
 def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
-    from tasks.paper import cell_bench as bench_cells
+    from reproduce import cell_bench as bench_cells
     ratios = bench_cells.main(["--table", "lm_char", "--steps", "1", "--rounds", "2", "--write", str(tmp_path)])
     assert set(ratios) == {c.name for c in cells_at(TABLES["lm_char"], "cpu")}
     assert ratios["LSTM 2 layers"] == ratios["Transformer 6 layers"] == 1.0  # baselines of their own
@@ -310,7 +310,7 @@ def test_bench_cells_times_every_cell_against_its_baseline(capsys, tmp_path):
     assert "| SRU++ 6 layers | 0.65M |" in out and "| Transformer 6 layers |" in out
     saved = json.loads((tmp_path / "cpu" / "lm_char.json").read_text())  # what paper_report reads
     assert set(saved["cells"]) == set(ratios) and saved["cells"]["SRU++ 6 layers"]["cpu_ms_per_step"] > 0
-    assert saved["command"].startswith("python scripts/bench_cells.py --table lm_char")
+    assert saved["command"].startswith("python -m reproduce.cell_bench --table lm_char")
 
 
 def test_the_stopped_column_summarises_a_cells_runs():

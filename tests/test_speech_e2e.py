@@ -86,7 +86,7 @@ def test_resumed_speech_run_matches_uninterrupted(manifests, run_train, tmp_path
 
 
 def test_lm_tuning_script_decodes_a_finished_run(manifests, run_train, tmp_path, capsys):
-    """scripts/tune_speech_lm.py on a tiny run: greedy, the plain beam and one LM setting, scored on valid."""
+    """python -m tasks.speech.lm_tuning on a tiny run: greedy, the plain beam and one LM setting, scored on valid."""
     from conftest import compose
 
     from tasks.speech import lm_tuning as tune

@@ -1,8 +1,8 @@
 """k-fold cross-validation for the classification task: run train.py's pipeline once per fold and report
 test accuracy / macro-F1 mean ± std and training time per epoch.
 
-    python scripts/run_cv.py experiment=paper/classification_mr_sru                 # all 10 folds
-    python scripts/run_cv.py --folds 3 --models sru,lstm,cnn \\
+    python -m tasks.classification.cross_validation experiment=paper/classification_mr_sru                 # all 10 folds
+    python -m tasks.classification.cross_validation --folds 3 --models sru,lstm,cnn \\
         experiment=paper/classification_mr_{model} trainer.max_epochs=4              # compare models
 
 Arguments after the options are Hydra overrides exactly as for train.py; ``{model}`` in them is replaced
@@ -52,7 +52,7 @@ def summarize(runs: List[Dict], out: Path, argv=None, final: bool = True) -> Dic
     table += [f"| {r['model']} | {len(r['folds'])} ({','.join(map(str, r['folds']))}) | {r['test_accuracy']} | "
               f"{r['test_macro_f1']} | {r['best_valid_accuracy']} | {r['sec_per_epoch']} | {r['epochs_run']} "
               f"| {r['best_epoch']} |" for r in rows]
-    command = "python scripts/run_cv.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m tasks.classification.cross_validation " + " ".join(sys.argv[1:] if argv is None else argv)
     result = {"command": command, "summary": rows, "runs": runs}
     out.mkdir(parents=True, exist_ok=True)
     (out / "cv_summary.json").write_text(json.dumps(result, indent=2))
@@ -78,7 +78,7 @@ def epochs_of(run_dir: Path) -> Dict:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="run_cv.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m tasks.classification.cross_validation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--folds", type=int, default=None, help="run folds 0..N-1 (default: all task.data.cv_folds)")
     p.add_argument("--fold-list", default=None, help="comma-separated fold ids, e.g. 0,4,7 (overrides --folds)")
     p.add_argument("--models", default=None, help="comma-separated names substituted for {model} in overrides")
@@ -106,7 +106,7 @@ def main(argv=None) -> Dict:
     # fold plan from the first configuration (every model shares the data settings)
     base = compose(overrides_for(models[0]))
     if base.task.name != "classification":
-        raise ValueError(f"run_cv.py runs the classification task; received task={base.task.name}. "
+        raise ValueError(f"python -m tasks.classification.cross_validation runs the classification task; received task={base.task.name}. "
                          f"Add task=classification or an experiment=paper/classification_* override.")
     probe = load_data(base)
     if not probe.cross_validated:
@@ -152,3 +152,6 @@ def main(argv=None) -> Dict:
 
     return summarize(runs, out, argv)
 
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """Sentence classification (paper Table 1: MR, SUBJ, CR, MPQA, TREC, SST) with SRU / LSTM / CNN encoders.
 
-One run trains on one split (for cross-validated sets: one fold, ``task.data.fold``); ``scripts/run_cv.py``
+One run trains on one split (for cross-validated sets: one fold, ``task.data.fold``); ``python -m tasks.classification.cross_validation``
 runs every fold and reports mean ± std. Metrics: accuracy and macro-F1 (percent) from summed counts.
 """
 from __future__ import annotations

@@ -295,7 +295,7 @@ def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput
 # ``conf/task/<name>.yaml``), not editing a table here. The import is by name (a plugin lookup), so the
 # engine never imports a task folder's code directly.
 TASKS_DIR = Path(__file__).resolve().parents[1]
-NOT_TASKS = ("engine", "common", "corpora", "paper")
+NOT_TASKS = ("engine", "common", "corpora")
 
 
 def available_tasks() -> List[str]:

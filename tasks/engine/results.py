@@ -1,6 +1,6 @@
 """Reading what runs wrote: ``metrics.jsonl`` records and mean ± std summaries (one place for both).
 
-Used by the trainer's plots, ``scripts/collect_results.py``, ``scripts/run_cv.py`` and the tests.
+Used by the trainer's plots, ``python -m tasks.engine.sweeps.collect``, ``python -m tasks.classification.cross_validation`` and the tests.
 """
 from __future__ import annotations
 

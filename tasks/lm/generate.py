@@ -3,7 +3,7 @@
 Prompt and sample run one ``encoder.step`` per token (SRU / LSTM: the recurrent state; SRU++: the
 key/value cache of ``sru.SRUpp.decode``), so generating N tokens costs N single-position steps, not N
 forwards over a growing prefix, and the logits equal those of one causal forward over prompt + sample
-(tests/test_srupp_lm.py). Used by ``predict.py`` (task=lm / lm_char) and ``scripts/sample_lm.py``.
+(tests/test_srupp_lm.py). Used by ``predict.py`` (task=lm / lm_char) and ``python -m tasks.lm.sample``.
 """
 from __future__ import annotations
 

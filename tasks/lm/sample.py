@@ -1,7 +1,7 @@
 """Sample text from a trained language model run (task=lm or lm_char; model=srupp, sru or lstm):
-``python scripts/sample_lm.py``, a thin command over ``main`` here.
+``python -m tasks.lm.sample``, a thin command over ``main`` here.
 
-    python scripts/sample_lm.py RUN_DIR|MODEL_FILE [--checkpoint best|last] [--prompt TEXT] [--tokens 200]
+    python -m tasks.lm.sample RUN_DIR|MODEL_FILE [--checkpoint best|last] [--prompt TEXT] [--tokens 200]
                                 [--temperature 1.0] [--top-k 0] [--seed 0]
 
 The same loader and decoder as ``python predict.py run=<run> mode=generate`` (``tasks.engine.inference.loader``,
@@ -26,7 +26,7 @@ def load_model(run: Path, checkpoint: str = "best"):
 
 
 def main(argv: Optional[List[str]] = None) -> str:
-    parser = argparse.ArgumentParser(prog="sample_lm.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tasks.lm.sample", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--checkpoint", default="best", choices=["best", "last"])
     parser.add_argument("--prompt", default="The ")
@@ -47,3 +47,6 @@ def main(argv: Optional[List[str]] = None) -> str:
     print(text)
     return text
 
+
+if __name__ == "__main__":
+    main()

@@ -49,7 +49,7 @@ NEARLY_EMPTY_FRACTION = 0.25
 def gated_bonus(greedy: List[int], steps: int, bonus: float, chars_per_step: float,
                 nearly_empty: float = NEARLY_EMPTY_FRACTION) -> float:
     """The LM fusion's per-character bonus for one utterance: ``bonus`` (tuned on validation,
-    scripts/tune_speech_lm.py) where the greedy output has at least ``nearly_empty`` x ``chars_per_step`` x
+    python -m tasks.speech.lm_tuning) where the greedy output has at least ``nearly_empty`` x ``chars_per_step`` x
     ``steps`` labels, else 0. The bonus offsets the LM's pull towards short outputs; on an utterance whose
     acoustics produced (nearly) nothing it would only reward the LM for writing text of its own, which
     lowers the CER of a model that learned nothing and can push its WER past 100 by inserting words."""

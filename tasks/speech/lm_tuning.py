@@ -1,7 +1,7 @@
 """Pick the character LM's order, weight and bonus for a trained speech run on its validation split
-(``python scripts/tune_speech_lm.py``, a thin command over ``main`` here).
+(``python -m tasks.speech.lm_tuning``, a thin command over ``main`` here).
 
-    python scripts/tune_speech_lm.py RUN_DIR [--orders 4 6 8] [--weights 0.3 0.5 0.8] [--bonuses 0 1 2]
+    python -m tasks.speech.lm_tuning RUN_DIR [--orders 4 6 8] [--weights 0.3 0.5 0.8] [--bonuses 0 1 2]
         [--beam 8] [--split valid]
 
 The run's best checkpoint computes the split's CTC log-probabilities once; each (order, weight, bonus) is
@@ -41,7 +41,7 @@ def score(task, pairs, decode) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="tune_speech_lm.py", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tasks.speech.lm_tuning", description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--split", default="valid", choices=["valid", "test"])
     ap.add_argument("--orders", type=int, nargs="+", default=[4, 6, 8])
@@ -70,3 +70,6 @@ def main(argv=None) -> None:
                 print(f"| {order} | {weight:g} | {bonus:g} | {r['wer']:.2f} | {r['cer']:.2f} | "
                       f"{time.time() - t0:.0f} |", flush=True)
 
+
+if __name__ == "__main__":
+    main()

@@ -268,7 +268,7 @@ class SpeechRecognitionTask(Task):
         return self.train_chars_per_step
 
     def transcript(self, label_ids: List[int]) -> str:
-        """Decoded label ids as text, normalised like the references (scripts/tune_speech_lm.py too)."""
+        """Decoded label ids as text, normalised like the references (python -m tasks.speech.lm_tuning too)."""
         return normalize_transcript("".join(self.vocab.decode(label_ids)), self.alphabet)
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:

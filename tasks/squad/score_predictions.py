@@ -1,7 +1,7 @@
 """Score a predictions file ({question id: answer}) against a SQuAD v1.1 data file, as the official
 evaluate-v1.1.py does (EM/F1 in percent over every question of the data file; unanswered ones score 0).
 
-    python scripts/evaluate_squad.py ~/.cache/sru-experiments/squad/wiki-generated-*/dev-v1.1.json \
+    python -m tasks.squad.score_predictions ~/.cache/sru-experiments/squad/wiki-generated-*/dev-v1.1.json \
         outputs/runs/<run>/predictions_valid.json
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tasks.squad.metrics import score
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="evaluate_squad.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m tasks.squad.score_predictions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data_file")
     ap.add_argument("predictions_file")
     args = ap.parse_args(argv)
@@ -33,3 +33,6 @@ def main(argv=None) -> None:
     print(json.dumps({"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n, "questions": len(examples),
                       "unanswered": missing}))
 
+
+if __name__ == "__main__":
+    main()

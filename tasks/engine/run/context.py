@@ -1,6 +1,6 @@
 """One run context per launch: everything process-wide a run needs, set up once, in one place.
 
-    with open_run(cfg, run_dir) as ctx:           # the runner (train.py, sru-train, sweeps, reproduce.py)
+    with open_run(cfg, run_dir) as ctx:           # the runner (train.py, sru-train, sweeps, python -m reproduce)
         result = fit(cfg, task, ctx)              # the trainer sets nothing up itself
         evaluate_best(task, result, ctx)          # nor does the test evaluation
 

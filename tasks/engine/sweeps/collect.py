@@ -1,8 +1,8 @@
 """Collect the runs of a sweep (or of repeated seeds) into one table, and plot their validation curves.
 
-    python scripts/collect_results.py outputs/multirun/2026-11-30/12-00-00_1234-ab12   # one sweep dir
-    python scripts/collect_results.py outputs/runs/ outputs/multirun/ --out results/lm  # searched recursively
-    python scripts/collect_results.py outputs/multirun/... --metrics valid/best_ppl test/ppl --ignore seed
+    python -m tasks.engine.sweeps.collect outputs/multirun/2026-11-30/12-00-00_1234-ab12   # one sweep dir
+    python -m tasks.engine.sweeps.collect outputs/runs/ outputs/multirun/ --out results/lm  # searched recursively
+    python -m tasks.engine.sweeps.collect outputs/multirun/... --metrics valid/best_ppl test/ppl --ignore seed
 
 A run dir is any directory holding `metrics.jsonl` (written by the trainer), `results.json` (train.py's
 summary) or `failure.json` (written by train.py when a sweep job crashed). Runs are grouped into
@@ -220,7 +220,7 @@ def plot_curves(runs: list[Run], group_by: list[str], varying: set[str], out: Pa
 
 
 def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(prog="collect_results.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tasks.engine.sweeps.collect", description=__doc__.split("\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="sweep / run directories (searched recursively)")
     parser.add_argument("--out", type=Path, help="output directory (default: the first of dirs)")
     parser.add_argument("--metrics", nargs="*", help="metrics to tabulate (default: all valid/ and test/ ones)")
@@ -247,3 +247,6 @@ def main(argv=None) -> list[dict]:
     print(f"wrote {out / 'results.md'}, {out / 'results.csv'}, {out / 'runs.csv'}" + (f", {plot}" if plot else ""))
     return rows
 
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 words' L2-normalised vectors, a logistic regression reads it (C picked on validation); prints coverage and
 valid/test accuracy per set. Minutes, not the hours of training Table 1's cells on each set.
 
-    python scripts/probe_vectors.py --data mr --vectors offline_word2vec spacy_en_md /tmp/glove.6B.50d.txt
+    python -m reproduce.vector_probe --data mr --vectors offline_word2vec spacy_en_md /tmp/glove.6B.50d.txt
 
 ``--vectors`` takes what ``task.embedding.path`` takes (a named set or a word2vec / GloVe file).
 """
@@ -28,7 +28,7 @@ def sentence_features(sentences, vectors, dim):
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="probe_vectors.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m reproduce.vector_probe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="mr", help="task.data.name preset (default mr; fold 0)")
     p.add_argument("--vectors", nargs="+", required=True)
     args = p.parse_args(argv)
@@ -50,3 +50,6 @@ def main(argv=None) -> None:
         print(f"{args.data} {path}: {dim}-d, training vocabulary covered {coverage:.1f}%, valid {100 * valid:.1f} "
               f"(C={c:g}), test {100 * test:.1f}", flush=True)
 
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,9 @@
 """Training-step cost of a paper table's cells under equal conditions: every cell's model in one process,
 round-robin, on its own task's first training batches.
 
-    python scripts/bench_cells.py --table lm_char [--scale cpu] [--steps 10] [--rounds 5] [--threads 1]
+    python -m reproduce.cell_bench --table lm_char [--scale cpu] [--steps 10] [--rounds 5] [--threads 1]
 
-The run records (scripts/reproduce.py) hold each cell's CPU seconds, but those were spent at different
+The run records (python -m reproduce) hold each cell's CPU seconds, but those were spent at different
 times under different load (cells of a table often run side by side on a shared machine, and contention
 for caches and memory inflates CPU time too). Here each cell's config is composed exactly as
 ``python train.py experiment=<cell>`` would, its task builds data, model and optimizer, ``--steps`` training
@@ -12,8 +12,8 @@ batches are taken once (``trainer.accumulate`` micro-batches per step), and then
 machine falls on all alike. A step is the trainer's own (tasks/engine/training/step.py: autocast, loss
 normalised by the sample size, gradient clipping or norm, optimizer step), not a copy of it. Printed per cell: the
 parameters, CPU milliseconds per step (this process's CPU time, median over rounds) and the ratio to the
-cell's baseline in the table (tasks/paper/tables.py; median of the per-round ratios), as a Markdown table.
-``--write`` also saves them to ``docs/paper/bench/<scale>/<table>.json``, where scripts/paper_report.py takes
+cell's baseline in the table (reproduce/tables.py; median of the per-round ratios), as a Markdown table.
+``--write`` also saves them to ``docs/paper/bench/<scale>/<table>.json``, where python -m reproduce.report takes
 the table's cost and speed columns from (the records' CPU seconds are its fallback).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import torch
-from tasks.paper.tables import TABLES, cells_at
+from reproduce.tables import TABLES, cells_at
 
 from tasks.engine.config.checks import run_config
 from tasks.engine.run.devices import machine
@@ -37,7 +37,7 @@ from tasks.engine.training.step import TrainStep
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="bench_cells.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m reproduce.cell_bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--table", required=True, choices=sorted(TABLES))
     p.add_argument("--scale", default="cpu", choices=["cpu", "paper"])
     p.add_argument("--steps", type=int, default=10, help="optimizer steps per cell per round")
@@ -109,15 +109,18 @@ def main(argv=None) -> Dict[str, float]:
 
 def write(path: Path, args, runners: Dict[str, CellStep], times: Dict[str, List[float]],
           ratios: Dict[str, float]) -> None:
-    """The measurement as scripts/paper_report.py reads it: per cell, CPU ms per step and the ratio."""
+    """The measurement as python -m reproduce.report reads it: per cell, CPU ms per step and the ratio."""
     path.parent.mkdir(parents=True, exist_ok=True)
     cells = {name: {"parameters": runners[name].parameters,
                     "cpu_ms_per_step": round(1000 * statistics.median(times[name]), 1),
                     "baseline_over_cell": round(ratios[name], 3)} for name in runners}
-    command = (f"python scripts/bench_cells.py --table {args.table} --scale {args.scale} --steps {args.steps} "
+    command = (f"python -m reproduce.cell_bench --table {args.table} --scale {args.scale} --steps {args.steps} "
                f"--rounds {args.rounds} --threads {args.threads} --write")
     record = {"command": command, "table": args.table, "scale": args.scale, "steps": args.steps,
               "rounds": args.rounds, "machine": machine(), "cells": cells}
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"[bench] wrote {path}", flush=True)
 
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """The paper's run records, read: ``<records>/<scale>/<cell>/seed<s>/`` (``run.json``, ``results.json``,
-``metrics_valid.csv``, written by ``scripts/reproduce.py``) as one ``CellRecords`` per cell of a table, each
-with its runs' values and validation curves on one CPU clock, and the measures tasks/paper/report.py puts in
+``metrics_valid.csv``, written by ``python -m reproduce``) as one ``CellRecords`` per cell of a table, each
+with its runs' values and validation curves on one CPU clock, and the measures reproduce/report.py puts in
 its columns (CPU time to reach the baseline's best validation score, speed against the baseline).
 
 CPU time at an evaluation = the run's CPU seconds x its step / the run's last step (steps cost alike);
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from tasks.engine.results import mean_std
-from tasks.paper.tables import Cell, Table
+from reproduce.tables import Cell, Table
 
 
 class RunEnd(NamedTuple):

@@ -1,7 +1,7 @@
 """The paper's tables as data: which experiment config reproduces each cell, at which scale, and the
 number the paper reports (Lei et al., arXiv 1709.02755, its tables; copied with their sources into
 docs/paper_numbers.md; None where the paper's own table could not be read). Used by
-``scripts/reproduce.py`` (what to run) and ``scripts/paper_report.py`` (what to compare).
+``python -m reproduce`` (what to run) and ``python -m reproduce.report`` (what to compare).
 
 A cell runs ``python train.py experiment=<paper or cpu experiment> seed=<s>``. ``metric`` is a key of the
 run's ``results.json`` ``test`` block (valid when a task has no test split), ``mode`` says which direction
@@ -185,7 +185,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         extra_metric="em",
         finding="Rerun on 2026-12-06 on the natural-question corpus (issue 53: generator version 8, tagger "
                 "features and the answer-type column on, DrQA's span decoding; seeds 1-3, `python "
-                "scripts/reproduce.py --scale cpu --cell cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3 -- "
+                "python -m reproduce --scale cpu --cell cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3 -- "
                 "trainer.num_threads=1`), replacing the version-6 records (then SRU test F1 86.6 +- 1.5 vs LSTM "
                 "83.4 +- 0.9, check set EM 43.5 vs 32.7) and, before them, those of the in-place generator (F1 97.4 "
                 "vs 96.0 near the ceiling). What the new data changes: on the generated test split the two readers "
@@ -221,7 +221,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "and the 2-layer LSTM (2 x 8d^2) do the same arithmetic per token, and at width 128 the 10k-word "
                 "softmax dominates a step anyway (the recurrent layers are 13% and 10% of it: the recurrent "
                 "share column), so per step at equal conditions they cost the same (the CPU ms / step column, "
-                "`python scripts/bench_cells.py --table lm --write`). Per layer at equal width the SRU is "
+                "`python -m reproduce.cell_bench --table lm --write`). Per layer at equal width the SRU is "
                 "~2.8x cheaper on CPU (docs/benchmarks.md, layer speed), but at equal parameters that is spent "
                 "on depth; what is left of the paper's speed claim needs a GPU, where the LSTM's recurrent "
                 "products run one time step after another and the SRU's as one large product. At that equal cost the SRU reaches an 11% lower perplexity than the LSTM, and "
@@ -310,7 +310,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
                 "split costing an insertion; the LM lowers WER. It did flatter the failed LSTM_5L: its greedy output "
                 "is close to empty (validation CER 96.3-96.5, WER 97.4, where no output scores 100), and its test "
                 "CER of 87.0-92.5 is mostly the LM's per-character bonus writing text of its own. The bonus (1.0, "
-                "tuned on validation by scripts/tune_speech_lm.py) is now withheld on every utterance whose greedy "
+                "tuned on validation by python -m tasks.speech.lm_tuning) is now withheld on every utterance whose greedy "
                 "output is under a quarter of the training data's characters per step (tasks/speech/decoding.py), "
                 "and a test with the LM records the greedy WER/CER beside the fused ones; these 15 records predate "
                 "both (their greedy column is validation's). Both 5-layer LSTMs are slow to leave CTC's blank phase "

@@ -1,11 +1,11 @@
 """Run the paper's tables: every cell of a table over N seeds, in pieces, each finished (cell, seed) kept as
 a small committed run record; then rebuild the report from the records.
 
-    python scripts/reproduce.py --scale cpu --all                           # every CPU cell, seeds 1,2,3
-    python scripts/reproduce.py --scale cpu --table lm --seeds 1,2,3 -- trainer.num_threads=1
-    python scripts/reproduce.py --scale cpu --cell cpu/ptb_sru --seeds 2    # one cell (experiment or row name)
-    python scripts/reproduce.py --scale paper --table classification --dry-run   # list the commands
-    python scripts/reproduce.py ... --git-commit                            # git-commit each record as it lands
+    python -m reproduce --scale cpu --all                           # every CPU cell, seeds 1,2,3
+    python -m reproduce --scale cpu --table lm --seeds 1,2,3 -- trainer.num_threads=1
+    python -m reproduce --scale cpu --cell cpu/ptb_sru --seeds 2    # one cell (experiment or row name)
+    python -m reproduce --scale paper --table classification --dry-run   # list the commands
+    python -m reproduce ... --git-commit                            # git-commit each record as it lands
 
 Each (cell, seed) runs ``tasks.engine.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
 a scratch run dir ``<out>/<scale>/<experiment>/seed<s>/`` (checkpoints; git-ignored; an interrupted cell
@@ -14,10 +14,10 @@ resumes from its last.pt), then writes its record to ``<records>/<scale>/<cell>/
 - ``config.yaml``: the composed config; ``results.json``: the run's summary (best/final valid, test);
 - ``metrics_valid.csv``: the validation curve (one row per evaluation);
 - ``run.json``: what ran it: command, commit, CPU, threads, torch, wall and CPU seconds, epochs, steps,
-  and the recurrent layers' share of a training step (scripts/recurrent_share.py).
+  and the recurrent layers' share of a training step (python -m reproduce.recurrent_share).
 
 No checkpoints, no data. A (cell, seed) with a record is never rerun, so the reproduction can be run in
-pieces, on different machines and days; ``scripts/paper_report.py`` rebuilds docs/paper.md from the records
+pieces, on different machines and days; ``python -m reproduce.report`` rebuilds docs/paper.md from the records
 alone. A crash goes to ``failure.json`` in the scratch run dir (no record) and the next cell runs; a cell
 another live process is training (its run dir's run.lock) is skipped as "busy", so several reproduce
 processes can share a table (give them different --cell to split the work). Cells run table by table, seed
@@ -39,7 +39,7 @@ from typing import List, Optional
 
 import torch
 from omegaconf import OmegaConf
-from tasks.paper.tables import TABLES, cells_at
+from reproduce.tables import TABLES, cells_at
 
 from tasks.engine.results import read_metrics
 from tasks.engine.run.devices import machine
@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the checkout
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="reproduce.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m reproduce", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", default="cpu", choices=["cpu", "paper"])
     p.add_argument("--table", action="append", choices=sorted(TABLES) + ["speed"],
                    help="a table to run (repeatable); speed = the layer benchmark of the paper's speed figure")
@@ -185,7 +185,7 @@ def set_aside_if_stale(run_dir: Path, cfg) -> None:
 
 def write_record(record: Path, run_dir: Path, cfg) -> None:
     """The committed evidence of one finished (cell, seed): small text files, no checkpoints, no data."""
-    from tasks.paper.recurrent_share import measure
+    from reproduce.recurrent_share import measure
     cell = json.loads((run_dir / "cell.json").read_text())
     valid = read_metrics(run_dir, "valid")
     share = measure(cfg)
@@ -215,7 +215,7 @@ def write_record(record: Path, run_dir: Path, cfg) -> None:
 
 def git_commit() -> str:
     """HEAD, with "-dirty" when tracked code or configs differ from it (not the report and the records, which
-    this script and paper_report.py rewrite while cells run)."""
+    this command and reproduce.report rewrite while cells run)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
@@ -248,12 +248,12 @@ def past(hhmm: Optional[str]) -> bool:
 
 
 def run_speed(out: Path, scale: str, dry_run: bool) -> str:
-    """The paper's speed figure: SRU vs LSTM vs conv1d on its two shapes (scripts/bench_speed.py)."""
+    """The paper's speed figure: SRU vs LSTM vs conv1d on its two shapes (python -m bench.speed)."""
     argv = ["--shapes", "paper", "--repeats", "5" if scale == "cpu" else "20", "--out", str(out)]
     if torch.cuda.is_available():
         argv += ["--device", "cuda"]
     if dry_run:
-        print("python scripts/bench_speed.py " + " ".join(argv))
+        print("python -m bench.speed " + " ".join(argv))
         return "dry-run"
     if (out / "bench.json").is_file():
         return "done"
@@ -268,7 +268,7 @@ def check_cells(wanted: List[str], tables: List[str], scale: str) -> None:
     known = {getattr(c, scale) for c in cells} | {c.name for c in cells}
     unknown = [w for w in wanted if w not in known]
     if unknown:
-        raise SystemExit(f"reproduce.py: --cell {', '.join(unknown)}: no such {scale} cell in "
+        raise SystemExit(f"python -m reproduce: --cell {', '.join(unknown)}: no such {scale} cell in "
                          f"{', '.join(tables)}; cells: {', '.join(sorted(getattr(c, scale) for c in cells))}")
 
 
@@ -313,7 +313,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
               f"{sum(v == 'busy' for v in status.values())} busy in another process, "
               f"{sum(v == 'failed' for v in status.values())} failed", flush=True)
         if args.report:
-            from tasks.paper.report import main as report
+            from reproduce.report import main as report
             report(["--records", str(records), "--out", args.report])
     return status
 

@@ -1,6 +1,6 @@
 """The recurrent layers' share of a training step's CPU time, measured on a run's own batches.
 
-    PYTHONPATH=$PWD python scripts/recurrent_share.py experiment=cpu/ptb_sru [--batches 8]
+    PYTHONPATH=$PWD python -m reproduce.recurrent_share experiment=cpu/ptb_sru [--batches 8]
 
 Builds the task and model of the composed config (fresh weights: the cost of a step does not depend on
 them), then for each of ``--batches`` training batches times, in CPU seconds of this process (all threads;
@@ -12,7 +12,7 @@ robust to other load on the machine):
   exact inputs) replayed alone: forward + backward of its outputs, its input requiring grad exactly when
   it did in the step.
 
-share = recurrent / full (the paper's "time used in RNN" over the time per step). ``scripts/reproduce.py``
+share = recurrent / full (the paper's "time used in RNN" over the time per step). ``python -m reproduce``
 stores it in each run record.
 """
 from __future__ import annotations
@@ -123,3 +123,6 @@ def main(argv=None) -> Dict[str, float]:
     print(result)
     return result
 
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,9 @@
 """Write docs/paper.md and its figures from the committed run records alone.
 
-    python scripts/paper_report.py                    # --records docs/paper/runs --out docs/paper.md
+    python -m reproduce.report                    # --records docs/paper/runs --out docs/paper.md
 
 Reads ``<records>/<scale>/<cell>/seed<s>/`` (``run.json``, ``results.json``, ``metrics_valid.csv``, written by
-``scripts/reproduce.py``) and writes, per paper table: the paper's numbers (EM and F1 for SQuAD), ours as
+``python -m reproduce``) and writes, per paper table: the paper's numbers (EM and F1 for SQuAD), ours as
 mean ± std over seeds, epochs, CPU-seconds per epoch, the recurrent layers' share of a training step, the
 CPU time each model needed to reach the baseline's best validation score ("never" when it did not; on the
 curve the runs early-stop on, ``Table.validation_metric``), the
@@ -16,11 +16,11 @@ records is listed as missing, never filled in. Nothing but the date line changes
 
 CPU time at an evaluation = the run's CPU seconds x its step / the run's last step (steps cost alike).
 The records' CPU seconds were spent under whatever load the machine had (cells often run side by side);
-where ``<bench>/<scale>/<table>.json`` exists (``python scripts/bench_cells.py --table T --write``: every
+where ``<bench>/<scale>/<table>.json`` exists (``python -m reproduce.cell_bench --table T --write``: every
 cell's training step timed round-robin in one process), the speed column, the shape verdict, the CPU time
 to reach the baseline's score and the figure's x axis use its CPU ms per step instead (step x ms: training
 compute at equal conditions, evaluation excluded). Reading the records and those measures:
-tasks/paper/records.py; this file turns them into the tables, verdicts and figures.
+reproduce/records.py; this file turns them into the tables, verdicts and figures.
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from tasks.engine.results import format_mean_std, mean_std
-from tasks.paper.records import (CellRecords, RunEnd, baseline_target, cheaper_than, collect, mean_or_nan,
+from reproduce.records import (CellRecords, RunEnd, baseline_target, cheaper_than, collect, mean_or_nan,
                                  reach_text, read_bench, use_bench_clock)
-from tasks.paper.tables import TABLES, Table
+from reproduce.tables import TABLES, Table
 
 DATE_PREFIX = "Written by"
 
@@ -263,7 +263,7 @@ def machines(cells: List[CellRecords]) -> str:
 
 
 def main(argv=None) -> str:
-    p = argparse.ArgumentParser(prog="paper_report.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m reproduce.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", default="docs/paper/runs")
     p.add_argument("--out", default="docs/paper.md")
     p.add_argument("--scales", default="cpu,paper")
@@ -274,16 +274,16 @@ def main(argv=None) -> str:
     img = out.parent / "img"
     scales = [s for s in args.scales.split(",") if (records / s).is_dir()] or ["cpu"]
     text = ["# The paper's tables, reproduced", "",
-            f"{DATE_PREFIX} `python scripts/paper_report.py` on {time.strftime('%Y-%m-%d %H:%M')}.",
+            f"{DATE_PREFIX} `python -m reproduce.report` on {time.strftime('%Y-%m-%d %H:%M')}.",
             "", f"Rebuilt from the committed run records under `{args.records}/` alone (one per (cell, seed), "
-            "written by `python scripts/reproduce.py --scale <scale> --table <table>`); scales: "
+            "written by `python -m reproduce --scale <scale> --table <table>`); scales: "
             f"{', '.join(scales)}. \"paper\" = the number the paper reports (docs/paper_numbers.md). CPU-s = "
             "CPU seconds of the training process (all threads, evaluation included; jobs sharing the machine "
             "inflate it); CPU ms / step = one training step, the trainer's own (tasks/engine/training/step.py), with "
-            "every cell of the table timed round-robin in one process (`python scripts/bench_cells.py --table <table> "
+            "every cell of the table timed round-robin in one process (`python -m reproduce.cell_bench --table <table> "
             "--write`): where measured, the speed column, "
             "the verdicts, the CPU time to reach the baseline's score and the figures use it; recurrent share = the "
-            "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (scripts/recurrent_share.py); "
+            "SRU/SRU++/LSTM layers' forward+backward CPU time over the training step's (python -m reproduce.recurrent_share); "
             "the baseline LSTM is LSTMEncoder's fastest exact padded path (docs/benchmarks.md, LSTM padding). "
             "The stopped column, the CPU time to reach the baseline's best valid and the figures read the validation "
             "curve the runs early-stop on (the table's metric; speech: CER).", "",
@@ -314,3 +314,6 @@ def main(argv=None) -> str:
     print(f"[report] wrote {out}", flush=True)
     return "\n".join(text)
 
+
+if __name__ == "__main__":
+    main()
