@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from test_translation_model import BOS, EOS, PAD, source_batch, tiny_model
 
 import tasks.translation.model as model_module
-from tasks.translation.decode_attention import _kernel, attend
+from tasks.translation.decode_attention import attend, kernel
 from tasks.translation.search import beam_search
 
-needs_kernel = pytest.mark.skipif(_kernel() is None, reason="decode_attention.cpp needs a build with AVX-512")
+needs_kernel = pytest.mark.skipif(kernel() is None, reason="decode_attention.cpp needs a build with AVX-512")
 
 
 def additive(shape, g, share=0.3):

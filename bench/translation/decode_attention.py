@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from bench.harness import (bench_parser, calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
-from tasks.translation.decode_attention import _kernel, attend
+from tasks.translation.decode_attention import attend, kernel
 
 HEADS, QUERIES, HEAD_SIZE = 4, 6, 64
 SHAPES = [(32, 30, "per query"), (216, 60, "per query"), (216, 120, "per query"), (216, 40, "per key")]
@@ -39,7 +39,7 @@ def torch_attention(q, k, v, mask):
 def main(argv=None):
     args = bench_parser(__doc__, threads=1, repeats=7, sets=24).parse_args(argv)
     torch.set_num_threads(args.threads)
-    if _kernel() is None:
+    if kernel() is None:
         raise SystemExit("decode_attention.cpp is not built with AVX-512 here: nothing to compare")
     timer, g = make_timer("cpu" if args.threads == 1 else "wall"), torch.Generator().manual_seed(0)
     body = []

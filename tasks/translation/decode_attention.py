@@ -26,7 +26,8 @@ HEAD_SIZES = (16, 32, 64, 128)
 
 
 @functools.lru_cache(maxsize=None)  # asked at every attention call; the library is built or not once per process
-def _kernel():
+def kernel():
+    """The built library holding the attention kernel, or None where it cannot run here (no build, no AVX-512)."""
     lib = library()
     return lib if lib is not None and lib.translation_decode_attention_available() else None
 
@@ -38,7 +39,7 @@ def eligible(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> bool:
             and k.shape == v.shape and k.dim() == 4 and k.shape[:2] == q.shape[:2] and k.size(-1) == q.size(-1)
             and all(t.dtype == torch.float32 and t.is_cpu and type(t) is Tensor for t in tensors)
             and all(t.stride(-1) == 1 for t in (q, k, v)) and (mask is None or mask.dim() == 4)
-            and not torch.compiler.is_compiling() and not exporting() and _kernel() is not None)
+            and not torch.compiler.is_compiling() and not exporting() and kernel() is not None)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None) -> Optional[Tensor]:
@@ -52,7 +53,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor] = None) -> Op
     strides = lambda t: (ctypes.c_int64 * 4)(*t.stride())  # noqa: E731
     full = None if mask is None else mask.expand(G, H, Q, W)  # broadcast dimensions get stride 0
     out = torch.empty(G, H, Q, D, dtype=torch.float32)
-    done = _kernel().translation_decode_attention(
+    done = kernel().translation_decode_attention(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), None if full is None else full.data_ptr(), out.data_ptr(),
         G, H, Q, W, D, strides(q), strides(k), strides(v), None if full is None else strides(full),
         1.0 / math.sqrt(D), torch.get_num_threads())
