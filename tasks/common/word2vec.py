@@ -15,7 +15,7 @@ in the standard word2vec binary format (read by ``vectors.load_vectors`` like an
 cached under ``~/.cache/sru-experiments/word2vec/`` (``$SRU_CACHE_DIR`` overrides), keyed by the
 training settings, so it is trained once per machine and never committed.
 
-    python scripts/train_word2vec.py            # train (or find) the cached file, print coverage of MR
+    python -m tasks.classification.prepare_vectors            # train (or find) the cached file, print coverage of MR
 """
 from __future__ import annotations
 

@@ -2,9 +2,15 @@
 lists "<utterance-id> TRANSCRIPT" lines, the audio is <utterance-id>.flac beside it.
 
     write_librispeech_manifest(Path("LibriSpeech/dev-clean"), Path("dev-clean.jsonl"))
+
+From the shell (what ``task.data.source=librispeech`` does on first use):
+
+    python -m tasks.corpora.librispeech /data/LibriSpeech --parts train-clean-100 dev-clean test-clean \\
+        --out data/librispeech
 """
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import List
@@ -43,3 +49,17 @@ def write_librispeech_manifest(part_dir: Path, manifest: Path) -> Path:
     print(f"[speech] {part_dir}: {len(rows)} utterances, "
           f"{sum(r['duration'] for r in rows) / 3600:.1f} h -> {manifest}", flush=True)
     return manifest
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", type=Path, help="the LibriSpeech folder (holding train-clean-100/ ...)")
+    parser.add_argument("--parts", nargs="+", default=["train-clean-100", "dev-clean", "test-clean"])
+    parser.add_argument("--out", type=Path, default=Path("data/librispeech"))
+    args = parser.parse_args(argv)
+    for part in args.parts:
+        write_librispeech_manifest(args.root / part, args.out / f"{part}.jsonl")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,11 +22,20 @@ that every voice reads a subset of (as TIMIT's shared sentences do): test transc
 occur in training with other voices; the test measures generalisation to unseen speakers, not to unseen
 words. The corpus is generated once into a folder named by a hash of its specification (cached, never
 committed).
+
+From the shell (what `python train.py task=speech task.data.source=offline` does on first use):
+
+    python -m tasks.corpora.speech_synthesis                  # default spec, ~1,000 clips
+    python -m tasks.corpora.speech_synthesis --clips-per-voice 100 --out ~/.cache/sru-experiments/speech
+
+prints the three manifests (train/valid/test, split by voice).
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -73,6 +82,13 @@ VOICES: List[Tuple[str, str, str, str]] = [
 TOOLS = {"espeak": "espeak-ng", "flite": "flite", "festival": "text2wave"}
 FESTIVAL_VOICE_DIRS = {"kal_diphone": ("english/kal_diphone", "festvox-kallpc16k"),
                        "cmu_us_slt_arctic_hts": ("us/cmu_us_slt_arctic_hts", "festvox-us-slt-hts")}
+
+
+def default_cache_dir() -> Path:
+    """Where the speech task keeps prepared corpora and cached features: ``$SRU_DATA_DIR/speech``, else
+    ``~/.cache/sru-experiments/speech`` (``task.data.cache_dir`` overrides it per run)."""
+    root = os.environ.get("SRU_DATA_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "sru-experiments") / "speech"
 
 
 @dataclass
@@ -233,3 +249,25 @@ def prepare_offline_corpus(cache_root: Path, spec: Optional[OfflineSpec] = None,
         print(f"[speech] offline corpus ready in {time.time() - t0:.0f}s: "
               + ", ".join(f"{s} {sum(c['split'] == s for c in clips)} clips" for s in manifests), flush=True)
     return manifests
+
+
+def main(argv=None) -> None:
+    defaults = OfflineSpec()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=None, help="cache root (default: $SRU_DATA_DIR/speech or "
+                                                    "~/.cache/sru-experiments/speech)")
+    parser.add_argument("--clips-per-voice", type=int, default=defaults.clips_per_voice)
+    parser.add_argument("--sentence-fraction", type=float, default=defaults.sentence_fraction)
+    parser.add_argument("--sentence-pool", type=int, default=defaults.sentence_pool)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--workers", type=int, default=2, help="parallel synthesis processes")
+    args = parser.parse_args(argv)
+    spec = OfflineSpec(clips_per_voice=args.clips_per_voice, sentence_fraction=args.sentence_fraction,
+                       sentence_pool=args.sentence_pool, seed=args.seed)
+    manifests = prepare_offline_corpus(args.out or default_cache_dir(), spec, workers=args.workers)
+    for split, path in manifests.items():
+        print(f"{split}: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,7 @@ Sources (task.data.source):
     offline       the synthesised corpus (tasks/corpora/speech_synthesis.py), prepared on first use
     manifest      task.data.manifests.{train,valid,test}: your manifests
     librispeech   task.data.librispeech.root: a LibriSpeech folder (*.trans.txt + .flac); manifests written
-                  once into the cache (scripts/prepare_librispeech.py does the same from the shell)
+                  once into the cache (python -m tasks.corpora.librispeech does the same from the shell)
     hub           task.data.hub.name: a Hugging Face speech set (needs network or a local cache)
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from tasks.engine.errors import not_a_file
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
-from tasks.speech.paths import default_cache_dir
+from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.schema import SpeechDataConfig, SpeechHubConfig
 from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 

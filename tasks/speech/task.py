@@ -34,7 +34,7 @@ from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
-from tasks.speech.paths import default_cache_dir
+from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
 from tasks.corpora.transcripts import normalize_transcript

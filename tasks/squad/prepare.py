@@ -1,9 +1,9 @@
 """Generate the offline SQuAD v1.1-format set from gensim's Wikipedia sample (or another MediaWiki dump).
 
-    python scripts/prepare_squad_offline.py                       # into ~/.cache/sru-experiments/squad/
-    python scripts/prepare_squad_offline.py --out data/squad --wiki enwiki-pages-articles.xml.bz2
+    python -m tasks.squad.prepare                       # into ~/.cache/sru-experiments/squad/
+    python -m tasks.squad.prepare --out data/squad --wiki enwiki-pages-articles.xml.bz2
 
-`python train.py task=squad` runs the same generator on first use (tasks/squad/generator/offline_corpus.py); this script
+`python train.py task=squad` runs the same generator on first use (tasks/squad/generator/offline_corpus.py); this command
 is for looking at the questions or writing them elsewhere. Prints the three files and a few examples.
 """
 from __future__ import annotations

