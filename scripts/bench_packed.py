@@ -3,7 +3,7 @@
     python scripts/bench_packed.py [--length 128] [--batch 32] [--size 512] [--layers 2]
                                    [--threads 2] [--repeats 15] [--seed 0]
 
-Prints a Markdown table (docs/benchmarks.md records it). The method: bench/packed.py.
+Prints a Markdown table (docs/speed/packed.md records it). The method: bench/packed.py.
 """
 from bench.packed import main
 

@@ -1,5 +1,5 @@
 """Run bench_speed.py in several fresh processes and report each ratio per process and its median
-over processes (why: bench/processes.py; docs/benchmarks.md, "Against the GEMM bound").
+over processes (why: bench/processes.py; docs/speed/layer_speed.md).
 
     python scripts/bench_processes.py --processes 8 -- --device cpu --threads 2 --repeats 30 \\
         --shapes paper --candidates gemm-bound,sru-cpu

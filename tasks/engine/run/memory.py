@@ -1,4 +1,4 @@
-"""``trainer.keep_freed_memory`` (docs/benchmarks.md#freed-memory-kept-for-reuse): glibc's malloc keeps memory a
+"""``trainer.keep_freed_memory`` (docs/design_notes.md#freed-memory-kept-for-reuse): glibc's malloc keeps memory a
 tensor freed for the next tensor instead of handing it back to the system at once.
 
 Why: by default glibc serves a large allocation (above a threshold that adapts, from 128 KB up to 32 MB) from
