@@ -28,7 +28,10 @@ def test_every_row_names_command_cpu_threads_date_and_commit():
 
 
 def test_pages_are_short_and_no_heading_names_a_pass():
-    for path, text in render.rendered().items():
+    pages = {path: text for path, text in render.rendered().items()
+             if path.parent == render.PAGES or path == render.OVERVIEW}
+    assert len(pages) == len(render.ORDER) + 1, sorted(pages)
+    for path, text in pages.items():
         assert len(text.splitlines()) <= 150, path
         headings = [line for line in text.splitlines() if line.startswith("#")]
         assert not [h for h in headings if re.search(r"\bpass\b", h, re.I)], (path, headings)
@@ -53,3 +56,12 @@ def test_a_hand_edited_page_is_reported_by_check(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(render, "OVERVIEW", tmp_path / "benchmarks.md")
     assert render.main(["--check"]) == 1
     assert "speed/packed.md differs from its record" in capsys.readouterr().out
+
+
+def test_readme_is_a_short_front_door():
+    """README.md: at most 250 lines, the two set-up commands first, then the generated task results."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
+    assert lines[4].startswith("python -m venv .venv") and "train.py task=lm" in lines[4], lines[:8]
+    assert lines[7].startswith("python -m venv .venv") and "pytest -q tests" in lines[7], lines[:8]
+    assert render.TASK_TABLE_BEGIN in lines, "README.md lost the generated task results table"
