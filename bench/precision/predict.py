@@ -1,6 +1,6 @@
 """predict.py's throughput in fp32, int8 and bf16 on one trained run, in one process with paired
 interleaved rounds (bench/harness.py): the same inputs through ``load_predictor(run, precision=...)``,
-the same code path as ``python predict.py run=<run> precision=<p>`` (issue 54).
+the same code path as ``python predict.py run=<run> precision=<p>``.
 
     python -m bench.precision.predict --run <run dir | model.pt> --input <one input per line> \
         [--limit 400] [--threads 2] [--repeats 5] [--option mode=score] [--product-share]
