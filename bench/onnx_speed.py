@@ -48,7 +48,7 @@ def workload(name, rnn, x, c0, path: Path, dynamic: dict, args, ort):
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
     # No spin-waiting after a run: ORT's idle threads would otherwise keep both cores busy
-    # while PyTorch's turn is timed (measured: PyTorch's B=1 step 68 ms instead of ~0.1 ms).
+    # while PyTorch's turn is timed, slowing PyTorch's B=1 step by orders of magnitude.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     feed = {"x": x.numpy(), "c0": c0.numpy()}

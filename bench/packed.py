@@ -13,7 +13,7 @@ parameters and the input, for
 
 Candidates run round-robin within each repeat (the order rotates), so load drifting during
 the run hits all alike; every ratio is the median over repeats of that repeat's ratio. Prints
-a Markdown table (docs/benchmarks.md records it).
+a Markdown table (docs/speed/packed.md records it).
 """
 import statistics
 

@@ -3,7 +3,7 @@ median over processes.
 
 Why: on the 2-core VM we measure on, a ratio such as the small shape's inference vs the GEMM
 bound is stable inside one process. From one process to the next it moves by up to ±8%
-(docs/benchmarks.md, "Against the GEMM bound"), more than the margins targets are
+(docs/speed/layer_speed.md), more than the margins targets are
 judged by. The median over fresh processes is the figure to quote; this prints it in one command.
 
     python -m bench.processes --processes 8 -- --device cpu --threads 2 --repeats 30 \\

@@ -36,8 +36,7 @@ class Shape:
 # large GPU shape; "tiny" only exercises the machinery (tests).
 PAPER_SHAPES = [Shape(32, 32, 256, 1), Shape(128, 32, 512, 1)]
 JUDGED_SHAPE = Shape(64, 32, 512, 2)
-# The issue's targets at the judged shape (CPU, 2 threads, fp32); sru 2.6 measured 2.1x / 1.65x
-# over the GEMM bound (training / inference).
+# The targets at the judged shape (CPU, 2 threads, fp32): docs/speed/layer_speed.md.
 JUDGED_TARGETS = {"train_vs_gemm_max": 1.15, "forward_vs_gemm_max": 1.10, "train_speedup_vs_lstm_min": 2.4}
 LARGE_SHAPES = [Shape(256, 128, 1024, 2)]
 TINY_SHAPES = [Shape(8, 4, 32, 2)]
@@ -113,7 +112,7 @@ def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator
     Each layer gets its own input leaf so that the backward computes grad of x and of W for
     every layer, exactly the matmul work of an SRU training step. ``library="onednn"``: the same
     three products through oneDNN (sru/ops/cpu/gemm.py, prepacked weight) instead of torch.mm's
-    MKL: the layer is judged against the faster of the two (issue 55).
+    MKL: the layer is judged against the faster of the two.
     """
     from sru.ops.cpu.gemm import matmul
 

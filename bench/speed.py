@@ -6,7 +6,7 @@ interleaved round-robin inside one process (the order rotates every repeat) so t
 from other processes hits all of them alike; within a round all candidates' inference runs,
 then all their training steps, so an inference sample follows another inference sample, not
 the same candidate's training step (whose buffers would still fill the caches; on 2 CPU
-threads that made the small shape's inference ratio ~5% worse, docs/benchmarks.md). After a
+threads that made the small shape's inference ratio ~5% worse, docs/design_notes.md#how-the-benchmarks-measure). After a
 warm-up each measurement is the mean of enough calls to last ``--min-ms``; we report medians
 and inter-quartile ranges, the ratio to the GEMM bound and the speedup over the LSTM (each the
 median over rounds of the per-round ratio, so load that drifts during the run cancels). Writes

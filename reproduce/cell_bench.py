@@ -76,8 +76,8 @@ def main(argv=None) -> Dict[str, float]:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     # Subnormal floats flushed to zero, as the trainer does (trainer.flush_denormal): without it an SRU++
-    # step on lm_char grew from 343 to 560 ms within 30 training steps at lr 5e-3 while the Transformer's
-    # stayed at ~390 ms (x86 handles subnormals in microcode); the ratio would measure that, not the models.
+    # step on lm_char slows down within a few dozen training steps at lr 5e-3 while the Transformer's does
+    # not (x86 handles subnormals in microcode); the ratio would measure that, not the models.
     torch.set_flush_denormal(not args.keep_subnormals)
     table = TABLES[args.table]
     cells = cells_at(table, args.scale)

@@ -38,7 +38,7 @@ from reproduce.tables import TABLES, Table
 DATE_PREFIX = "Written by"
 
 
-# issue #23's plateau rule: a run that used its whole budget improved its best validation score by less than
+# the plateau rule: a run that used its whole budget improved its best validation score by less than
 # this (relative, %) over the last quarter of its evaluations
 PLATEAU_RULE_PCT = 1.0
 
@@ -237,7 +237,7 @@ def plot_table(table: Table, cells: List[CellRecords], path: Path) -> Optional[P
     return path
 
 
-# Why the cost column moved on 2026-12-05 (issue 52): until then bench_cells timed a copy of the step.
+# Why the cost column moved on 2026-12-05: until then bench_cells timed a copy of the step.
 COST_COLUMN_NOTE = (
     "The CPU ms / step column moved on 2026-12-05, when bench_cells began to time the trainer's own step instead "
     "of a hand-written copy that skipped two things the trainer does after the backward pass: the gradient "

@@ -1,4 +1,4 @@
-"""Lower-precision CPU inference for models containing SRU / SRU++ layers (issue 54).
+"""Lower-precision CPU inference for models containing SRU / SRU++ layers.
 
 ``quantize_dynamic(model)``: every SRU layer's projection weights (``weight``, ``weight_proj``) and
 every ``nn.Linear`` of the model (SRU++'s attention and projections, the task heads, translation's

@@ -2,7 +2,7 @@
 ``F.linear`` in fp32) and oneDNN (``torch.ops.mkldnn._linear_pointwise``, plain and with the weight
 prepacked by ``torch.ops.mkldnn._reorder_linear_weight``), in one process, paired interleaved
 rounds (bench/harness.py), so the GEMM bound of the layer is reported through the faster library
-(issue 55). Also the low-precision routes issue 54 uses: bf16 ``F.linear`` (oneDNN), the int8
+(docs/speed/gemm.md). Also the low-precision routes: bf16 ``F.linear`` (oneDNN), the int8
 dynamic-quantised linear (``torch.ops.quantized.linear_dynamic``, fbgemm/x86 and oneDNN engines, one
 activation scale per call) and sru's own int8 product (``sru.ops.cpu.int8.per_token_product``: one scale
 per row, its default engine, quantisation passes included).

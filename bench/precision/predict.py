@@ -1,12 +1,12 @@
 """predict.py's throughput in fp32, int8 and bf16 on one trained run, in one process with paired
 interleaved rounds (bench/harness.py): the same inputs through ``load_predictor(run, precision=...)``,
-the same code path as ``python predict.py run=<run> precision=<p>`` (issue 54).
+the same code path as ``python predict.py run=<run> precision=<p>``.
 
     python -m bench.precision.predict --run <run dir | model.pt> --input <one input per line> \
         [--limit 400] [--threads 2] [--repeats 5] [--option mode=score] [--product-share]
 
 Prints words/s of input per precision and the speed-up over fp32, headed by the CPU model and
-``get_cpu_capability()``; docs/benchmarks.md#int8-and-bf16-inference records its output. With
+``get_cpu_capability()``; docs/speed/low_precision.md#low-precision-int8-and-bf16 records its output. With
 ``--product-share``, one more call per precision under torch.profiler gives the share of its time spent in
 the linear products (``PRODUCT_OPS``) and, for fp32, the most any low precision could gain by making
 the products free, ``1 / (1 - share)``: what is left is work every precision shares (attention, search,

@@ -1,4 +1,4 @@
-"""trainer.num_threads' default on a shared machine (docs/benchmarks.md#threads-on-a-shared-machine).
+"""trainer.num_threads' default on a shared machine (docs/design_notes.md#threads-on-a-shared-machine).
 
     python -m bench.reliability.threads --rounds 2 --steps 150
 

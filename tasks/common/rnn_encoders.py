@@ -109,7 +109,7 @@ class LSTMEncoder(_Recurrent):
     dropout between layers as nn.LSTM's ``dropout``.
 
     Padding (``mask_pad``), ``padding_mode`` (the fastest exact way on CPU is the default; measured by
-    scripts/bench_lstm_padding.py, removed; see commit d067c11; docs/benchmarks.md#lstm-padding-the-baseline):
+    scripts/bench_lstm_padding.py, removed; see commit d067c11; docs/design_notes.md#lstm-padding-the-baseline):
 
     - "bucketed" (CPU default): the batch's sequences sorted by length into ``buckets`` groups, each cut
       to its longest sequence and run as "reverse"; outputs put back in batch order;
@@ -147,7 +147,7 @@ class LSTMEncoder(_Recurrent):
     def keras_init(self) -> None:
         """Glorot-uniform input weights, orthogonal recurrent weights (per gate), forget-gate bias 1: with
         nn.LSTM's own init a stack of 5 layers x 128 shrinks unit-variance input to std ~0.04 by layer 3 and
-        does not leave CTC's blank phase (docs/benchmarks.md#lstm-initialisation); with this one every layer's
+        does not leave CTC's blank phase (docs/design_notes.md#lstm-initialisation); with this one every layer's
         output keeps std ~0.11-0.17 (scripts/lstm_init_signal.py, removed; see commit 65b355b)."""
         h = self.layers[0].hidden_size
         for layer in self.layers:

@@ -5,9 +5,8 @@ Search ranks ``scores + log p`` and keeps 2K continuations per sentence, and ``l
 per row, so it never needs all N x V log-probabilities: ``torch.log_softmax`` wrote them (and the run maxima
 read them again). ``beam_rows.cpp`` reads each row from memory once, as a C pass (native.py builds it on first
 use); without it the same statistics come from torch ops (equal up to float rounding).
-``python -m bench.translation.beam_rows`` (docs/benchmarks.md, "Beam search reads its logits once"), 4,000-word
-rows, one thread: the C pass 1.2-1.7x faster than log_softmax + run maxima from 60 to 1,080 rows; the torch ops
-are the fallback, not a speed-up.
+``python -m bench.translation.beam_rows`` times it (docs/design_notes.md#beam-search): the C pass is faster than
+log_softmax + run maxima at every row count measured; the torch ops are the fallback, not a speed-up.
 """
 from __future__ import annotations
 

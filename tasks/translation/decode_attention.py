@@ -1,7 +1,7 @@
 """Scaled dot-product attention for decoding steps, through ``decode_attention.cpp`` (built by native.py).
 
 At a decoding step each (sentence, head) pair has a few queries (one per hypothesis) and tens of cached keys.
-There ``F.scaled_dot_product_attention`` (the flash kernel: two small GEMMs per pair) spent 2.5x the time of
+There ``F.scaled_dot_product_attention`` (the flash kernel: two small GEMMs per pair) spent several times the time of
 reading the keys and values, which a real decode finds out of cache; the C kernel streams each pair's keys
 and values once with its queries in registers and prefetches the next pair's (docs/benchmarks.md, "Decode
 attention"). ``attend`` takes the call only where the kernel is exact for it: no autograd, float32 CPU

@@ -60,7 +60,7 @@ def select_sentences(cache: Dict[str, Tensor], key: str, index: Tensor) -> Dict[
     """Sentences ``index`` of ``cache[key]`` (n, H, L, d), in place: only the rows whose sentence changes are
     copied, and rows past the new count drop out of the view (their memory stays with the buffer). Beam
     search lets finished sentences leave by moving the last ones into their places (search.py), so a step
-    copies a few sentences' keys, not all of them (a fresh 47 MB copy took 20 ms)."""
+    copies a few sentences' keys, not all of them (a fresh copy of every key faults in new memory)."""
     past, n = cache[key], index.numel()
     if tracked(past) or n > past.size(0):
         return {key: past.index_select(0, index)}

@@ -1,7 +1,7 @@
 """One CPU GEMM dispatch for the SRU's projections: MKL (``torch.mm``) or oneDNN
 (``torch.ops.mkldnn._linear_pointwise`` with the weight prepacked), chosen per product.
 
-Why: torch's fp32 ``mm`` is MKL's sgemm, which on some CPUs (AMD EPYC with AVX-512, issue 55)
+Why: torch's fp32 ``mm`` is MKL's sgemm, which on some CPUs (AMD EPYC with AVX-512)
 runs at less than half the speed of oneDNN's GEMM on the same cores, while on Intel parts the
 two are within a few percent. Which one is faster depends on the CPU, the shape and the thread
 count, so ``auto`` measures it once per (product, row bucket up to 256 rows, widths, threads), like
@@ -13,7 +13,7 @@ before.
 Products (``kind``), with the SRU's weight W (in, out): ``fwd`` U = X W, ``dx`` dX = dU Wᵀ,
 ``dw`` dW = Xᵀ dU. Only float32 on plain eager CPU tensors is dispatched; every other case
 (float64, compile, export, functorch, CUDA) is ``torch.mm`` as before. fp32 stays fp32: oneDNN
-computes in fp32 (only the summation order differs). Two more routes serve issue 54: bf16 under
+computes in fp32 (only the summation order differs). Two more routes serve low precision: bf16 under
 autocast in inference (``bf16_matmul``) and ``gemm="int8"`` for ``sru.quantize_dynamic``'s cells.
 
 Forcing: ``SRU(..., gemm="mkl"|"onednn")`` per module, or the environment variable
@@ -89,7 +89,7 @@ def dispatchable(a: Tensor, b: Tensor) -> bool:
 
 
 # SRU_CPU_GEMM as read when sru was imported or at the last clear_cpu_gemm_cache() (reading
-# os.environ costs ~1 µs, and this is consulted before every projection and decoding step)
+# os.environ costs more than the check itself, and this is consulted before every projection and decoding step)
 _env = [os.environ.get(ENV_VAR)]
 _env_parsed = ["auto", "auto"]  # [raw value, its meaning]: parsed again only when it changes
 
@@ -321,7 +321,7 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-# --- bf16 under autocast (issue 54) -------------------------------------------------------------
+# --- bf16 under autocast -------------------------------------------------------------------------
 
 def bf16_autocast_inference(x: Tensor, weight: Tensor) -> bool:
     """Inference of float32 CPU tensors under ``torch.autocast("cpu", torch.bfloat16)``: the

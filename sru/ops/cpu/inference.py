@@ -3,7 +3,7 @@ call of the fused forward kernel.
 
 Why: with no gradient to record, the general path's per-layer machinery (argument checks,
 the ``torch.library`` custom-op wrapper, ctypes struct construction, per-layer ``c`` slicing
-and the final ``torch.stack``) costs ~100-300 µs per layer in Python, which at one decoding step
+and the final ``torch.stack``) costs enough Python per layer that, at one decoding step
 (L = 1) is more than the layer's matmul itself. Here one ``SruArgs`` struct is filled in place
 per layer (a few pointer and integer stores), every layer writes its last state straight into
 its slot of the returned (layers, B, dirs*d) tensor, and nothing else is allocated but U and h.

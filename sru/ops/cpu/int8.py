@@ -1,4 +1,4 @@
-"""int8 products for ``sru.quantize_dynamic`` (issue 54): int8 weights with one scale per output
+"""int8 products for ``sru.quantize_dynamic``: int8 weights with one scale per output
 channel, activations quantised per token (one scale per row) at run time, through torch's maintained
 int8 kernels. docs/ops.md#int8-and-bf16-inference-sruquantizepy says why these kernels.
 
@@ -77,10 +77,8 @@ def usable_engines() -> list:
 
 
 def int8_engine() -> Optional[str]:
-    """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` where this torch has it (the SRU
-    layer L=64 B=32 d=512 x 2 here: 3.6-4.7x fp32 against 2.2-2.4x through torch's dynamic linear on oneDNN/AMX
-    and 1.75x on fbgemm/VNNI; with oneDNN and fbgemm capped to AVX2 1.48x against fbgemm's 1.34x,
-    docs/benchmarks.md); else torch's current engine when it is an x86 one; else the first there is. torch's
+    """What runs an int8 product: ``SRU_INT8_ENGINE`` when set; else ``qlinear`` where this torch has it (the fastest
+    route for the SRU layer on every CPU measured, with and without VNNI/AMX: docs/speed/low_precision.md); else torch's current engine when it is an x86 one; else the first there is. torch's
     global engine is left as it was."""
     wanted = os.environ.get(INT8_ENGINE_VAR)
     if wanted:
@@ -182,7 +180,7 @@ def _pin_rows(count: int, width: int) -> Tensor:
 
 def _scratch(numel: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """This thread's reused buffer of ``dtype`` for the kernel's input (the kernel does not keep it): a fresh one
-    per call can cost page faults (measured here: 0.205 vs 0.188 ms to fill 2,048 x 512 floats)."""
+    per call can cost page faults."""
     name = f"buffer_{dtype}"
     buf = getattr(_local, name, None)
     if buf is None or buf.numel() < numel:
@@ -200,7 +198,7 @@ def per_token_product(flat: Tensor, q: Tensor, scale: Tensor, bias: Optional[Ten
         return _qlinear_product(flat, q, scale, bias)
     rows, width = flat.shape
     total = max(onednn_int8_rows(rows + 1), ONEDNN_MIN_ROWS) if engine == "onednn" else rows + 1  # as in qlinear
-    # max |x| per row as max(max x, -min x): two plain reductions (vector_norm(inf) / aminmax ran 10x slower here)
+    # max |x| per row as max(max x, -min x): two plain reductions (vector_norm(inf) / aminmax ran several times slower)
     row_max = torch.maximum(flat.amax(1, keepdim=True), flat.amin(1, keepdim=True).neg_()).clamp_min_(1e-30)
     normalised = _scratch(total * width).view(total, width)
     torch.mul(flat, row_max.reciprocal(), out=normalised[:rows])  # a product: division ran slower

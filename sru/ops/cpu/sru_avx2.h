@@ -45,7 +45,7 @@ inline void join3(float* p, __m256 u0, __m256 u1, __m256 u2) {
 
 // U's (u0, u1, u2) triples of n units -> three contiguous rows. The forward loop then reads
 // unit-stride vectors instead of stride-3 ones, which GCC builds from many permutes: the k = 3
-// forward got ~1.13x faster on AVX2 (docs/ops.md, "AVX2 steps"). On AVX2 through split3;
+// forward got faster on AVX2 (docs/ops.md, "AVX2 steps"). On AVX2 through split3;
 // elsewhere a plain loop.
 inline void deinterleave3(const float* u, float* u0, float* u1, float* u2, int64_t n) {
   int64_t j = 0;

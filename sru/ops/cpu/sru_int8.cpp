@@ -2,8 +2,8 @@
 // sru/ops/cpu/int8.py: quantise each row of x by its own max |x| into uint8 (the layout oneDNN's
 // u8 x s8 GEMM reads), and after the product multiply each output row by that max (adding the
 // bias). Why in C: as torch ops the quantiser is five passes over the input (max, min, scale,
-// round, cast) and cost more than the int8 GEMM itself (2,048 x 512: 1.8 ms vs 1.7 ms here);
-// fused it is one read to find the row's maximum and one to write its bytes (0.23 ms).
+// round, cast) and cost more than the int8 GEMM itself; fused it is one read to find the row's
+// maximum and one to write its bytes (docs/design_notes.md#int8-and-bf16).
 #include <cstdint>
 #include <cstring>
 

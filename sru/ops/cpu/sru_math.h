@@ -12,7 +12,7 @@ namespace sru_math {
 // exp for float that the compiler can vectorise (std::exp has no SIMD variant without
 // -ffast-math): Cody-Waite range reduction, a degree-6 minimax polynomial on |r| <= ln(2)/2
 // (relative error 3e-9, below float rounding; fitted by python -m bench.cpu_kernel --fit-exp-poly) evaluated
-// Estrin-style (a shorter dependency chain than Horner: the k = 3 forward got ~1.07x faster), then
+// Estrin-style (a shorter dependency chain than Horner: the k = 3 forward got measurably faster), then
 // scale by 2^n built from the exponent bits. Its min/max only
 // vectorise with -fno-trapping-math (set by build.py).
 inline float fast_exp(float x) {

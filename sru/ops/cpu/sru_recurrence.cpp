@@ -39,15 +39,15 @@ inline int64_t pick_chunk(int64_t rows, int64_t d, int64_t threads, int64_t per_
 }
 
 // Whether a task walks a group of batch rows per step: not for a single step (nothing to walk;
-// the group's larger state buffer measured 5% slower at L = 1, B = 32) nor for bidirectional layers
-// (grouped, their forward measured 1.1-1.3x slower: each row's other half belongs to the other
+// the group's larger state buffer measured slower at L = 1, B = 32) nor for bidirectional layers
+// (grouped, their forward measured slower: each row's other half belongs to the other
 // direction's task; docs/ops.md, "Loop order").
 inline bool grouped_walk(int64_t length, int64_t dirs) { return length >= 2 && dirs == 1; }
 
 // Batch rows per grouped task: up to 64K states (256 KB of float, about L2), and with several
 // threads one contiguous block of rows per thread. Right after the matmul that wrote U, the
-// forward measured 1.02-1.22x faster at 2 threads than with 4 smaller blocks per thread, the
-// backward 1.14-1.57x faster than with one row per task (docs/ops.md, "Loop order"): each step
+// forward measured faster at 2 threads than with 4 smaller blocks per thread, and the backward
+// faster than with one row per task (docs/ops.md, "Loop order"): each step
 // then reads one long run of adjacent rows.
 inline int64_t pick_group(int64_t batch, int64_t chunks, int64_t threads, int64_t chunk) {
   const int64_t group = std::min(batch, 65536 / std::max<int64_t>(chunk, 1));

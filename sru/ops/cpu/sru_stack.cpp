@@ -66,7 +66,7 @@ Gemm<T> find_gemm() {
 // out (rows, n) = in (rows, m) @ w (m, n) for a few rows (decoding: rows = batch), where the
 // product reads the weight once and is bound by memory: 4 weight rows at a time are streamed
 // through an output block that stays in L1. On the AMD EPYC we measured, the BLAS in torch's
-// wheel (MKL) took 1.1-1.6x this loop's time for rows = 1-8 (docs/benchmarks.md).
+// wheel (MKL) took 1.1-1.6x this loop's time for rows = 1-8 (docs/design_notes.md#one-step-decoding).
 // Threads split the columns.
 template <typename T>
 void small_matmul(const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n,

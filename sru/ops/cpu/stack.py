@@ -1,10 +1,9 @@
 """A whole plain SRU stack in inference as one C call (``sru_stack.cpp``): the matmul of every
 layer through the BLAS torch uses, then the fused recurrence, with no Python between layers.
 
-Why: at one decoding step (L = 1, B = 1) reading a 512 x 1536 weight takes ~70-90 µs, and the
-per-layer Python of ``inference.forward_stack`` (an aten matmul call, allocations, a ctypes call
-per layer) plus ``SRU.forward``'s general argument handling added another ~60-90 µs for two
-layers. Here ``SRU.forward`` checks a handful of flags, reuses a plan cached on the module
+Why: at one decoding step (L = 1, B = 1) the per-layer Python of ``inference.forward_stack`` (an
+aten matmul call, allocations, a ctypes call per layer) plus ``SRU.forward``'s general argument
+handling cost about as much again as reading the weights (docs/design_notes.md#one-step-decoding). Here ``SRU.forward`` checks a handful of flags, reuses a plan cached on the module
 (rebuilt when a parameter's identity or storage, the dtype, the mode, a dropout, the skip scale
 or the backend changes: ``plan_key``) and makes one ctypes call.
 
@@ -30,7 +29,8 @@ SMALL_ROWS = 8  # sru_stack.cpp's kSmallRows
 # Up to SMALL_ROWS rows an int8 cell's step leaves the C loop only from this many multiply-adds per product:
 # there int8 must beat that loop, not torch's product (INT8_MIN_WORK's yardstick). A 2 x 512 stack's step
 # (512 x 1,536, 2 threads; python -m bench.precision.layer --decode-only 1,2,3,4,6,8,16) ran int8 0.85-0.95x
-# the loop's speed at 2-3 rows, 0.91-1.11x at 4, 1.20x at 6, 1.39-1.61x at 8: int8 from 6 rows of 512 x 1,536.
+# the loop's speed at 2-3 rows, 0.91-1.11x at 4, 1.20x at 6, 1.39-1.61x at 8: int8 from 6 rows of 512 x 1,536
+# (the current row: docs/speed/low_precision.md, "decode steps B = 1 / 2 / 4 / 5 / 6 / 8 / 16").
 INT8_MIN_WORK_BESIDE_LOOP = 1 << 22
 GEMM_MISSING = 2  # sru_stack.cpp's status when torch exports no sgemm_/dgemm_
 
@@ -73,7 +73,7 @@ _CELL_STATE = operator.itemgetter("training", "backend", "dropout", "rnn_dropout
 def plan_key(cells: Sequence) -> tuple:
     """What a cached plan must still match: per cell its mode and options, and the identity of
     its parameters and submodules (a new layer norm, projection or custom_m). No global counter:
-    the key is read from the cells themselves on every call (under 1 µs a layer)."""
+    the key is read from the cells themselves on every call (cheap next to a step)."""
     key = []
     for cell in cells:
         key.append(_CELL_STATE(cell.__dict__))

@@ -65,7 +65,7 @@ def apply_process_settings(seed: Optional[int], trainer: TrainerConfig, announce
         torch.set_num_threads(threads)
     if announce:
         print(f"[run] {why}", flush=True)
-    # far below anything that moves a weight, and ~100x slower on x86 (docs/benchmarks.md#subnormal-floats)
+    # far below anything that moves a weight, and ~100x slower on x86 (docs/design_notes.md#subnormal-floats)
     torch.set_flush_denormal(trainer.flush_denormal)
     if trainer.keep_freed_memory:  # process-wide, for good; false leaves malloc as it is (tasks/engine/run/memory.py)
         keep_freed_memory()

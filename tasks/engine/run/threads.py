@@ -1,4 +1,4 @@
-"""How many CPU threads torch uses when ``trainer.num_threads`` is null (docs/benchmarks.md#threads-on-a-shared-machine).
+"""How many CPU threads torch uses when ``trainer.num_threads`` is null (docs/design_notes.md#threads-on-a-shared-machine).
 
 torch's default is one thread per core of the machine. On a shared machine that collapses: an OpenMP team
 of two threads on two cores, with another process holding one of them, waits at every parallel region for

@@ -1,0 +1,3 @@
+from bench.docs_pages.render import main
+
+raise SystemExit(main())
