@@ -5,8 +5,8 @@
 2. runs the Triton recurrence against the float64 reference ON THE GPU across the options
    (fp32/bf16/fp16, uni/bi, k=3/4, mixed-length padding, dropout mask, tanh, no skip term,
    per-step weights, awkward sizes), forward and backward with random upstream gradients,
-   using the test suite's harness (``sru.ops.testing``) and also its own small cases compiled
-   (``sru.ops.testing.CASES``, float64 and float32); plus bitwise determinism, a side
+   using the test suite's harness (``sru.testing``) and also its own small cases compiled
+   (``sru.testing.CASES``, float64 and float32); plus bitwise determinism, a side
    stream, torch.compile (inductor) through the custom op;
 3. measures the recurrence kernels' achieved memory bandwidth (bytes moved / time) at
    B=128, d=1024, L=256 (uni and bi, fp32 and bf16);
@@ -30,12 +30,12 @@ import torch
 
 from sru.ops.triton.roofline import gpu_key, predicted_us, step_bytes
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer
-from sru.ops import testing
+from sru import testing
 from sru.ops.triton.kernels import SKIP_X
 from sru.ops.triton.padded import recurrence_backward, recurrence_forward
 from sru.ops.triton import elementwise_recurrence_triton
 
-# (name, make_inputs keywords, call options) at GPU scale; sru.ops.testing.CASES (the test
+# (name, make_inputs keywords, call options) at GPU scale; sru.testing.CASES (the test
 # suite's cases, small) run as well. Tolerances: relative to the largest reference magnitude.
 CASES = [
     ("uni_k3", dict(L=32, B=8, d=64), {}),
@@ -72,7 +72,7 @@ def check_case(name, sizes, options, dtype):
 
 
 def check_test_case(name, dtype):
-    """One of the test suite's cases (sru.ops.testing.CASES) at its own tolerance."""
+    """One of the test suite's cases (sru.testing.CASES) at its own tolerance."""
     inputs, options = testing.case_inputs(name, dtype=dtype, device=DEVICE)
     errors = testing.compare_with_reference(testing.backend_fn("triton"), inputs, **options)
     worst = max(errors.values())

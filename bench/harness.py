@@ -189,8 +189,8 @@ def this_command() -> str:
 
 def rel_err(got, want) -> float:
     """max |got - want| / max |want| in float64 (a missing gradient equals an all-zero one): the test
-    suite's measure (``sru.ops.testing.rel_err``), imported when first used so that the timing
+    suite's measure (``sru.testing.rel_err``), imported when first used so that the timing
     benchmarks still run while the layer package is broken."""
-    from sru.ops.testing import rel_err as measure
+    from sru.testing import rel_err as measure
 
     return measure(got, want)

@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 import sru
 from sru.linear import DispatchedLinear, dispatch_linears
 from sru.ops.cpu import gemm
-from sru.ops.testing import rel_err
+from sru.testing import rel_err
 
 pytestmark = pytest.mark.skipif(not gemm.onednn_available(), reason="this torch has no oneDNN")
 

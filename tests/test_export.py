@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import sru
-from sru.ops import testing
+from sru import testing
 from sru.ops.export import elementwise_recurrence_scan
 
 
@@ -18,7 +18,7 @@ from sru.ops.export import elementwise_recurrence_scan
                                   "scale-x-bi-padded"])
 def test_scan_form_equals_reference(case):
     """Eager float64, forward and gradients (the scan is differentiable too); the shared cases
-    of sru/ops/testing.py."""
+    of sru/testing.py."""
     inputs, options = testing.case_inputs(case, dtype=torch.float64)
     errors = testing.compare_with_reference(elementwise_recurrence_scan, inputs, **options)
     assert max(errors.values()) < 1e-10, errors

@@ -1,6 +1,6 @@
-"""Every fused recurrence backend against the float64 reference loop (sru/ops/testing.py).
+"""Every fused recurrence backend against the float64 reference loop (sru/testing.py).
 
-Parametrised over ``sru.ops.testing.FUSED_BACKENDS`` (the non-reference entries of
+Parametrised over ``sru.testing.FUSED_BACKENDS`` (the non-reference entries of
 ``sru.ops.BACKENDS``): ``cpu`` wherever its kernel builds, ``triton`` compiled on a GPU or, without
 one, in Triton's CPU interpreter (TRITON_INTERPRET=1, small cases only). A backend that cannot
 run here is skipped with the reason. Each comparison draws random upstream gradients for h and
@@ -10,8 +10,8 @@ magnitude. Backend-specific checks live in test_ops_cpu.py and test_ops_triton.p
 import pytest
 import torch
 
-from sru.ops import testing
-from sru.ops.testing import (CASES, GRADCHECK_CASES, TOLERANCE, backend_fn, case_inputs,
+from sru import testing
+from sru.testing import (CASES, GRADCHECK_CASES, TOLERANCE, backend_fn, case_inputs,
                              compare_with_reference, make_inputs)
 
 

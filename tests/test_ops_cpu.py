@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sru.ops import available_backends, elementwise_recurrence, elementwise_recurrence_reference
 from sru.ops.cpu import load_error, load_library
-from sru.ops.testing import as_float64, backend_fn, forward_backward, make_inputs, upstream_grads
+from sru.testing import as_float64, backend_fn, forward_backward, make_inputs, upstream_grads
 
 
 @pytest.fixture(scope="module", autouse=True)

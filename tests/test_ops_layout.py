@@ -40,7 +40,7 @@ def test_the_table_is_the_only_list_of_backend_names(monkeypatch):
     import sys
     import types
 
-    from sru.ops import testing
+    from sru import testing
     from tasks.common.model_schemas import SRUConfig
 
     assert sru.ops.BACKENDS == ("auto", *backends.TABLE)

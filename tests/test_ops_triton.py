@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("triton", reason="triton is not installed: the Triton backend is untested")
 
-from sru.ops import testing  # noqa: E402
+from sru import testing  # noqa: E402
 from sru.ops.reference import elementwise_recurrence_reference  # noqa: E402
 from sru.ops.triton import elementwise_recurrence_triton  # noqa: E402
 
@@ -33,7 +33,7 @@ def triton_mode():
 
 
 def make_inputs(d=4, c0=True, **options):
-    """The shared builder (sru/ops/testing.py) on this module's device, with c0 by default."""
+    """The shared builder (sru/testing.py) on this module's device, with c0 by default."""
     return testing.make_inputs(d=d, c0=c0, device=DEVICE, **options)
 
 
@@ -226,6 +226,6 @@ def test_check_gpu_script_dry_run(tmp_path):
     assert "µs/step inf (predicted)" in (tmp_path / "summary.md").read_text()
     row = json.loads((tmp_path / "bandwidth.json").read_text())["rows"][0]
     assert row["inference_predicted_us_per_step"] > 0 and row["inference_us_per_step"] > 0
-    # Its own GPU-scale cases and the test suite's (sru.ops.testing.CASES) both ran.
+    # Its own GPU-scale cases and the test suite's (sru.testing.CASES) both ran.
     cases = {r["case"] for r in json.loads((tmp_path / "correctness.json").read_text())["results"]}
     assert "no_skip" in cases and "tests:padded-bi-k4-dropout-tanh" in cases, cases

@@ -10,7 +10,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
 from sru.quantize import Int8Linear, bf16_native, check_int8_device, int8_engine, quantize_weight
-from sru.ops.testing import rel_err
+from sru.testing import rel_err
 
 pytestmark = [pytest.mark.skipif(int8_engine() is None, reason="no x86/fbgemm/onednn quantised engine"),
               pytest.mark.usefixtures("int8_kernels_on_tiny_products")]
@@ -77,7 +77,7 @@ def test_bf16_runs_where_onednn_cannot_pack_bf16_weights():
     code = """
 import torch, sru
 from sru.ops.cpu import gemm
-from sru.ops.testing import rel_err
+from sru.testing import rel_err
 torch.manual_seed(0)
 m, x = sru.SRU(32, 32, num_layers=2).eval(), torch.randn(12, 4, 32)
 with torch.no_grad():

@@ -9,7 +9,7 @@ from torch.nn.utils.rnn import pack_sequence
 pytest.importorskip("triton", reason="triton is not installed")
 
 from sru import SRU, SRUCell  # noqa: E402
-from sru.ops import testing  # noqa: E402
+from sru import testing  # noqa: E402
 from sru.ops.errors import TritonKernelError  # noqa: E402
 import importlib  # noqa: E402
 

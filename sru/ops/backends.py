@@ -64,7 +64,7 @@ class Backend:
 TABLE: Dict[str, Backend] = {
     "reference": Backend("sru.ops.reference", None, lambda: True, lambda: None),
     "cpu": Backend("sru.ops.cpu", "cpu", cpu_kernel_available, _cpu_untestable, paths="sru.ops.cpu.paths"),
-    # on CPU tensors (no GPU) the tests run it under TRITON_INTERPRET=1 (sru.ops.testing.triton_interpreter)
+    # on CPU tensors (no GPU) the tests run it under TRITON_INTERPRET=1 (sru.testing.triton_interpreter)
     "triton": Backend("sru.ops.triton", "cuda", triton_available, triton_importable, lazy=True,
                       interpreted_without_gpu=True),
 }

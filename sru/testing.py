@@ -1,6 +1,11 @@
-"""One harness for checking a recurrence backend against the reference loop.
+"""Testing helpers for recurrence backends, public as ``torch.testing`` is: check a backend (ours or
+your own, registered in ``sru.ops.backends.TABLE``) against the float64 reference loop.
 
-Used by the tests (``tests/test_ops_backends.py``, ``test_ops_cpu.py``, ``test_ops_triton.py``)
+    from sru import testing
+    inputs, options = testing.case_inputs("padded-bi-k4-dropout-tanh", dtype=torch.float32)
+    errors = testing.compare_with_reference(my_backend, inputs, **options)   # relative error per output
+
+Used by this project's tests (``tests/test_ops_backends.py``, ``test_ops_cpu.py``, ``test_ops_triton.py``)
 and by ``scripts/check_gpu.py``, so a case means the same inputs everywhere. Three pieces:
 
 * ``make_inputs``: random leaves for one layer (U, x, weight_c, bias, c0, masks), drawn in
@@ -11,7 +16,7 @@ and by ``scripts/check_gpu.py``, so a case means the same inputs everywhere. Thr
   shows), returning the relative error of every output and gradient;
 * ``CASES``: the option combinations every fused backend must get right (docs/spec.md).
 
-Nothing here is imported by ``sru`` itself.
+Nothing here is imported by ``sru`` itself: ``import sru.testing`` (or ``from sru import testing``) when needed.
 """
 import contextlib
 import os
@@ -20,10 +25,10 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import available_backends, elementwise_recurrence
-from .backends import TABLE
-from .reference import elementwise_recurrence_reference
-from .shapes import state_width
+from sru.ops import available_backends, elementwise_recurrence
+from sru.ops.backends import TABLE
+from sru.ops.reference import elementwise_recurrence_reference
+from sru.ops.shapes import state_width
 
 # Every backend that is not the oracle itself; a new entry of sru.ops.backends.TABLE is tested too.
 FUSED_BACKENDS = tuple(b for b in TABLE if b != "reference")
