@@ -29,6 +29,7 @@ MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
 class LanguageModelingTask(Task):
     name = "lm"
+    scored_file = ("files", "task.data.{split}_file")  # evaluate.py file=<path>
     throughput_key = "ntokens"
     causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
     models = ("sru", "lstm", "srupp", "transformer_lm")
@@ -69,6 +70,10 @@ class LanguageModelingTask(Task):
         counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in self.splits)
         print(f"[lm] {t.data.source} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
+
+    def unknown_share(self, split: str) -> Optional[float]:
+        stream = self.streams[split]
+        return float((stream == self.vocab.unk_id).sum()) / max(stream.numel(), 1)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return num_windows(self.streams[split], self.task_cfg.bptt)

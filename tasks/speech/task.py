@@ -45,6 +45,7 @@ COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
 
 class SpeechRecognitionTask(Task):
     name = "speech"
+    scored_file = ("manifest", "task.data.manifests.{split}")  # evaluate.py file=<path>
     monitor = "wer"
     monitor_mode = "min"
     throughput_key = "nframes"  # 10 ms feature frames per second

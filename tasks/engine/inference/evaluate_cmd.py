@@ -31,6 +31,8 @@ from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
 
 OPTIONS = command_options(EVALUATE)
+# above this share of unknown tokens a score says more about the vocabulary than the model: warned
+UNKNOWN_WARN_SHARE = 0.05
 
 
 def output_folder(out_dir: Optional[str], task: str, split: str) -> Path:
@@ -55,6 +57,17 @@ def check_compare_differs(compare: Optional[str], precision: Optional[str], run_
                                   f"precisions, e.g. {example}")
 
 
+def unknown_share(task: Any, split: str) -> Optional[float]:
+    """The task's share of ``split``'s tokens unknown to the trained vocabulary, warned about in one line when
+    above UNKNOWN_WARN_SHARE (such text is mostly scored as ``<unk>``, which is easy to predict)."""
+    share = task.unknown_share(split)
+    if share is not None and share > UNKNOWN_WARN_SHARE:
+        print(f"[evaluate] warning: {share:.1%} of the {split} tokens are unknown to the model's vocabulary and "
+              f"read as <unk>: its {task.monitor} says little about this text; score text like its training "
+              f"data", flush=True)
+    return share
+
+
 def evaluate_run(argv: List[str]) -> Dict[str, float]:
     given, overrides, positional = split_arguments(argv, OPTIONS)
     if positional:
@@ -63,7 +76,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     split = str(options["split"])
     if options["output"] is not None:
         check_output_file("output", options["output"], options["run"])
-    run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    scored = None if options["file"] is None else (str(options["file"]), split)
+    run = read_trained(options["run"], str(options["checkpoint"]), overrides, scored_file=scored)
     check_compare_differs(options["compare"], options["precision"], run.cfg.trainer.precision)
     folder = output_folder(options["out_dir"], run.task.name, split)
     check_out_dir(str(folder), options["run"])
@@ -77,6 +91,7 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
         if not trained.data_loaded:
             task.setup()
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
+        unknown = unknown_share(task, split)
         t0 = time.perf_counter()
         asked = check_precision(options["precision"], ctx.device)
         compare = check_precision(options["compare"], ctx.device, "compare")
@@ -88,10 +103,13 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
                                                                keep_fp32=task.int8_keep_fp32)
             baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
         metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
+        if unknown is not None:
+            metrics["unk_share"] = unknown
         if baseline is not None:
             metrics[f"compare_{compare}"] = baseline
             print(f"[evaluate] {split} {task.monitor} in {compare}: {baseline[task.monitor]:.4f}", flush=True)
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
+                      if isinstance(v, float) and ("_" not in k or k == "unk_share"))
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)
     if options["output"] is not None:  # first: a failure to write it leaves no metrics file claiming success
