@@ -90,6 +90,9 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
               f"{folder}", flush=True)
         if not trained.data_loaded:
             task.setup()
+        if task.num_batches(split) == 0:  # a metric of nothing (NaN, or a missing key) is not a result
+            what = f"file={options['file']}" if options["file"] is not None else f"the {split} split"
+            raise InferenceInputError(f"{what}: no examples in it to score; give a file with at least one")
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
         unknown = unknown_share(task, split)
         t0 = time.perf_counter()
