@@ -120,7 +120,7 @@ class TranslationTask(Task):
             # the sources (packages) of a split, for per-source scores; none for single-source data
             self.domains[split] = sorted({e["domain"] for e in examples if e["domain"]})
         sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in pairs)
-        ntok = sum(len(e["tgt"]) + 1 for e in self.examples.get("train", []))
+        ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"]) if "train" in pairs else 0
         print(f"[translation] {data.source} {self.src}->{self.tgt}: pairs {sizes}; joint {t.subwords.model_type} "
               f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
 
