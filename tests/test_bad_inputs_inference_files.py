@@ -19,6 +19,7 @@ from conftest import ROOT, compose
 from omegaconf import OmegaConf
 from test_bad_inputs_inference import Row, fingerprint, made, run_command, tmp  # noqa: F401
 from test_classification_e2e import tiny_classification_overrides
+from test_speech_e2e import manifests as speech_clips  # noqa: F401 (a fixture)
 from test_squad_e2e import tiny_squad_overrides
 from test_translation_e2e import tiny_translation_overrides
 
@@ -207,3 +208,36 @@ def test_file_names_a_split_of_every_task():
     for name in available_tasks():
         source, key = task_class(name).file_overrides("x.data", "test")
         assert source.startswith("task.data.source=") and key.endswith('="x.data"'), name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
+                    reason="espeak-ng and sox synthesise the test clips (apt-get install -y espeak-ng sox)")
+def test_a_speech_run_directory_reports_a_bad_line_without_rebuilding(speech_clips, run_train, tmp_path, capfd,
+                                                                      monkeypatch):
+    """Its checkpoints lack part of the inference state (the frequent word): run=<run dir> reads model.pt, so
+    a bad input line is the one line there is, not the last of a corpus rebuild's."""
+    from test_speech_e2e import speech_run_overrides
+
+    run_dir = tmp_path / "run"
+    run_train(speech_run_overrides(speech_clips, "sru", tmp_path / "cache",
+                                   ["task.decoder=beam", "task.lm_order=3", "task.beam_size=3"]), run_dir)
+    monkeypatch.chdir(tmp_path)
+    capfd.readouterr()
+    before = fingerprint(run_dir)
+    status, out, err = run_command("predict", [f"run={run_dir}"], capfd, stdin="missing.wav\n",
+                                   monkeypatch=monkeypatch)
+    lines = [x for x in err.splitlines() if x.strip() and not x.startswith("[run]")]
+    assert status == 2 and "Traceback" not in err and fingerprint(run_dir) == before, err
+    assert len(lines) == 2 and lines[0].startswith("[predict] error: stdin line 1: missing.wav"), err  # + summary
+
+
+def test_a_voice_pack_speech_model_keeps_its_alphabet_when_scoring_a_manifest():
+    """alphabet=null follows the source (cs+nl for the voice packs, en otherwise): file= switches the source to
+    manifest, and the restored vocabulary keeps the trained alphabet (transcripts normalised as trained)."""
+    trained = build_task(compose(["task=speech"]))
+    state = {"vocab": trained.vocab.state_dict(), "frequent_word": "a", "chars_per_step": 1.0}
+    scoring = build_task(compose(["task=speech", "task.data.source=manifest", "task.decoder=greedy"]))
+    assert (trained.alphabet, scoring.alphabet) == ("cs+nl", "en")
+    scoring.restore_inference_state({**state, "cmvn_mean": None, "cmvn_std": None})
+    assert scoring.alphabet == "cs+nl"
