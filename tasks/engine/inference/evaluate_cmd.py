@@ -106,9 +106,10 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
                                                                keep_fp32=task.int8_keep_fp32)
             baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
         metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
-        for scored in (metrics, baseline or {}):  # the same data in both precisions: the same share
-            if unknown is not None:
-                scored["unk_share"] = unknown
+        if unknown is not None:
+            metrics["unk_share"] = unknown
+            if baseline is not None:  # the same data in both precisions: the same share
+                baseline["unk_share"] = unknown
         if baseline is not None:
             metrics[f"compare_{compare}"] = baseline
             print(f"[evaluate] {split} {task.monitor} in {compare}: {baseline[task.monitor]:.4f}", flush=True)
