@@ -67,5 +67,6 @@ def check_finite_weights(weights: Mapping[str, Any], path: Path) -> None:
         bad = int((~torch.isfinite(tensor)).sum())
         if bad:
             raise ModelFileError(f"{path}: weight {name} holds {bad} NaN or infinite value(s) of "
-                                 f"{tensor.numel()}; every output would be NaN. Use another checkpoint of its run "
-                                 f"(run=<run dir> checkpoint=last) or retrain (docs/failures.md#nan--inf--exploding-loss)")
+                                 f"{tensor.numel()}; every output would be NaN. Use another checkpoint of its "
+                                 f"run (run=<run dir> checkpoint=last) or retrain "
+                                 f"(docs/failures.md#nan--inf--exploding-loss)")
