@@ -179,6 +179,13 @@ def test_text_of_unknown_words_is_scored_with_a_warning(folder, capfd):
     assert status == 0 and "warning" not in out and json.loads((folder / "own.json").read_text())["unk_share"] < 0.05
 
 
+def test_a_corpus_literal_unk_is_a_known_token(folder, capfd):
+    """PTB writes its rare words as <unk> (about 6% of its test set): a token the model trained on, no warning."""
+    (folder / "ptb_like.txt").write_text("the cat <unk> the cat\n" * 40)
+    status, out, _ = run_command("evaluate", ["run=m.pt", "file=ptb_like.txt", "out_dir=ev", "output=m.json"], capfd)
+    assert status == 0 and "warning" not in out and json.loads((folder / "m.json").read_text())["unk_share"] == 0.0
+
+
 def test_a_run_directory_predicts_from_its_model_file(folder, capfd, monkeypatch):
     """best.pt without the inference state (as a speech run's lacks part of it): the newer model.pt is loaded,
     nothing rebuilt from the corpus; a best.pt newer than model.pt (a resumed run) is the one loaded."""

@@ -42,6 +42,9 @@ class LanguageModelingTask(Task):
         self.monitor = "bpc" if self.level == "char" else "ppl"
         self.monitor_mode = "min"
         self.streams: Dict[str, Tensor] = {}
+        # per split: the share of its tokens outside the vocabulary (a corpus's own literal <unk>, as PTB's,
+        # is a token the model trained on, not an unknown one)
+        self.unknown_shares: Dict[str, float] = {}
         self.states: Dict[str, Any] = {}
         self.vocab: Vocabulary | None = None
 
@@ -61,6 +64,9 @@ class LanguageModelingTask(Task):
         if max_train and "train" in tokens:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
             tokens["train"] = tokens["train"][:max_train]
         sizes = {"train": t.batch_size, "valid": t.eval_batch_size, "test": t.eval_batch_size}
+        known = self.vocab.stoi
+        self.unknown_shares = {s: sum(1 for w in tokens[s] if w not in known) / max(len(tokens[s]), 1)
+                               for s in self.splits}
         for s in self.splits:
             size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
             stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(t.data, s), size_key)
@@ -72,8 +78,7 @@ class LanguageModelingTask(Task):
               f"({time.time() - t0:.1f}s)")
 
     def unknown_share(self, split: str) -> Optional[float]:
-        stream = self.streams[split]
-        return float((stream == self.vocab.unk_id).sum()) / max(stream.numel(), 1)
+        return self.unknown_shares[split]
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return num_windows(self.streams[split], self.task_cfg.bptt)
