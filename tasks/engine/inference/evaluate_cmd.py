@@ -1,14 +1,16 @@
-"""``python evaluate.py run=<run dir | model file> [split=test] [checkpoint=best] [output=metrics.json]
-[out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
+"""``python evaluate.py run=<run dir | model file> [split=test] [file=<data file>] [checkpoint=best]
+[output=metrics.json] [out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
 ``sru-evaluate``): score a trained model on a split (precision: tasks/engine/inference/precision.py; default the
 run's own trainer.precision).
 
 The same metrics, decoding settings and predictions files as the evaluation inside training
 (``predictions_<split>.json``, ``hyp_``/``ref_``/``src_<split>.txt``, ``transcripts_<split>.jsonl``),
 written into a new output folder that it prints, never into the run directory. On the run's own test split
-the numbers equal the ``test`` entry of its ``results.json``. ``task.data.*`` overrides score other data
-the task reads (a word-LM text file, a SQuAD v1.1 JSON, a translation .jsonl/.tsv, a speech manifest);
-decoding keys (``task.decoding.beam_size``, ``task.lm_weight`` ...) can change. docs/inference.md.
+the numbers equal the ``test`` entry of its ``results.json``. ``file=`` scores exactly one file of the task's
+format as the split, in every task (the task's ``scored_file`` keys); ``task.data.*`` overrides score other
+data the task reads (a word-LM text file, a SQuAD v1.1 JSON, a translation .jsonl/.tsv, a speech manifest);
+decoding keys (``task.decoding.beam_size``, ``task.lm_weight`` ...) can change. The share of the split's tokens
+unknown to the vocabulary is reported as ``unk_share`` (warned above UNKNOWN_WARN_SHARE). docs/inference.md.
 """
 from __future__ import annotations
 
