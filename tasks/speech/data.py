@@ -54,6 +54,10 @@ class Utterance:
 
 
 def _pick(row: Mapping[str, Any], keys, where: str, what: str) -> Any:
+    if not isinstance(row, Mapping):  # a JSON line that is a list, a string, a number
+        raise ValueError(f"{where}: a JSON {type(row).__name__}, not an object; a manifest line is one object "
+                         f"with audio, duration and text, e.g. {{\"audio\": \"a.wav\", \"duration\": 1.2, "
+                         f"\"text\": \"one two\"}}")
     for key in keys:
         if row.get(key) not in (None, ""):
             return row[key]

@@ -38,13 +38,14 @@ from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.report import group_rates, test_report
 from tasks.speech.schema import SpeechConfig
 from tasks.corpora.transcripts import normalize_transcript
-from tasks.speech.text import char_vocabulary
+from tasks.speech.text import ALPHABETS, char_vocabulary
 
 COUNT_KEYS = ("word_errors", "words", "char_errors", "chars")
 
 
 class SpeechRecognitionTask(Task):
     name = "speech"
+    scored_file = ("manifest", "task.data.manifests.{split}")  # evaluate.py file=<path>
     monitor = "wer"
     monitor_mode = "min"
     throughput_key = "nframes"  # 10 ms feature frames per second
@@ -340,6 +341,9 @@ class SpeechRecognitionTask(Task):
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         t = self.task_cfg
         self.vocab = Vocabulary.from_state_dict(state["vocab"])
+        # the alphabet the weights were trained for: a null alphabet follows the source, which evaluate.py's
+        # file= (a manifest) may change from the voice packs' cs+nl
+        self.alphabet = next((a for a in ALPHABETS if char_vocabulary(a).itos == self.vocab.itos), self.alphabet)
         self.frequent_word, self.train_chars_per_step = state["frequent_word"], float(state["chars_per_step"])
         if t.features.cmvn == "global":
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])

@@ -16,6 +16,7 @@ from tasks.common.text import UNK, Vocabulary
 from tasks.corpora.transcripts import letters
 
 BLANK = "<blank>"
+ALPHABETS = ("en", "cs+nl")  # task.data.alphabet's values
 
 
 def char_vocabulary(alphabet: str = "en") -> Vocabulary:

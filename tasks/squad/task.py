@@ -23,7 +23,7 @@ from tasks.common.encoders import check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.run import distributed
-from tasks.engine.base import LoggingOutput, Record, Task, run_seed
+from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fraction
 from tasks.squad.schema import SquadConfig
 
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
@@ -35,6 +35,7 @@ from .tagger import check_tagger, default_cache
 
 class SquadTask(Task):
     name = "squad"
+    scored_file = ("files", "task.data.files.{split}")  # evaluate.py file=<path>
     monitor = "f1"
     monitor_mode = "max"
     throughput_key = "nsentences"
@@ -129,6 +130,10 @@ class SquadTask(Task):
             return [split_batch(b) for b in plan if len(b) >= world]
         plan = bucket_batches(lengths, max_examples=self.task_cfg.eval_batch_size)
         return shard_batches(plan, train=False)
+
+    def unknown_share(self, split: str) -> Optional[float]:
+        return unk_fraction((ids for ex in self.encoded[split] for ids in (ex.context_ids, ex.question_ids)),
+                            self.vocab.unk_id)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return len(self._plan(split, epoch, seed))

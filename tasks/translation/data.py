@@ -22,7 +22,7 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from tasks.engine.errors import not_a_file, override
 from tasks.corpora.ding import cache_key, pairs_from_ding_line
@@ -121,6 +121,9 @@ def read_jsonl(path: Path, langs: Sequence[str]) -> List[Pair]:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path} line {i}: not valid JSON ({err})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path} line {i}: a JSON {type(obj).__name__}; expected one object a line, "
+                                 f'e.g. {{"{langs[0]}": ..., "{langs[1]}": ...}}')
             obj = obj.get("translation", obj)
             missing = [lang for lang in langs if not isinstance(obj.get(lang), str)]
             if missing:
@@ -179,7 +182,25 @@ def read_split_files(spec: Any, langs: Sequence[str]) -> List[Pair]:
         if not path.is_file():
             raise not_a_file(path, "translation data file", "Check task.data.files")
         return read_tsv(path, langs)
+    if path.is_file():  # neither format: the prefix reading would look for <file>.<lang> and miss the point
+        raise ValueError(f"{path}: a {path.suffix or 'suffix-less'} file; expected .jsonl (one JSON object a line "
+                         f"with keys {list(langs)}), .tsv (a header row naming the languages), or a prefix of "
+                         f"<prefix>.{langs[0]} / <prefix>.{langs[1]} text files")
     return read_parallel_text({lang: Path(f"{path}.{lang}") for lang in langs})
+
+
+def load_scored_files(data: TranslationDataConfig, langs: Sequence[str],
+                      splits: Sequence[str]) -> Optional[Dict[str, List[Pair]]]:
+    """A trained model's evaluation (evaluate.py) with ``task.data.source=files``: exactly the files named for
+    the splits asked, no training file needed; None when a split asked names no file (the usual loading)."""
+    files = data.files or {}
+    if data.source != "files" or not all(files.get(s) for s in splits):
+        return None
+    pairs = {s: read_split_files(files[s], langs) for s in splits}
+    for split, found in pairs.items():
+        if not found:
+            raise ValueError(f"task.data.files.{split}={files[split]}: empty, it holds no sentence pairs")
+    return pairs
 
 
 def load_files(data: TranslationDataConfig, langs: Sequence[str]) -> Dict[str, List[Pair]]:

@@ -28,9 +28,9 @@ from torch import Tensor, nn
 
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.engine.run import distributed
-from tasks.engine.base import LoggingOutput, Record, Task
+from tasks.engine.base import LoggingOutput, Record, Task, unk_fraction
 from tasks.engine.errors import ConfigError
-from tasks.translation.data import SPLITS, load_pairs
+from tasks.translation.data import load_pairs, load_scored_files
 from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
                                        statistics_by_domain, translation_statistics)
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
@@ -66,6 +66,7 @@ def print_samples(records: List[Record], examples: List[Dict[str, Any]], n: int,
 
 class TranslationTask(Task):
     name = "translation"
+    scored_file = ("files", "task.data.files.{split}")  # evaluate.py file=<path>
     monitor = "bleu"
     monitor_mode = "max"
     throughput_key = "ntokens"   # target tokens
@@ -101,12 +102,13 @@ class TranslationTask(Task):
         t0 = time.time()
         t = self.task_cfg
         data = t.data
-        pairs = load_pairs(data, (self.src, self.tgt))
+        scored = load_scored_files(data, (self.src, self.tgt), self.splits) if self.restored else None
+        pairs = scored if scored is not None else load_pairs(data, (self.src, self.tgt))
         if self.subwords is None:
             sentences = [p[lang] for p in pairs["train"] for lang in (self.src, self.tgt)]
             self.subwords = train_subwords(sentences, t.subwords, Path(str(data.cache_dir)).expanduser())
         limit, eos = t.max_subwords, self.subwords.vocabulary.eos_id
-        for split in SPLITS:
+        for split in pairs:
             examples = []
             for p in pairs[split]:
                 src, tgt = self.subwords.encode(p[self.src]), self.subwords.encode(p[self.tgt])
@@ -117,8 +119,8 @@ class TranslationTask(Task):
             self.examples[split] = examples
             # the sources (packages) of a split, for per-source scores; none for single-source data
             self.domains[split] = sorted({e["domain"] for e in examples if e["domain"]})
-        sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in SPLITS)
-        ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"])
+        sizes = ", ".join(f"{s} {len(self.examples[s]):,}" for s in pairs)
+        ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"]) if "train" in pairs else 0
         print(f"[translation] {data.source} {self.src}->{self.tgt}: pairs {sizes}; joint {t.subwords.model_type} "
               f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
 
@@ -137,6 +139,10 @@ class TranslationTask(Task):
         t = self.task_cfg
         return bucket_batches([len(s) for s in sources], max_tokens=t.eval_max_tokens,
                               max_examples=max_sentences or t.eval_max_sentences)  # predict.py's batch_size, else ours
+
+    def unknown_share(self, split: str) -> Optional[float]:
+        unk = self.subwords.vocabulary.unk_id  # byte fallback keeps it near 0; counted all the same
+        return unk_fraction((e[side] for e in self.examples[split] for side in ("src", "tgt")), unk)
 
     def num_batches(self, split: str, epoch: int = 0, seed: int = 0) -> int:
         return len(self._plans.get(split, epoch, seed))

@@ -1,14 +1,16 @@
-"""``python evaluate.py run=<run dir | model file> [split=test] [checkpoint=best] [output=metrics.json]
-[out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
+"""``python evaluate.py run=<run dir | model file> [split=test] [file=<data file>] [checkpoint=best]
+[output=metrics.json] [out_dir=<folder>] [device=cpu] [precision=fp32|bf16|int8 [compare=fp32]] [task.*=...]`` (also
 ``sru-evaluate``): score a trained model on a split (precision: tasks/engine/inference/precision.py; default the
 run's own trainer.precision).
 
 The same metrics, decoding settings and predictions files as the evaluation inside training
 (``predictions_<split>.json``, ``hyp_``/``ref_``/``src_<split>.txt``, ``transcripts_<split>.jsonl``),
 written into a new output folder that it prints, never into the run directory. On the run's own test split
-the numbers equal the ``test`` entry of its ``results.json``. ``task.data.*`` overrides score other data
-the task reads (a word-LM text file, a SQuAD v1.1 JSON, a translation .jsonl/.tsv, a speech manifest);
-decoding keys (``task.decoding.beam_size``, ``task.lm_weight`` ...) can change. docs/inference.md.
+the numbers equal the ``test`` entry of its ``results.json``. ``file=`` scores exactly one file of the task's
+format as the split, in every task (the task's ``scored_file`` keys); ``task.data.*`` overrides score other
+data the task reads (a word-LM text file, a SQuAD v1.1 JSON, a translation .jsonl/.tsv, a speech manifest);
+decoding keys (``task.decoding.beam_size``, ``task.lm_weight`` ...) can change. The share of the split's tokens
+unknown to the vocabulary is reported as ``unk_share`` (warned above UNKNOWN_WARN_SHARE). docs/inference.md.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from tasks.engine.results import json_safe
 from tasks.engine.run.context import open_run
 
 OPTIONS = command_options(EVALUATE)
+# above this share of unknown tokens a score says more about the vocabulary than the model: warned
+UNKNOWN_WARN_SHARE = 0.05
 
 
 def output_folder(out_dir: Optional[str], task: str, split: str) -> Path:
@@ -55,6 +59,17 @@ def check_compare_differs(compare: Optional[str], precision: Optional[str], run_
                                   f"precisions, e.g. {example}")
 
 
+def unknown_share(task: Any, split: str) -> Optional[float]:
+    """The task's share of ``split``'s tokens unknown to the trained vocabulary, warned about in one line when
+    above UNKNOWN_WARN_SHARE (such text is mostly scored as ``<unk>``, which is easy to predict)."""
+    share = task.unknown_share(split)
+    if share is not None and share > UNKNOWN_WARN_SHARE:
+        print(f"[evaluate] warning: {share:.1%} of the {split} tokens are unknown to the model's vocabulary and "
+              f"read as <unk>: its {task.monitor} says little about this text; score text like its training "
+              f"data", flush=True)
+    return share
+
+
 def evaluate_run(argv: List[str]) -> Dict[str, float]:
     given, overrides, positional = split_arguments(argv, OPTIONS)
     if positional:
@@ -63,7 +78,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     split = str(options["split"])
     if options["output"] is not None:
         check_output_file("output", options["output"], options["run"])
-    run = read_trained(options["run"], str(options["checkpoint"]), overrides)
+    scored = None if options["file"] is None else (str(options["file"]), split)
+    run = read_trained(options["run"], str(options["checkpoint"]), overrides, scored_file=scored)
     check_compare_differs(options["compare"], options["precision"], run.cfg.trainer.precision)
     folder = output_folder(options["out_dir"], run.task.name, split)
     check_out_dir(str(folder), options["run"])
@@ -76,7 +92,11 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
               f"{folder}", flush=True)
         if not trained.data_loaded:
             task.setup()
+        if task.num_batches(split) == 0:  # a metric of nothing (NaN, or a missing key) is not a result
+            what = f"file={options['file']}" if options["file"] is not None else f"the {split} split"
+            raise InferenceInputError(f"{what}: no examples in it to score; give a file with at least one")
         folder.mkdir(parents=True, exist_ok=True)  # only once the data loaded: a failed start leaves no folder
+        unknown = unknown_share(task, split)
         t0 = time.perf_counter()
         asked = check_precision(options["precision"], ctx.device)
         compare = check_precision(options["compare"], ctx.device, "compare")
@@ -88,10 +108,15 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
                                                                keep_fp32=task.int8_keep_fp32)
             baseline = evaluate(task, compare_model, split, ctx.device, compare_precision, run_dir=None)
         metrics = evaluate(task, model, split, ctx.device, precision, run_dir=folder)
+        if unknown is not None:
+            metrics["unk_share"] = unknown
+            if baseline is not None:  # the same data in both precisions: the same share
+                baseline["unk_share"] = unknown
         if baseline is not None:
             metrics[f"compare_{compare}"] = baseline
             print(f"[evaluate] {split} {task.monitor} in {compare}: {baseline[task.monitor]:.4f}", flush=True)
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float) and "_" not in k)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
+                      if isinstance(v, float) and ("_" not in k or k == "unk_share"))
     print(f"[evaluate] {split} {task.monitor}: {metrics[task.monitor]:.4f} ({shown}; "
           f"{time.perf_counter() - t0:.1f}s)", flush=True)
     if options["output"] is not None:  # first: a failure to write it leaves no metrics file claiming success

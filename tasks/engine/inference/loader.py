@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import yaml
@@ -29,8 +29,9 @@ from tasks.engine.base import Task
 from tasks.engine.training.checkpoint import check_same_shapes, save_atomic
 from tasks.engine.run.devices import pick_device
 from tasks.engine.errors import ConfigError, RunError
+from tasks.engine.inference.model_checks import check_finite_weights, check_task_field, refuse_special
 from tasks.engine.inference.overrides import check_overrides
-from tasks.engine.base import build_task
+from tasks.engine.base import build_task, task_class
 from tasks.engine.run.context import apply_process_settings
 from tasks.engine.config.saved import fill_added_keys, group_choices
 from tasks.engine.config.checks import run_config
@@ -72,6 +73,8 @@ def find_weights(path: Any, checkpoint: str = "best") -> Path:
     p = Path(str(path)).expanduser()
     if p.is_dir():
         ckpt = p / "checkpoints" / f"{checkpoint}.pt"
+        if checkpoint == "best" and is_current_model_file(p / MODEL_FILE, ckpt):
+            return p / MODEL_FILE
         if ckpt.is_file():
             return ckpt
         if checkpoint == "best" and (p / MODEL_FILE).is_file():
@@ -83,8 +86,18 @@ def find_weights(path: Any, checkpoint: str = "best") -> Path:
                                   f"or a model file")
     if p.is_file():
         return p
+    refuse_special(p)
     raise InferenceInputError(f"run={p}: no such file or directory; pass run=<run dir> (e.g. "
                               f"outputs/runs/<date>/<time>_<id>) or run=<model file> (its model.pt)")
+
+
+def is_current_model_file(model_file: Path, best: Path) -> bool:
+    """The run's model.pt holds its best weights with the whole inference state (a best.pt may lack part of
+    it, which would mean rebuilding it from the corpus): used unless best.pt was written after it (a run
+    resumed and still training)."""
+    if not model_file.is_file():
+        return False
+    return not best.is_file() or model_file.stat().st_mtime >= best.stat().st_mtime
 
 
 def read_saved(path: Path) -> Dict[str, Any]:
@@ -112,6 +125,7 @@ def read_saved(path: Path) -> Dict[str, Any]:
             raise damaged(path, "config.task.name")
         if not isinstance(saved["inference"], dict):
             raise damaged(path, "inference")
+        check_task_field(saved, path)
         return {"config": saved["config"], "model": saved["model"], "inference": saved["inference"],
                 "step": int(saved["step"]), "metrics": saved["metrics"], "model_file": True}
     if "model" in saved and "step" in saved and "config" in saved:  # a trainer checkpoint (best.pt / last.pt)
@@ -164,18 +178,23 @@ class SavedRun:
 
 
 def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
-                 expect_tasks: Optional[Sequence[str]] = None) -> SavedRun:
+                 expect_tasks: Optional[Sequence[str]] = None, scored_file: Optional[Tuple[str, str]] = None
+                 ) -> SavedRun:
     """The saved file and its config (completed, ``overrides`` applied), with the task object built and
     its config checked: every bad path, option or override fails here, before anything is set up.
-    ``expect_tasks``: refuse a model of any other task (a tool made for one task)."""
+    ``expect_tasks``: refuse a model of any other task (a tool made for one task). ``scored_file``:
+    (path, split), evaluate.py's file=: that split becomes exactly that file, in the task's own keys."""
     weights_path = find_weights(path, checkpoint)
     saved = read_saved(weights_path)
+    check_finite_weights(saved["model"], weights_path)
     cfg = OmegaConf.create(saved["config"])
     name = OmegaConf.select(cfg, "task.name")
     if expect_tasks and name not in expect_tasks:
         raise InferenceInputError(f"{weights_path} is a task={name} model; this command needs a "
                                   f"task={' or '.join(expect_tasks)} run")
     complete_saved_config(cfg)
+    if scored_file is not None:
+        overrides = [*overrides, *file_overrides(name, *scored_file, overrides)]
     trained_cfg = cfg.copy()
     apply_overrides(cfg, overrides)
     check_overrides(trained_cfg, cfg, overrides)
@@ -185,6 +204,17 @@ def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
     except ValueError as err:  # ConfigError included: a bad override gets the training's own message
         raise ConfigError(str(err)) from None
     return SavedRun(task=task, cfg=cfg, saved=saved, source=weights_path)
+
+
+def file_overrides(task_name: Any, path: str, split: str, given: Sequence[str]) -> List[str]:
+    """evaluate.py's file=<path> as the task's data overrides; the same key given too is refused (which of
+    the two files would be scored?)."""
+    added = task_class(str(task_name)).file_overrides(path, split)
+    keys = {item.partition("=")[0] for item in added[1:]}
+    clash = next((item for item in given if item.partition("=")[0] in keys), None)
+    if clash is not None:
+        raise InferenceInputError(f"file={path} and {clash} both name the {split} file; give one of the two")
+    return added
 
 
 def ask_for_device(run: SavedRun, device: Optional[str]) -> None:

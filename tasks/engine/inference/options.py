@@ -63,6 +63,12 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _path(value: Any) -> str:
+    if not str(value).strip():
+        raise ValueError
+    return str(value)
+
+
 def _device(value: Any) -> str:
     import torch  # already imported by then in practice; kept local so this table stays cheap to import
 
@@ -101,6 +107,8 @@ OPTIONS: Dict[str, Option] = {
     "output": Option(_text, "a file in an existing, writable folder outside every run directory; empty or - "
                             "for stdout"),
     "out_dir": Option(_text, "a folder outside every run directory", (EVALUATE,)),
+    "file": Option(_path, "a data file in the task's format, scored as split= (docs/inference.md#evaluatepy)",
+                   (EVALUATE,)),
     "input": Option(_text, "a text file with one input per line, or - for stdin", (PREDICT,), default="-"),
     "export": Option(_text, "a new file path, given alone (no inputs, output= or task options)", (PREDICT,)),
     "batch_size": Option(_integer(1), "an integer >= 1", (PREDICT,), ("classification", "squad", "translation")),

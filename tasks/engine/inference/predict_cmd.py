@@ -104,6 +104,9 @@ def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: Lis
     document = task.read_document("\n".join(raw)) if readable else None
     inputs, errors = ([], []) if document is None else (document, [])
     where = "argument" if positional else "stdin" if options["input"] == "-" else f"input={options['input']}"
+    if document is not None and not document:  # as an empty input is: nothing to predict is not a success
+        raise InferenceInputError(f"{where}: a task={task.name} document with no inputs in it (nothing to "
+                                  f"predict); give at least one")
     if document is None:
         for number, line in enumerate(raw, 1):
             try:
