@@ -15,7 +15,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
-from sru.checks import check_cell_input, check_stack_input, empty_outputs
+from sru.checks import (check_cell_input, check_layer_sizes, check_module, check_options, check_stack_input,
+                        empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
 from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, matmul, run_inference_path,
@@ -68,6 +69,12 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                  project_skip: bool = False,
                  gemm: str = "auto"):
         super().__init__()
+        check_options("SRUCell", dict(bidirectional=bidirectional, use_tanh=use_tanh,
+                                      has_skip_term=has_skip_term, layer_norm=layer_norm,
+                                      rescale=rescale, v1=v1, amp_recurrence_fp16=amp_recurrence_fp16,
+                                      normalize_after=normalize_after, project_skip=project_skip),
+                      dict(n_proj=n_proj), dict(highway_bias=highway_bias, weight_c_init=weight_c_init))
+        check_module("SRUCell", "custom_m", custom_m)
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           has_skip_term=has_skip_term, highway_bias=highway_bias, v1=v1,
                           rescale=rescale, custom_m=custom_m,
@@ -212,8 +219,18 @@ class SRU(ScriptableStack, StackBase):
                  project_skip: bool = False,
                  gemm: str = "auto"):
         super().__init__()
-        if not isinstance(num_layers, int) or num_layers <= 0:
+        if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers <= 0:
             raise ValueError(f"SRU expected num_layers to be a positive int, got {num_layers!r}")
+        check_layer_sizes("SRU", input_size, hidden_size, dropout, rnn_dropout)
+        check_options("SRU", dict(bidirectional=bidirectional, use_tanh=use_tanh, layer_norm=layer_norm,
+                                  has_skip_term=has_skip_term, rescale=rescale, v1=v1,
+                                  nn_rnn_compatible_return=nn_rnn_compatible_return,
+                                  proj_input_to_hidden_first=proj_input_to_hidden_first,
+                                  amp_recurrence_fp16=amp_recurrence_fp16, normalize_after=normalize_after,
+                                  batch_first=batch_first, project_skip=project_skip),
+                      dict(projection_size=projection_size),
+                      dict(highway_bias=highway_bias, weight_c_init=weight_c_init))
+        check_module("SRU", "custom_m", custom_m, allow_list=True)
         if isinstance(custom_m, list) and len(custom_m) != num_layers:
             raise ValueError(f"SRU expected one custom_m per layer ({num_layers}), "
                              f"got a list of {len(custom_m)}")
