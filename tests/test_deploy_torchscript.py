@@ -109,8 +109,10 @@ def test_scripted_model_rejects_packed_input_and_custom_m_in_one_line():
     with pytest.raises(Exception, match="SRU expected input of shape"):
         scripted(torch.randn(5, 3, 7))
     cell = SRUCell(6, 6, custom_m=torch.nn.Linear(6, 18))
-    with pytest.raises(Exception, match="custom_m cannot run under torch.jit.script"):
-        torch.jit.script(cell)(torch.randn(5, 3, 6))
+    with pytest.raises(ValueError, match=r"^SRUCell with custom_m cannot be scripted \(torch.jit.script\)"):
+        torch.jit.script(cell)  # refused when scripting, not at the first call
+    with pytest.raises(ValueError, match="SRUCell with custom_m cannot be scripted"):
+        torch.jit.script(SRU(6, 6, custom_m=torch.nn.Linear(6, 18)))
 
 
 def test_eager_checks_and_messages_are_unchanged():

@@ -7,3 +7,13 @@ import torch
 def exporting() -> bool:
     """Whether ``torch.onnx.export`` or ``torch.export`` is tracing right now."""
     return torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+
+
+def quiet_tracer_checks() -> None:
+    """Hide ``torch.jit.trace``'s TracerWarnings raised in this package's own code. They come from
+    the layers' shape checks and path choices comparing traced sizes; a trace records fixed
+    shapes anyway (docs/deploy.md#torchscript), so each names nothing a user can act on, and
+    every trace printed a screenful of them. Warnings from other packages are left alone."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"sru(\.|$)")
