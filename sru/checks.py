@@ -33,11 +33,12 @@ def check_layer_sizes(owner: str, input_size, hidden_size, dropout, rnn_dropout)
             raise ValueError(f"{owner} expected {name} in [0, 1), got {value!r}")
 
 
-def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict = None) -> None:
+def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict = None,
+                  optional: tuple = ()) -> None:
     """The other constructor arguments, refused at construction rather than at the first
     forward (or never: a string is truthy): ``flags`` True/False (0/1 accepted as nn.LSTM
-    does), ``counts`` ints >= 0, ``numbers_`` finite numbers (None allowed where the
-    argument's default is None)."""
+    does), ``counts`` ints >= 0, ``numbers_`` finite numbers (or None for the names in
+    ``optional``, whose default is None)."""
     for name, value in flags.items():
         if not (isinstance(value, bool) or (_is_int(value) and value in (0, 1))):
             raise ValueError(f"{owner} expected {name} to be True or False, got {value!r}")
@@ -45,7 +46,7 @@ def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict =
         if not _is_int(value) or value < 0:
             raise ValueError(f"{owner} expected {name} to be an int >= 0 (0 = none), got {value!r}")
     for name, value in (numbers_ or {}).items():
-        if value is not None and not _is_number(value):
+        if not (_is_number(value) or (value is None and name in optional)):
             raise ValueError(f"{owner} expected {name} to be a finite number, got {value!r}")
 
 

@@ -94,7 +94,8 @@ def checked_program(program, spec: InputSpec):
 
     def checked_module(*args, **kwargs):
         graph_module = module(*args, **kwargs)
-        graph_module.register_forward_pre_hook(lambda _, inputs: spec.check("exported program", inputs[0]))
+        graph_module.register_forward_pre_hook(lambda _, inputs: spec.check("exported program", inputs[0]),
+                                               prepend=True)  # before torch's own check of the input tree
         return graph_module
 
     program.module = checked_module
