@@ -81,6 +81,8 @@ SCRIPTED: List[Row] = [
     Row("scripted-float64", lambda: torch.jit.script(SRU(8, 4).eval())(torch.randn(3, 2, 8, dtype=torch.float64)),
         "SRUCell expected input of the parameters' dtype torch.float32, got torch.float64; convert the input or "
         "the module"),
+    Row("scripted-meta-device", lambda: torch.jit.script(SRU(8, 4).eval())(torch.empty(3, 2, 8, device="meta")),
+        "SRUCell expected input on the parameters' device cpu, got meta; move the input or the module"),
     Row("scripted-srupp-wrong-width", lambda: torch.jit.script(SRUpp(8, 8, 4).eval())(torch.randn(3, 2, 5)),
         "SRUpp expected input of shape (length, batch, 8), got [3, 2, 5]"),
 ]

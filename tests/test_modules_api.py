@@ -112,8 +112,8 @@ def test_custom_m_list_per_layer_and_copies():
 @pytest.mark.parametrize("copy_of", [copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)),
                                      quantize_dynamic], ids=["deepcopy", "pickle", "quantize_dynamic"])
 def test_custom_m_survives_copies(copy_of):
-    stack = randomize(SRU(5, 4, num_layers=2, custom_m=_LinearU(5, 12))).eval()
-    x = torch.randn(6, 2, 5)
+    stack = randomize(SRU(4, 4, num_layers=2, custom_m=_LinearU(4, 12))).eval()
+    x = torch.randn(6, 2, 4)
     copied = copy_of(stack)
     assert all(cell.custom_m is not None for cell in copied.rnn_lst)
     with torch.no_grad():
