@@ -12,9 +12,6 @@ from sru.srupp import SRUpp, SRUppCell
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache
 from sru.sru3_checkpoint import convert_sru3_state_dict
-from sru.ops.tracing import quiet_tracer_checks
-
-quiet_tracer_checks()
 
 __version__ = "0.1.0"
 

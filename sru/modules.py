@@ -22,6 +22,7 @@ from sru.initialization import reset_cell_parameters
 from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, matmul, run_inference_path,
                               stack_inference)
 from sru.ops.spec import Masks
+from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
 from sru.scripting.cells import ScriptableCell, ScriptableStack
 
@@ -123,6 +124,9 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this line
             return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
+        if tracing_loudly():  # torch.jit.trace: without the shape checks' TracerWarnings
+            with quiet_tracer():
+                return self.forward(input, c0, mask_pad)
         input, mask_pad, single_step = check_cell_input(self, input, c0, mask_pad)
         length, batch = input.size(0), input.size(1)
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
@@ -303,6 +307,9 @@ class SRU(ScriptableStack, StackBase):
                 raise ValueError("SRU under torch.jit.script takes a padded tensor with "
                                  "mask_pad, not a PackedSequence")
             return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
+        if tracing_loudly():  # torch.jit.trace: without the shape checks' TracerWarnings
+            with quiet_tracer():
+                return self.forward(input, c0, mask_pad)
         fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
         if fast is not None:
             return fast
