@@ -84,6 +84,8 @@ class CheckedPackage:
         return self.runner(input, *args, **kwargs)
 
     def __getattr__(self, name):
+        if name in ("runner", "spec"):  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.runner, name)
 
 
