@@ -95,7 +95,8 @@ class RecurrentCellBase(nn.Module):
         # added here or in later versions.
         self.__dict__.setdefault("backend", "auto")
         for name, default in self._PICKLE_DEFAULTS:
-            self.__dict__.setdefault(name, default)
+            if name not in self._modules:  # custom_m lives in _modules: an entry here would hide it
+                self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
         reattach_int8(self)  # a quantised cell (sru.quantize_dynamic) copied or unpickled
 

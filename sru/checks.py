@@ -1,6 +1,8 @@
 """What ``sru.modules`` and ``sru.srupp`` check on every call (one ValueError naming expected vs
 received, and the fix), and the dtype the recurrence keeps its state in. Kept apart from the
 modules so that the parameter/initialization code stays readable."""
+import math
+import numbers
 from typing import Optional, Tuple
 
 import torch
@@ -13,14 +15,47 @@ def shape_of(t: Tensor) -> tuple:
     return tuple(t.shape)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_layer_sizes(owner: str, input_size, hidden_size, dropout, rnn_dropout) -> None:
     """A layer's constructor arguments (SRUCell, SRUppCell): positive int sizes, dropouts in [0, 1)."""
     for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
-        if not isinstance(value, int) or value <= 0:
+        if not _is_int(value) or value <= 0:
             raise ValueError(f"{owner} expected {name} to be a positive int, got {value!r}")
     for name, value in (("dropout", dropout), ("rnn_dropout", rnn_dropout)):
-        if not 0.0 <= float(value) < 1.0:
+        if not _is_number(value) or not 0.0 <= float(value) < 1.0:
             raise ValueError(f"{owner} expected {name} in [0, 1), got {value!r}")
+
+
+def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict = None,
+                  optional: tuple = ()) -> None:
+    """The other constructor arguments, refused at construction rather than at the first
+    forward (or never: a string is truthy): ``flags`` True/False (0/1 accepted as nn.LSTM
+    does), ``counts`` ints >= 0, ``numbers_`` finite numbers (or None for the names in
+    ``optional``, whose default is None)."""
+    for name, value in flags.items():
+        if not (isinstance(value, bool) or (_is_int(value) and value in (0, 1))):
+            raise ValueError(f"{owner} expected {name} to be True or False, got {value!r}")
+    for name, value in (counts or {}).items():
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"{owner} expected {name} to be an int >= 0 (0 = none), got {value!r}")
+    for name, value in (numbers_ or {}).items():
+        if not (_is_number(value) or (value is None and name in optional)):
+            raise ValueError(f"{owner} expected {name} to be a finite number, got {value!r}")
+
+
+def check_module(owner: str, name: str, value, allow_list: bool = False) -> None:
+    """``custom_m`` / ``transform_module``: None or an nn.Module (or, for SRU, one per layer)."""
+    items = value if allow_list and isinstance(value, list) else [value]
+    if value is not None and not all(isinstance(v, torch.nn.Module) for v in items):
+        kinds = "an nn.Module or a list of them (one per layer)" if allow_list else "an nn.Module"
+        raise ValueError(f"{owner} expected {name} to be None or {kinds}, got {type(value).__name__}")
 
 
 def check_float_tensor(name: str, owner: str, t) -> None:

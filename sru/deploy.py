@@ -18,10 +18,8 @@ from typing import Optional
 import torch
 from torch import nn
 
+from sru.deploy_checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
 from sru.ops.cpu.custom_op import load_op_library, op_error
-
-MAX_LENGTH, MAX_BATCH = 1 << 16, 1 << 14
-
 
 def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):
     """(length, batch) of the first input as export ``Dim``s, for the model's one input."""
@@ -32,33 +30,53 @@ def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):
     return (dims,)
 
 
+def _example_for_dynamic_dims(example: torch.Tensor) -> torch.Tensor:
+    """``example`` with a length or batch of 1 repeated to 2: torch.export specialises a size-1
+    dimension to the constant 1 (and then refuses to make it dynamic); the rows repeated change
+    nothing the traced graph computes."""
+    if not isinstance(example, torch.Tensor) or example.dim() != 3:
+        return example  # the model's own check names what it expects
+    return example.repeat(*(2 if size == 1 else 1 for size in example.shape[:2]), 1)
+
+
 def export(model: nn.Module, example: torch.Tensor, dynamic: bool = True):
-    """``torch.export.export(model, (example,))`` for inference, length and batch dynamic."""
-    shapes = dynamic_shapes(example, getattr(model, "batch_first", False)) if dynamic else None
+    """``torch.export.export(model, (example,))`` for inference, length and batch dynamic. The
+    program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy_checks.py)."""
+    batch_first = getattr(model, "batch_first", False)
+    spec = InputSpec.of(example, batch_first)
+    spec.check("sru.deploy.export: the example", example)
+    shapes = None
+    if dynamic:
+        example, shapes = _example_for_dynamic_dims(example), dynamic_shapes(example, batch_first)
     with torch.no_grad():
-        return torch.export.export(model, (example,), dynamic_shapes=shapes)
+        return checked_program(torch.export.export(model, (example,), dynamic_shapes=shapes), spec)
 
 
 def compile_package(model: nn.Module, example: torch.Tensor, path, dynamic: bool = True) -> str:
     """Export ``model`` and compile it into the AOTInductor package ``path``; returns the path.
-    The package's metadata holds ``sru_input_size`` and ``sru_op_library`` (empty when the
-    graph has no ``sru_cpp`` op, e.g. with SRU_EXPORT_FUSED=0)."""
+    The package's metadata holds ``sru_op_library`` (empty when the graph has no ``sru_cpp``
+    op, e.g. with SRU_EXPORT_FUSED=0) and the input it takes (``InputSpec.metadata``)."""
     program = export(model, example, dynamic)
     uses_op = any(str(node.target).startswith("sru_cpp.") for node in program.graph.nodes)
     library = load_op_library() if uses_op else None
-    metadata = {"sru_input_size": str(example.shape[-1]),
+    metadata = {**InputSpec.of(example, getattr(model, "batch_first", False)).metadata(),
                 "sru_op_library": str(library) if library else ""}
     return torch._inductor.aoti_compile_and_package(
         program, package_path=str(path),
         inductor_configs={"aot_inductor.metadata": metadata})
 
 
-def load_package(path):
+def load_package(path) -> CheckedPackage:
     """``torch._inductor.aoti_load_package(path)`` after loading the ``sru_cpp`` op library that
     a package with the fused kernel calls (else: "Could not find schema for
-    sru_cpp::recurrence_forward")."""
+    sru_cpp::recurrence_forward"), in a wrapper that checks each input against the package's
+    metadata (a compiled graph reads out of bounds on a wrong width or rank)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"sru.deploy.load_package: no package file at {path}; make one with "
+                                "sru.deploy.compile_package (docs/deploy.md)")
     load_op_library()
-    return torch._inductor.aoti_load_package(str(path))
+    runner = torch._inductor.aoti_load_package(str(path))
+    return CheckedPackage(runner, InputSpec.from_metadata(runner.get_metadata(), path))
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -15,12 +15,14 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.custom_m import custom_m_UV
-from sru.checks import check_cell_input, check_stack_input, empty_outputs
+from sru.checks import (check_cell_input, check_layer_sizes, check_module, check_options, check_stack_input,
+                        empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
 from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, matmul, run_inference_path,
                               stack_inference)
 from sru.ops.spec import Masks
+from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
 from sru.scripting.cells import ScriptableCell, ScriptableStack
 
@@ -68,6 +70,13 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                  project_skip: bool = False,
                  gemm: str = "auto"):
         super().__init__()
+        check_options("SRUCell", dict(bidirectional=bidirectional, use_tanh=use_tanh,
+                                      has_skip_term=has_skip_term, layer_norm=layer_norm,
+                                      rescale=rescale, v1=v1, amp_recurrence_fp16=amp_recurrence_fp16,
+                                      normalize_after=normalize_after, project_skip=project_skip),
+                      dict(n_proj=n_proj), dict(highway_bias=highway_bias, weight_c_init=weight_c_init),
+                      optional=("weight_c_init",))
+        check_module("SRUCell", "custom_m", custom_m)
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           has_skip_term=has_skip_term, highway_bias=highway_bias, v1=v1,
                           rescale=rescale, custom_m=custom_m,
@@ -115,6 +124,9 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                 mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this line
             return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
+        if tracing_loudly():  # torch.jit.trace: without the shape checks' TracerWarnings
+            with quiet_tracer():
+                return self.forward(input, c0, mask_pad)
         input, mask_pad, single_step = check_cell_input(self, input, c0, mask_pad)
         length, batch = input.size(0), input.size(1)
         if length == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
@@ -212,8 +224,18 @@ class SRU(ScriptableStack, StackBase):
                  project_skip: bool = False,
                  gemm: str = "auto"):
         super().__init__()
-        if not isinstance(num_layers, int) or num_layers <= 0:
+        if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers <= 0:
             raise ValueError(f"SRU expected num_layers to be a positive int, got {num_layers!r}")
+        check_layer_sizes("SRU", input_size, hidden_size, dropout, rnn_dropout)
+        check_options("SRU", dict(bidirectional=bidirectional, use_tanh=use_tanh, layer_norm=layer_norm,
+                                  has_skip_term=has_skip_term, rescale=rescale, v1=v1,
+                                  nn_rnn_compatible_return=nn_rnn_compatible_return,
+                                  proj_input_to_hidden_first=proj_input_to_hidden_first,
+                                  amp_recurrence_fp16=amp_recurrence_fp16, normalize_after=normalize_after,
+                                  batch_first=batch_first, project_skip=project_skip),
+                      dict(projection_size=projection_size),
+                      dict(highway_bias=highway_bias, weight_c_init=weight_c_init), optional=("weight_c_init",))
+        check_module("SRU", "custom_m", custom_m, allow_list=True)
         if isinstance(custom_m, list) and len(custom_m) != num_layers:
             raise ValueError(f"SRU expected one custom_m per layer ({num_layers}), "
                              f"got a list of {len(custom_m)}")
@@ -285,6 +307,9 @@ class SRU(ScriptableStack, StackBase):
                 raise ValueError("SRU under torch.jit.script takes a padded tensor with "
                                  "mask_pad, not a PackedSequence")
             return self._scripted_forward(input, c0, mask_pad)  # (sru/scripting/cells.py)
+        if tracing_loudly():  # torch.jit.trace: without the shape checks' TracerWarnings
+            with quiet_tracer():
+                return self.forward(input, c0, mask_pad)
         fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
         if fast is not None:
             return fast

@@ -16,7 +16,7 @@ than fp32 there).
 """
 import copy
 import warnings
-from typing import Iterable
+from typing import Iterable, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -110,13 +110,27 @@ def _quantize_cell(cell: SRUCell) -> None:
     cell.__dict__["gemm"] = "int8"  # not a user choice: only quantised cells have int8 copies
 
 
-def quantize_dynamic(model: nn.Module, keep_fp32: Iterable[str] = (), inplace: bool = False) -> nn.Module:
-    """``model`` with int8 projections (see the module docstring). ``keep_fp32``: names of
-    submodules (as in ``named_modules``) left in float32, e.g. an output softmax."""
+def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[str, ...]:
+    """``keep_fp32`` as a tuple of submodule names, each checked against ``model.named_modules()``
+    (a misspelt name would otherwise quantise the very module it meant to keep)."""
+    keep = (keep_fp32,) if isinstance(keep_fp32, str) else tuple(keep_fp32)
+    names = [name for name, _ in model.named_modules() if name]
+    for name in keep:
+        if not isinstance(name, str) or name not in names:
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise ValueError(f"quantize_dynamic: keep_fp32 names {name!r}, which is no submodule of this "
+                             f"{type(model).__name__}; give names from model.named_modules() ({shown})")
+    return keep
+
+
+def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = (),
+                     inplace: bool = False) -> nn.Module:
+    """``model`` with int8 projections (see the module docstring). ``keep_fp32``: the name, or
+    names, of submodules (as in ``named_modules``) left in float32, e.g. an output softmax."""
     if int8_engine() is None:
         check_int8_device("cpu")  # raises the one-line error
+    keep = kept_names(model, keep_fp32)
     model = model if inplace else copy.deepcopy(model)
-    keep = tuple(keep_fp32)
     skipped = lambda name: any(name == k or name.startswith(k + ".") for k in keep)  # noqa: E731
     for name, module in list(model.named_modules()):
         if skipped(name):

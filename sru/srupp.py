@@ -16,7 +16,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.checks import check_float_tensor, check_input_dtype, check_mask_pad
+from sru.checks import (check_float_tensor, check_input_dtype, check_layer_sizes, check_mask_pad, check_module,
+                        check_options, empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.linear import DispatchedLinear
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
@@ -60,6 +61,13 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
                  backend: str = "auto",
                  gemm: str = "auto"):
         super().__init__()
+        check_options("SRUppCell", dict(bidirectional=bidirectional, layer_norm=layer_norm,
+                                        normalize_after=normalize_after, rescale=rescale,
+                                        has_skip_term=has_skip_term, use_tanh=use_tanh, v1=v1,
+                                        amp_recurrence_fp16=amp_recurrence_fp16),
+                      dict(projection_size=projection_size),
+                      dict(highway_bias=highway_bias, weight_c_init=weight_c_init))
+        check_module("SRUppCell", "transform_module", transform_module)
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           projection_size=projection_size, highway_bias=highway_bias,
                           normalize_after=normalize_after, rescale=rescale,
@@ -115,6 +123,9 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
                                           memory_mask_pad)
         self._check(input, c0, mask_pad)
         batch = input.size(1)
+        if input.size(0) == 0 or batch == 0:  # nothing to compute, as SRUCell: empty h, c0 (or zeros)
+            return empty_outputs(input, c0, (batch, self.output_size), self.output_size,
+                                 self.amp_recurrence_fp16, self)
         residual = input  # the skip term sees the raw input
         if self.layer_norm is not None and not self.normalize_after:
             input = self.layer_norm(input)
@@ -231,8 +242,14 @@ class SRUpp(ScriptableSRUppStack, StackBase):
                  backend: str = "auto",
                  gemm: str = "auto"):
         super().__init__()
+        check_layer_sizes("SRUpp", input_size, hidden_size, dropout, 0.0)
         _check_stack_arguments(proj_size, num_layers, num_heads, dropout, attn_dropout,
                                attention_every_n_layers, attention_last_n_layers)
+        check_options("SRUpp", dict(bidirectional=bidirectional, layer_norm=layer_norm,
+                                    normalize_after=normalize_after, attn_layer_norm=attn_layer_norm,
+                                    rescale=rescale, nn_rnn_compatible_return=nn_rnn_compatible_return,
+                                    proj_input_to_hidden_first=proj_input_to_hidden_first),
+                      None, dict(highway_bias=highway_bias, weight_c_init=weight_c_init))
         if attention_every_n_layers != 1 and attention_last_n_layers != -1:
             raise ValueError("SRUpp expected at most one of attention_every_n_layers (got "
                              f"{attention_every_n_layers}) and attention_last_n_layers (got "

@@ -8,6 +8,7 @@ import itertools
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -109,8 +110,19 @@ def test_scripted_model_rejects_packed_input_and_custom_m_in_one_line():
     with pytest.raises(Exception, match="SRU expected input of shape"):
         scripted(torch.randn(5, 3, 7))
     cell = SRUCell(6, 6, custom_m=torch.nn.Linear(6, 18))
-    with pytest.raises(Exception, match="custom_m cannot run under torch.jit.script"):
-        torch.jit.script(cell)(torch.randn(5, 3, 6))
+    with pytest.raises(ValueError, match=r"^SRUCell with custom_m cannot be scripted \(torch.jit.script\)"):
+        torch.jit.script(cell)  # refused when scripting, not at the first call
+    with pytest.raises(ValueError, match="SRUCell with custom_m cannot be scripted"):
+        torch.jit.script(SRU(6, 6, custom_m=torch.nn.Linear(6, 18)))
+
+
+def test_trace_prints_no_tracer_warnings_from_the_layer():
+    """The layer's shape checks compare traced sizes: each printed a TracerWarning (about 20 per
+    trace) that names nothing to act on; a trace records fixed shapes anyway."""
+    with warnings.catch_warnings(record=True) as caught:
+        torch.jit.trace(SRU(6, 4, num_layers=2, bidirectional=True).eval(), (torch.randn(5, 3, 6),))
+        torch.jit.trace(SRUCell(6, 4).eval(), (torch.randn(5, 3, 6),))
+    assert [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)] == []
 
 
 def test_eager_checks_and_messages_are_unchanged():

@@ -1,10 +1,13 @@
 """SRU / SRUCell interfaces: input formats and returns, the custom_m hook, bad input, backends, repr."""
+import copy
+import pickle
+
 import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_sequence, pad_packed_sequence
 
-from sru import SRU, SRUCell
+from sru import SRU, SRUCell, quantize_dynamic
 from sru.ops.reference import elementwise_recurrence_reference
 from sru_helpers import FUSED, grads_of, randomize
 
@@ -104,6 +107,17 @@ def test_custom_m_list_per_layer_and_copies():
     assert stack.rnn_lst[0].custom_m is mods[0] and stack.rnn_lst[1].custom_m is mods[1]
     shared = SRU(4, 4, num_layers=2, custom_m=_LinearU(4, 12))
     assert shared.rnn_lst[0].custom_m is not shared.rnn_lst[1].custom_m  # deep copies
+
+
+@pytest.mark.parametrize("copy_of", [copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)),
+                                     quantize_dynamic], ids=["deepcopy", "pickle", "quantize_dynamic"])
+def test_custom_m_survives_copies(copy_of):
+    stack = randomize(SRU(4, 4, num_layers=2, custom_m=_LinearU(4, 12))).eval()
+    x = torch.randn(6, 2, 4)
+    copied = copy_of(stack)
+    assert all(cell.custom_m is not None for cell in copied.rnn_lst)
+    with torch.no_grad():
+        torch.testing.assert_close(copied(x)[0], stack(x)[0], atol=0.05, rtol=0.05)  # int8: close
 
 
 def test_custom_m_with_a_wrong_width_is_rejected():

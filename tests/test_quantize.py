@@ -3,6 +3,7 @@ within stated tolerances of fp32 for every option, the int8 kernel really runs, 
 trip, copies, and the one-line refusals."""
 import copy
 import io
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -130,6 +131,11 @@ def test_keep_fp32_leaves_named_layers():
     net = torch.nn.Sequential(sru.SRU(8, 8, num_layers=1), torch.nn.Linear(8, 3))
     quantized = sru.quantize_dynamic(net, keep_fp32=["1"])
     assert type(quantized[1]) is torch.nn.Linear and quantized[0].rnn_lst[0].gemm == "int8"
+    named = torch.nn.Sequential(OrderedDict(rnn=sru.SRU(8, 8, num_layers=1), decoder=torch.nn.Linear(8, 3)))
+    one_name = sru.quantize_dynamic(named, keep_fp32="decoder")  # one name, not its characters
+    assert type(one_name.decoder) is torch.nn.Linear and one_name.rnn.rnn_lst[0].gemm == "int8"
+    kept_layer = sru.quantize_dynamic(named, keep_fp32="rnn")
+    assert kept_layer.rnn.rnn_lst[0].gemm != "int8" and type(kept_layer.decoder) is Int8Linear
 
 
 def test_int8_refusals_name_what_works():

@@ -55,3 +55,13 @@ def test_autocast_is_still_allowed():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         h, _, _ = model(torch.randn(3, 2, 8, dtype=torch.bfloat16))
     assert h.shape == (3, 2, 16)
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 8), (3, 0, 8)])
+def test_empty_input_gives_empty_outputs_as_sru_does(shape):
+    model, c0 = SRUpp(8, 4, 4, num_layers=2, bidirectional=True), torch.randn(2, shape[1], 8)
+    h, c, memory = model(torch.randn(*shape), c0)
+    assert h.shape == (*shape[:2], 8) and torch.equal(c, c0)  # no step: c0 unchanged
+    assert [t.shape[:2] for t in memory["saved_inputs"]] == [shape[:2]] * 2
+    h, c, _ = model(torch.randn(*shape, requires_grad=True))
+    (h.sum() + c.sum()).backward()  # attached to the graph, as SRU's empty outputs

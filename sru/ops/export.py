@@ -53,6 +53,10 @@ def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
     # (L, B, 1): 1 on real tokens, 0 on padding; ones when there is no padding.
     keep = (U.new_ones(length, batch, 1) if masks.mask_pad is None
             else (masks.mask_pad.reshape(length, batch, 1) == 0).to(U.dtype))
+    # As wide as the state: the scan traces its body with a fresh size for each dimension of
+    # each input, and one that is 1 is not specialised there, so (B, 1) * (B, d) fails to
+    # broadcast when the program's shapes are static (torch.onnx.export without dynamic_shapes).
+    keep = keep.expand(length, batch, spec.hidden_size).contiguous()
 
     h_dirs, c_dirs = [], []
     for di in range(spec.dirs):

@@ -100,12 +100,43 @@ def _dropout_mask(like: Tensor, rows: int, cols: int, p: float) -> Tensor:
     return like.new_empty(rows, cols).bernoulli_(1 - p).div_(1 - p)
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    """A dtype's name in TorchScript, where str(dtype) is its enum number."""
+    for known, name in ((torch.float32, "torch.float32"), (torch.float64, "torch.float64"),
+                        (torch.float16, "torch.float16"), (torch.bfloat16, "torch.bfloat16")):
+        if dtype == known:
+            return name
+    return "a non-float dtype"
+
+
+def check_scripted_input(owner: str, input: Tensor, width: int, weight: Tensor, layout: str) -> None:
+    """The eager checks' rank, width, dtype (``weight``'s) and device, in TorchScript (which has
+    no f-strings)."""
+    if input.dim() != 3 or input.size(-1) != width:
+        raise ValueError(owner + " expected input of shape " + layout + ", got " + str(input.shape))
+    if input.dtype != weight.dtype:
+        raise ValueError(owner + " expected input of the parameters' dtype " + _dtype_name(weight.dtype)
+                         + ", got " + _dtype_name(input.dtype) + "; convert the input or the module")
+    if input.device != weight.device:
+        raise ValueError(owner + " expected input on the parameters' device " + str(weight.device)
+                         + ", got " + str(input.device) + "; move the input or the module")
+
+
 class ScriptableCell:
     """``SRUCell``'s TorchScript forward (a mixin: ``SRUCell`` inherits it)."""
 
+    def __prepare_scriptable__(self):
+        """``torch.jit.script`` calls this on every submodule before compiling: a custom_m is
+        refused here, at scripting, rather than at the scripted module's first call."""
+        if getattr(self, "custom_m", None) is not None:
+            raise ValueError(f"{type(self).__name__} with custom_m cannot be scripted (torch.jit.script): "
+                             "custom_m's signature is free-form; export the model with sru.deploy.export "
+                             "instead (docs/deploy.md)")
+        return self
+
     def _scripted_forward(self, input: Tensor, c0: Optional[Tensor],
                           mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        weight = self.weight
+        weight, proj = self.weight, self.weight_proj
         if weight is None:
             raise RuntimeError("SRUCell with custom_m cannot run under torch.jit.script; "
                                "use torch.export (docs/deploy.md)")
@@ -114,9 +145,8 @@ class ScriptableCell:
             input = input.unsqueeze(0)
             if mask_pad is not None and mask_pad.dim() == 1:
                 mask_pad = mask_pad.unsqueeze(0)
-        if input.dim() != 3 or input.size(-1) != self.input_size:
-            raise ValueError("SRUCell expected input of shape (length, batch, input_size) or "
-                             "(batch, input_size), input_size = " + str(self.input_size))
+        check_scripted_input("SRUCell", input, self.input_size, weight, "(length, batch, " + str(self.input_size) + ") or (batch, "
+                             + str(self.input_size) + ")")
         length, batch = input.size(0), input.size(1)
         if c0 is not None and (c0.dim() != 2 or c0.size(0) != batch
                                or c0.size(1) != self.output_size):
@@ -135,7 +165,6 @@ class ScriptableCell:
             input = norm(input)
         input, mask_c = self._scripted_dropout(input, batch)
         rows = input.reshape(-1, input.size(-1))
-        proj = self.weight_proj
         if proj is not None:
             rows = rows.mm(proj)
         U = rows.mm(weight).view(length, batch, -1)
@@ -176,9 +205,8 @@ class ScriptableStack:
     def _scripted_forward(self, input: Tensor, c0: Optional[Tensor],
                           mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         if input.dim() != 3 or input.size(-1) != self.input_size:
-            raise ValueError("SRU expected input of shape (length, batch, input_size) "
-                             "((batch, length, input_size) with batch_first), input_size = "
-                             + str(self.input_size))
+            raise ValueError("SRU expected input of shape (" + ("batch, length, " if self.batch_first
+                             else "length, batch, ") + str(self.input_size) + "), got " + str(input.shape))
         if self.batch_first:
             input = input.transpose(0, 1)
             if mask_pad is not None:

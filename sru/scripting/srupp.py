@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from sru.scripting.cells import stack_states
+from sru.scripting.cells import check_scripted_input, stack_states
 
 
 class ScriptableSRUppCell:
@@ -20,9 +20,8 @@ class ScriptableSRUppCell:
     def _scripted_forward(self, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor],
                           attn_mask: Optional[Tensor], memory: Optional[Tensor],
                           memory_mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        if input.dim() != 3 or input.size(-1) != self.input_size:
-            raise ValueError("SRUppCell expected input of shape (length, batch, input_size), "
-                             "input_size = " + str(self.input_size))
+        check_scripted_input("SRUppCell", input, self.input_size, self.weight_c,
+                             "(length, batch, " + str(self.input_size) + ")")
         residual = input
         norm = self.layer_norm
         if norm is not None and not self.normalize_after:
@@ -48,8 +47,8 @@ class ScriptableSRUppStack:
                           memory_mask_pad: Optional[Tensor]
                           ) -> Tuple[Tensor, Tensor, Dict[str, List[Tensor]]]:
         if input.dim() != 3 or input.size(-1) != self.input_size:
-            raise ValueError("SRUpp expected input of shape (length, batch, input_size), "
-                             "input_size = " + str(self.input_size))
+            raise ValueError("SRUpp expected input of shape (length, batch, " + str(self.input_size)
+                             + "), got " + str(input.shape))
         batch = input.size(1)
         x = input
         to_hidden = self.input_to_hidden

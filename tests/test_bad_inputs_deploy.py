@@ -1,0 +1,152 @@
+"""The deploy routes against every bad input a new-user probe tried, as a table (slow tier, but for the
+docs check: one export, one AOTInductor package and one C++ build for the whole file).
+
+The AOTInductor runner (``sru.deploy.load_package``) and the exported program (``sru.deploy.export``)
+check each input against the example they came from and raise one ValueError naming the expected shape
+(a compiled package given a wrong width read out of bounds, a 2-D input crashed the process); the C++
+example exits with status 2 and one ``error:`` line, no C++ frames. docs/failures.md lists every row.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, List
+
+import pytest
+import torch
+
+from sru import SRU
+from sru.deploy import compile_package, export, load_package
+from tests.test_deploy_export import ROOT, build_cpp_example
+
+WIDTH = 16
+
+
+@dataclass
+class Row:
+    id: str
+    call: Callable[[Any], Any]  # given the runner or the program's module
+    message: str
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """An SRU(16, 8, num_layers=2), its package and its exported program's module."""
+    folder = tmp_path_factory.mktemp("deploy")
+    model = SRU(WIDTH, 8, num_layers=2).eval()
+    example = torch.randn(4, 2, WIDTH)
+    package = compile_package(model, example, folder / "sru.pt2")
+    return {"folder": folder, "model": model, "package": package, "runner": load_package(package),
+            "module": export(model, example).module()}
+
+
+def _input_rows(owner: str) -> List[Row]:
+    shape = f"(length, batch, {WIDTH})"
+    return [
+        Row(f"{owner}-wrong-width", lambda run: run(torch.randn(3, 2, 100)),
+            f"{owner} expected input of shape {shape}, got (3, 2, 100)"),
+        Row(f"{owner}-2d-input", lambda run: run(torch.randn(3, WIDTH)),
+            f"{owner} expected input of shape {shape}, got (3, 16)"),
+        Row(f"{owner}-float64", lambda run: run(torch.randn(3, 2, WIDTH, dtype=torch.float64)),
+            f"{owner} expected input of dtype torch.float32, got torch.float64; convert it with x.to(torch.float32)"),
+        Row(f"{owner}-meta-device", lambda run: run(torch.empty(3, 2, WIDTH, device="meta")),
+            f"{owner} expected input on cpu, got meta; move it with x.to('cpu')"),
+        Row(f"{owner}-length-0", lambda run: run(torch.randn(0, 2, WIDTH)),
+            f"{owner} expected input of shape {shape} with length and batch >= 1 (its dynamic shapes start at 1), "
+            "got (0, 2, 16); skip an empty batch (eager returns empty outputs for it)"),
+        Row(f"{owner}-not-a-tensor", lambda run: run([[0.0] * WIDTH]),
+            f"{owner} expected a tensor of shape {shape}, got list"),
+    ]
+
+
+PACKAGE_ROWS = _input_rows("sru package")
+PROGRAM_ROWS = _input_rows("exported program")
+EXPORT_ROWS = [
+    Row("export-2d-example", lambda model: export(model, torch.randn(4, WIDTH)),
+        "sru.deploy.export: expected an example input of shape (length, batch, input_size), got (4, 16)"),
+    Row("export-empty-example", lambda model: export(model, torch.randn(0, 2, WIDTH)),
+        "sru.deploy.export: the example expected input of shape (length, batch, 16) with length and batch >= 1 "
+        "(its dynamic shapes start at 1), got (0, 2, 16); skip an empty batch (eager returns empty outputs for "
+        "it)"),
+    Row("load-package-missing-file", lambda model: load_package("nowhere/sru.pt2"),
+        "sru.deploy.load_package: no package file at nowhere/sru.pt2; make one with "
+        "sru.deploy.compile_package (docs/deploy.md)"),
+]
+# The C++ example: its arguments after the program's path, and its one stderr line.
+CPP_ROWS = [
+    ("cpp-missing-package", ["{folder}/none.pt2", "{library}", "7", "3"],
+     "error: cannot read the package {folder}/none.pt2; make one with sru.deploy.compile_package (docs/deploy.md)"),
+    ("cpp-length-not-a-number", ["{package}", "{library}", "abc", "3"],
+     "error: length: expected a whole number from 1 to 65536, got 'abc'"),
+    ("cpp-negative-batch", ["{package}", "{library}", "7", "-3"],
+     "error: batch: expected a whole number from 1 to 16384, got '-3'"),
+    ("cpp-length-zero", ["{package}", "{library}", "0", "3"],
+     "error: length: expected a whole number from 1 to 65536, got '0'"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", PACKAGE_ROWS, ids=[r.id for r in PACKAGE_ROWS])
+def test_package_refuses_bad_input_in_one_line(row, built):
+    with pytest.raises(ValueError) as err:
+        row.call(built["runner"])
+    assert str(err.value) == row.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", PROGRAM_ROWS, ids=[r.id for r in PROGRAM_ROWS])
+def test_exported_program_refuses_bad_input_in_one_line(row, built):
+    with pytest.raises(ValueError) as err:
+        row.call(built["module"])
+    assert str(err.value) == row.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", EXPORT_ROWS, ids=[r.id for r in EXPORT_ROWS])
+def test_export_refuses_a_bad_example_in_one_line(row, built):
+    with pytest.raises((ValueError, FileNotFoundError)) as err:
+        row.call(built["model"])
+    assert str(err.value) == row.message
+
+
+@pytest.mark.slow
+def test_good_input_still_runs_and_batch_1_length_1_examples_export(built):
+    x = torch.randn(5, 3, WIDTH)
+    with torch.no_grad():
+        expected = built["model"](x)
+        for got in (built["runner"](x), built["module"](x)):
+            torch.testing.assert_close(got[0], expected[0], atol=1e-5, rtol=1e-5)
+        for example in (torch.randn(1, 2, WIDTH), torch.randn(4, 1, WIDTH), torch.randn(1, 1, WIDTH)):
+            module = export(built["model"], example).module()  # torch.export alone refused these
+            torch.testing.assert_close(module(x)[0], expected[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None, reason="no C++ compiler")
+@pytest.mark.parametrize("row", CPP_ROWS, ids=[r[0] for r in CPP_ROWS])
+def test_cpp_example_refuses_bad_arguments_in_one_line(row, built, cpp_binary):
+    _, argv, message = row
+    names = {"folder": built["folder"], "package": built["package"], "library": cpp_binary[1]}
+    run = subprocess.run([str(cpp_binary[0]), *(a.format(**names) for a in argv)], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.splitlines() == [message.format(**names)]
+
+
+@pytest.fixture(scope="module")
+def cpp_binary(built):
+    library = subprocess.run([sys.executable, "-m", "sru.deploy", "op-library"], cwd=ROOT, check=True,
+                             capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT))).stdout.strip()
+    return build_cpp_example(built["folder"]), library
+
+
+def test_docs_failures_lists_every_row():
+    docs = (Path(__file__).parents[1] / "docs" / "failures.md").read_text()
+    messages = {r.id: r.message for r in PACKAGE_ROWS + PROGRAM_ROWS + EXPORT_ROWS}
+    messages.update({r[0]: r[2].format(folder="<dir>") for r in CPP_ROWS})
+    missing = [name for name, message in messages.items() if message not in docs]
+    assert not missing, f"add these rows to docs/failures.md: {missing}"
