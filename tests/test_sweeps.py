@@ -17,20 +17,26 @@ FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("traine
     "trainer.max_steps=4", "model.hidden_size=16", "model.num_layers=1"]
 
 
-def train(*args, timeout=300):
+def train(*args, timeout=300, status=0):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(var, None)
     proc = subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
-    assert proc.returncode == 0, f"train.py {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == status, f"train.py {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
 @pytest.mark.slow
 def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     # 2 optimizers x 2 seeds = 4 jobs (Hydra varies the last key fastest); "bogus" is not an optimizer: jobs 2, 3 crash
-    train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}")
+    proc = train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}", status=1)
+    # each failed job says so in one line (its traceback is in its failure.json); the sweep ends with the count
+    job_lines = [line for line in proc.stderr.splitlines() if line.startswith("[train] sweep job ")]
+    assert [line.split(" failed: ")[0] for line in job_lines] == ["[train] sweep job 2", "[train] sweep job 3"]
+    assert all(line.endswith(f"{tmp_path / n / 'failure.json'})") for line, n in zip(job_lines, "23"))
+    assert proc.stderr.strip().splitlines()[-1] == f"[train] 2 of 4 jobs failed; see {tmp_path}/failures.jsonl"
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     ok = [tmp_path / str(n) for n in (0, 1)]
     failed = [tmp_path / str(n) for n in (2, 3)]
     for run in ok:  # one run dir per job, with its own config and results

@@ -62,6 +62,10 @@ def check_space_values(space: Mapping[str, Any], config: DictConfig, check: Call
     run_config = copy.deepcopy(config)
     with open_dict(run_config):
         run_config.pop("hydra", None)
+    try:
+        check(run_config)
+    except ValueError as err:  # the fixed keys already fail: every trial would, whatever it draws
+        raise ValueError(f"every trial of this sweep would fail: {' '.join(str(err).split())}") from None
     for given, distribution in space.items():
         key = given.lstrip("+~")
         if _is_group_choice(key, config):
