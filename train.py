@@ -11,7 +11,8 @@ if __name__ == "__main__":
 
 import hydra  # noqa: E402 - after the signal handler
 
-from tasks.engine.runner import hydra_main, prepare_argv, run_app  # noqa: E402
+from tasks.engine.run.start_signals import run_app  # noqa: E402
+from tasks.engine.runner import hydra_main, prepare_argv  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -38,6 +38,7 @@ from tasks.engine.base import build_task, task_class
 from tasks.engine.results import json_safe, shown
 from tasks.engine.run.dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run.context import RunContext, open_run
+from tasks.engine.run.start_signals import FRESH_RUN_DIRS, run_app, stopped_before_training
 from tasks.engine.run.lock import LOCK_NAME, read_lock
 from tasks.engine.config.saved import fill_added_keys, group_choices
 from tasks.engine.sweeps.failures import report_failures
@@ -113,7 +114,6 @@ def resolve_run_dir(resume: Any, runs_dir: str, _root_: Any = None) -> str:
 
 
 OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
-FRESH_RUN_DIRS: set = set()  # new run dirs this process resolved: removed if a signal stops the start
 
 
 @functools.lru_cache(maxsize=None)  # resolved several times per start: probe once
@@ -367,30 +367,6 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
     except KeyboardInterrupt as stop:  # a signal before the run context's handlers took over (run_app's)
         raise stopped_before_training(stop) from None
     return outcome.value if outcome.failed else summary["best_valid"]
-
-
-def _interrupt(signum: int, frame=None) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def run_app(main) -> None:
-    """Run Hydra's app with SIGINT / SIGTERM as KeyboardInterrupt until the run context takes them over: a
-    signal while Hydra composes or makes the run dir ends in one line, and the new run dir is removed (the
-    early handler of train.py, which exits at once, would leave it half made)."""
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        main()
-    except KeyboardInterrupt as stop:
-        for run_dir in FRESH_RUN_DIRS:
-            remove_if_unused(Path(run_dir))
-        raise stopped_before_training(stop) from None
-
-
-def stopped_before_training(stop: KeyboardInterrupt) -> SystemExit:
-    name = str(stop) if str(stop) in ("SIGINT", "SIGTERM") else "SIGINT"  # a plain Ctrl-C has no name
-    print(f"[train] stopped by {name} before training started; nothing saved", file=sys.stderr, flush=True)
-    return SystemExit(128 + getattr(signal, name))
 
 
 def prepare_argv() -> None:
