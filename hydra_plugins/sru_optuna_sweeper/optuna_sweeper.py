@@ -163,9 +163,11 @@ class OptunaSweeper(Sweeper):
             finished = states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED)
             crashed = sum(t.state == TrialState.FAIL and "failure" in t.user_attrs for t in trials)
             if self.max_failures is not None and crashed > self.max_failures:
-                raise RuntimeError(f"study {self.study_name!r}: {crashed} trials crashed (more than "
-                                   f"hydra.sweeper.max_failures={self.max_failures}); see {self.sweep_dir}/"
-                                   f"failures.jsonl and the trials' failure.json")
+                # one line and status 1, as for any failed sweep; sweep()'s `finally` still writes the results
+                print(f"[train] error: study {self.study_name!r}: {crashed} trials crashed (more than "
+                      f"hydra.sweeper.max_failures={self.max_failures}); see {self.sweep_dir}/failures.jsonl and "
+                      f"the trials' failure.json", file=sys.stderr, flush=True)
+                raise SystemExit(1)
             free = self.n_trials - finished - states.count(TrialState.RUNNING)
             asked = []
             for _ in range(max(0, min(self.n_jobs, free))):

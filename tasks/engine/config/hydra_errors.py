@@ -6,8 +6,9 @@ Hydra reports a config file that does not exist (``task=nosuchtask``) as a 15-li
 path, and an override of a key that does not exist (``trainer.max_step=5``) as "Key 'max_step' is not in
 struct", without the key that was meant. So ``train.py`` composes the command line's config once before
 Hydra does (a fraction of a second) and says it in one line. Only plain command lines are checked here
-(overrides, ``-m``); with ``--config-dir`` / ``--config-name`` and Hydra's own flags Hydra reports as before,
-and anything this check cannot parse or compose for another reason is left to Hydra too.
+(overrides, ``-m``); with ``--config-dir`` / ``--config-name``, ``hydra.searchpath`` and Hydra's own flags
+Hydra reports as before, and anything this check cannot parse or compose for another reason is left to
+Hydra too.
 """
 from __future__ import annotations
 
@@ -87,8 +88,8 @@ def check_composes(argv: Sequence[str], conf_dir: Optional[Path] = None) -> None
 
     conf_dir = conf_dir or CONF_DIR
     args = [a for a in argv if a not in MULTIRUN_FLAGS]
-    if any(a.startswith("-") for a in args):
-        return  # Hydra's flags (--config-dir, --cfg, --help, ...): Hydra's own reports
+    if any(a.startswith("-") or a.lstrip("+").startswith("hydra.searchpath") for a in args):
+        return  # Hydra's flags (--config-dir, --cfg, --help, ...) or another config tree: Hydra's own reports
     try:
         parsed = OverridesParser.create().parse_overrides(args)
     except Exception:  # noqa: BLE001 - a syntax error: Hydra's message points at it
