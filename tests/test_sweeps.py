@@ -99,3 +99,20 @@ def test_slurm_launcher_config_has_documented_keys():
     assert (launcher["partition"], launcher["nodes"], launcher["array_parallelism"]) == ("gpu", 1, 16)
     assert cfg.hydra.launcher.tasks_per_node == 4  # one DDP rank per GPU
     assert launcher["timeout_min"] > 0
+
+
+def test_the_sweep_summary_counts_only_the_failures_of_this_sweep(tmp_path):
+    """A rerun into the same hydra.sweep.dir finds the earlier sweep's lines in failures.jsonl: not its own."""
+    import time
+
+    from tasks.engine.sweeps.failures import failed_jobs, launched_jobs
+
+    start = time.time()
+    records = [{"run_dir": str(tmp_path / "0"), "unix_time": start - 3600}, {"run_dir": str(tmp_path / "1"),
+                                                                              "unix_time": start + 1}]
+    (tmp_path / "failures.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"torn')
+    for job in ("0", "1"):
+        (tmp_path / job / ".hydra").mkdir(parents=True)
+    assert failed_jobs(tmp_path, since=start) == 2  # job 1, and the torn line (a job that failed while writing)
+    assert failed_jobs(tmp_path) == 3 and launched_jobs(tmp_path, since=start - 1) == 2
+    assert failed_jobs(tmp_path / "nope") == 0

@@ -31,6 +31,7 @@ from omegaconf import OmegaConf
 
 from tasks.engine.errors import RunError
 
+
 def is_multirun() -> bool:
     """True inside a Hydra multirun job (any sweeper or launcher)."""
     from hydra.core.hydra_config import HydraConfig
@@ -50,6 +51,7 @@ def record_failure(error: BaseException, run_dir: str | os.PathLike, sweep_dir: 
     """Write failure.json into the job's run dir and append the same record to the sweep's failures.jsonl."""
     record = {
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "unix_time": time.time(),
         "run_dir": str(run_dir),
         "overrides": list(overrides),
         "error": f"{type(error).__name__}: {error}",
@@ -110,8 +112,9 @@ def report_failures(mode: str | Callable[[], str] = "min"):
               f"{Path(hc.runtime.output_dir) / 'failure.json'})", file=sys.stderr, flush=True)
 
 
-def failed_jobs(sweep_dir: str | os.PathLike) -> int:
-    """How many jobs of the sweep in ``sweep_dir`` recorded a failure (failures.jsonl, one run dir each)."""
+def failed_jobs(sweep_dir: str | os.PathLike, since: float = 0.0) -> int:
+    """How many jobs of the sweep in ``sweep_dir`` recorded a failure since ``since`` (a time.time(); an
+    earlier sweep into the same explicit hydra.sweep.dir left its own lines in failures.jsonl)."""
     try:
         lines = (Path(sweep_dir) / "failures.jsonl").read_text().splitlines()
     except OSError:
@@ -119,26 +122,34 @@ def failed_jobs(sweep_dir: str | os.PathLike) -> int:
     run_dirs = set()
     for line in lines:
         try:
-            run_dirs.add(json.loads(line)["run_dir"])
-        except (ValueError, KeyError, TypeError):
+            record = json.loads(line)
+            if record.get("unix_time", since) >= since:
+                run_dirs.add(record["run_dir"])
+        except (ValueError, KeyError, TypeError, AttributeError):
             run_dirs.add(line)  # a torn line still counts as a failure
     return len(run_dirs)
 
 
-def launched_jobs(sweep_dir: str | os.PathLike) -> int:
-    """The job dirs of a sweep: each one Hydra started holds .hydra/ (failed or not)."""
-    return sum(1 for d in Path(sweep_dir).glob("*/.hydra") if d.is_dir())
+def launched_jobs(sweep_dir: str | os.PathLike, since: float = 0.0) -> int:
+    """The job dirs of a sweep started since ``since``: Hydra writes .hydra/ into each (failed or not)."""
+    return sum(1 for d in Path(sweep_dir).glob("*/.hydra") if d.is_dir() and d.stat().st_mtime >= since)
 
 
 class SweepSummary(Callback):
     """After the last job of a ``-m`` sweep (any sweeper, any launcher): a sweep with failed jobs says how
     many in one line and ends with status 1, so scripts and CI do not take it for a success."""
 
+    def __init__(self):
+        self.started = 0.0
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        self.started = time.time() - 1  # file times may lag the clock by a tick
+
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = str(OmegaConf.select(config, "hydra.sweep.dir"))
-        failed = failed_jobs(sweep_dir)
+        failed = failed_jobs(sweep_dir, self.started)
         if failed:
-            total = max(launched_jobs(sweep_dir), failed)
+            total = max(launched_jobs(sweep_dir, self.started), failed)
             print(f"[train] {failed} of {total} jobs failed; see {sweep_dir}/failures.jsonl", file=sys.stderr,
                   flush=True)
             raise SystemExit(1)  # a BaseException: Hydra lets it through without a traceback

@@ -45,7 +45,7 @@ def memory_of(device: torch.device) -> Tuple[int, str]:
 
 
 def requested_bytes(func, args, kwargs) -> int:
-    shape = args[0] if args and isinstance(args[0], (tuple, list, torch.Size)) else args
+    shape = args[0] if args and isinstance(args[0], (tuple, list, torch.Size)) else args or kwargs.get("size", ())
     if func is torch.randint:  # randint(high, size) / randint(low, high, size)
         shape = kwargs.get("size") or next((a for a in args if isinstance(a, (tuple, list, torch.Size))), ())
     if not all(isinstance(n, int) for n in shape):
