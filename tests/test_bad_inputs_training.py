@@ -87,6 +87,14 @@ TRAINING = [
     Case("sweep-key-not-in-struct", lambda tmp: check_composes(["-m", "model.hiden_size=8,16"]),
          "model.hiden_size=8: hiden_size is not a key of model (did you mean model.hidden_size?). Fix its spelling "
          "(+model.hiden_size=8 would add it as a new key)"),
+    Case("append-an-existing-key", lambda tmp: check_composes(["+seed=3"]),
+         "Could not append to config. An item is already at 'seed'. Either remove + prefix: 'seed=3' Or add a "
+         "second + to add or override 'seed': '++seed=3'"),
+    Case("delete-a-missing-key", lambda tmp: check_composes(["~nokey"]),
+         "Could not delete from config. 'nokey' does not exist."),
+    Case("override-syntax", lambda tmp: check_composes(["model.hidden_size=[1,2"]),
+         "model.hidden_size=[1,2: no viable alternative at input '[1,2' (the override syntax: "
+         "https://hydra.cc/docs/advanced/override_grammar/basic)"),
 ]
 
 SWEEPS = [

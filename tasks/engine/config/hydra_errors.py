@@ -19,7 +19,14 @@ from typing import Any, List, Optional, Sequence
 from tasks.engine.errors import ConfigError
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
+GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic"
 MAX_LISTED = 12  # a group of more files (experiment/) is named with a count, not listed
+
+
+def one_line(err: BaseException) -> str:
+    """Hydra's message without its line breaks and its see-also links (named by the caller)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip() and not line.startswith("See http")]
+    return " ".join(lines)
 
 
 def _options(group_dir: Path) -> List[str]:
@@ -55,7 +62,7 @@ def _first_of_each(overrides: Sequence[Any], conf_dir: Path) -> List[str]:
     line = []
     for o in overrides:
         key = o.get_key_element().lstrip("+~")
-        if key.startswith("hydra") or o.is_delete():
+        if key.startswith("hydra"):
             continue
         values = _values(o)
         if (conf_dir / key).is_dir() and "@" not in key:
@@ -81,7 +88,7 @@ def _not_a_key(key: str, item: str, base: Any) -> ConfigError:
 
 def check_composes(argv: Sequence[str], conf_dir: Optional[Path] = None) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import MissingConfigException
+    from hydra.errors import HydraException, MissingConfigException
     from omegaconf.errors import ConfigKeyError
 
     from tasks.engine.config.tree import CONF_DIR, compose
@@ -90,10 +97,12 @@ def check_composes(argv: Sequence[str], conf_dir: Optional[Path] = None) -> None
     args = [a for a in argv if a not in MULTIRUN_FLAGS]
     if any(a.startswith("-") or a.lstrip("+").startswith("hydra.searchpath") for a in args):
         return  # Hydra's flags (--config-dir, --cfg, --help, ...) or another config tree: Hydra's own reports
-    try:
-        parsed = OverridesParser.create().parse_overrides(args)
-    except Exception:  # noqa: BLE001 - a syntax error: Hydra's message points at it
-        return
+    parser, parsed = OverridesParser.create(), []
+    for arg in args:
+        try:
+            parsed += parser.parse_overrides([arg])
+        except HydraException as err:  # a syntax error: Hydra's message, on one line
+            raise ConfigError(f"{arg}: {one_line(err)} (the override syntax: {GRAMMAR})") from None
     line = _first_of_each(parsed, conf_dir)
     try:
         compose(line, conf_dir)
@@ -102,10 +111,10 @@ def check_composes(argv: Sequence[str], conf_dir: Optional[Path] = None) -> None
         wrong = str(getattr(err, "missing_cfg_file", "") or "")
         raise ConfigError(f"no config {wrong}.yaml{_hint(wrong.rpartition('/')[2], options)}; the choices: "
                           f"{', '.join(options)}") from None
-    except Exception as err:  # noqa: BLE001 - anything but a missing key: Hydra reports it
+    except HydraException as err:
         cause = err.__cause__
         if not isinstance(cause, (ConfigKeyError, AttributeError)) or "not in struct" not in str(cause):
-            return
+            raise ConfigError(one_line(err)) from None  # e.g. +seed=3: "Could not append ... Either remove +"
         key = str(getattr(cause, "full_key", "") or "")
         item = next((i for i in line if i.partition("=")[0] == key), key)
         try:
