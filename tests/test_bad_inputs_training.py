@@ -120,6 +120,8 @@ SWEEPS = [
     Case("space-empty-range", space("model.num_layers=range(3,3)"),
          "search space model.num_layers=range(3,3): holds no value; range(start, stop, step) needs start < stop "
          "and step >= 1"),
+    Case("space-fixed-keys-fail", space("trainer.max_steps=abc"),
+         "every trial of this sweep would fail: trainer.max_steps: expected an integer >= 1 or null, received 'abc'"),
 ]
 
 CASES: List[Case] = TRAINING + SWEEPS
