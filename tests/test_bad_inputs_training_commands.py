@@ -85,8 +85,12 @@ def test_an_optuna_sweep_with_a_failing_trial_exits_1_and_says_the_best_is_of_th
     assert f"(of the complete trials only: {len(failed)} failed)" in proc.stdout
 
 
-def test_a_signal_during_the_imports_is_one_line(tmp_path):
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), *lm_cli_args(50)], cwd=tmp_path,
+SRU_TRAIN = ["-c", "import sys; from tasks.engine.train_cmd import main; sys.argv[0] = 'sru-train'; main()"]
+
+
+@pytest.mark.parametrize("command", [[str(ROOT / "train.py")], SRU_TRAIN], ids=["train.py", "sru-train"])
+def test_a_signal_during_the_imports_is_one_line(command, tmp_path):
+    proc = subprocess.Popen([sys.executable, *command, *lm_cli_args(50)], cwd=tmp_path,
                             env=cli_env(tmp_path / "outputs"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)  # inside the imports of torch and Hydra
     proc.send_signal(signal.SIGINT)

@@ -386,7 +386,7 @@ def prepare_argv() -> None:
 
 
 def cli() -> None:
-    """``sru-train``: the same entry point as ``python train.py`` for installed (non-checkout) users."""
+    """The body of ``sru-train`` (tasks/engine/train_cmd.py), the same entry point as ``python train.py``."""
     import hydra
 
     prepare_argv()
