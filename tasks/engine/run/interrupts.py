@@ -62,11 +62,12 @@ def remove_partial_files() -> None:
 
 
 # What a command that writes only at its end says when a signal stops it before then
-NOTHING_WRITTEN = {"evaluate": "no metrics written", "predict": "no results written"}
+NOTHING_WRITTEN = {"evaluate": "no metrics written", "predict": "no results written", "train": "nothing saved"}
 
 
 def stop_on_signals(command: str) -> None:
-    """SIGINT / SIGTERM from the first instruction of ``evaluate.py`` / ``predict.py`` (docs/inference.md#signals).
+    """SIGINT / SIGTERM from the first instruction of ``evaluate.py``, ``predict.py`` and ``train.py``
+    (docs/inference.md#signals).
 
     Python's own Ctrl-C handling raises ``KeyboardInterrupt`` wherever the main thread is: during the seconds
     of heavy imports (torch, Hydra) that gave a 20-line traceback, was sometimes lost, and inside a half-done
