@@ -58,3 +58,11 @@ def test_the_docs_table_lists_every_task_option_with_its_tasks():
         assert row is not None, f"docs/inference.md#options: no row for {name}"
         for declaration in declarations(name):
             assert all(t in row for t in declaration.tasks), (name, declaration.tasks, row)
+
+
+def test_a_misspelt_task_option_from_python_gets_the_close_match():
+    from tasks.engine.inference.options import OptionError, parse_value
+
+    with pytest.raises(OptionError, match=r"temprature: not an option \(did you mean temperature\?\)"):
+        parse_value("temprature", "0.5")  # load_predictor(..., temprature=0.5)
+    assert parse_value("temperature", "0.5") == 0.5 and parse_value("batch_size", 8) == 8

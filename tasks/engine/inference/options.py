@@ -176,11 +176,14 @@ def split_arguments(argv: Sequence[str], known: Collection[str]) -> Tuple[Dict[s
                 raise OptionError(f"{key}= given twice ({key}={given[key]} and {word}); give it once")
             given[key] = value
         else:
-            close = difflib.get_close_matches(key, [*known, "task.", "trainer."], n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise OptionError(f"{key}: not an option{hint}; expected one of {sorted(known)}, or task.* / "
-                              f"trainer.* keys of the saved config")
+            raise OptionError(f"{key}: not an option{_did_you_mean(key, [*known, 'task.', 'trainer.'])}; expected "
+                              f"one of {sorted(known)}, or task.* / trainer.* keys of the saved config")
     return given, overrides, positional
+
+
+def _did_you_mean(key: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def parse_value(name: str, value: Any) -> Any:
@@ -193,7 +196,8 @@ def parse_value(name: str, value: Any) -> Any:
             raise OptionError(f"{name}={value}: expected {option.allowed} ({option.applies()})") from None
     declared = declarations(name)
     if not declared:
-        raise OptionError(f"{name}: not an option; the options are {sorted(command_options(PREDICT))}")
+        known = command_options(PREDICT)
+        raise OptionError(f"{name}: not an option{_did_you_mean(name, known)}; the options are {sorted(known)}")
     for declaration in declared:
         with contextlib.suppress(ValueError, TypeError, OverflowError):
             return option_value(name, value, declaration.field, declaration.hint)
