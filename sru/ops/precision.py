@@ -3,7 +3,7 @@ the engine's commands and config, and the bench share (``sru.Precision``); which
 autocast dtype of each.
 
 A ``str`` enum, so a member equals its name (``Precision.BF16 == "bf16"``) and configs, command lines
-and saved records keep plain strings. Where each precision runs in the layer: docs/ops.md#precision-routes.
+and saved records keep plain strings. Where each precision runs in the layer: docs/ops.md#precision-routes-sruopscpuroutespy.
 """
 from enum import Enum
 from typing import Iterable, Optional, Tuple

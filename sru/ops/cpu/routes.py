@@ -1,7 +1,7 @@
 """The projection entry point: ``matmul`` (the layer's U = x W) and ``linear`` (``F.linear``) choose their route
 from ``ROUTES``, one table of (name, when it applies, what runs). Each route's ``applies`` is its one guard (every
 fast route shares ``sru.ops.tracing.eager_cpu``) and its one rule for when it pays; the first route that applies
-runs. docs/ops.md#precision-routes lists them.
+runs. docs/ops.md#precision-routes-sruopscpuroutespy lists them.
 
 The precision reaches this entry point as arguments: ``precision`` (a ``sru.Precision``; None: what CPU autocast
 says, the way bf16 enters from the commands) and ``int8`` (the weight's ``sru.ops.quantized.Int8Weight``, which
