@@ -23,7 +23,10 @@ class Precision(str, Enum):
     @property
     def autocast_dtype(self) -> Optional[torch.dtype]:
         """The dtype ``torch.autocast`` runs this precision under; None: no autocast."""
-        return {Precision.BF16: torch.bfloat16, Precision.FP16: torch.float16}.get(self)
+        return _AUTOCAST_DTYPES.get(self)
+
+
+_AUTOCAST_DTYPES = {Precision.BF16: torch.bfloat16, Precision.FP16: torch.float16}  # asked per projection
 
 
 TRAINING: Tuple[Precision, ...] = (Precision.FP32, Precision.BF16, Precision.FP16)   # trainer.precision
