@@ -1,11 +1,18 @@
 """Train and evaluate one configuration: ``python train.py task=lm model=sru [key=value ...]``.
 
 The Hydra entry point only; the pipeline (compose -> check -> seed -> task -> fit -> test) lives in
-``tasks/engine/runner.py`` so that scripts and tests use it without importing this file.
+``tasks/engine/runner.py`` so that scripts and tests use it without importing this file. A signal during the
+imports ends the command in one line: the handler is installed first (tasks/engine/inference/early_signals.py).
 """
-import hydra
+if __name__ == "__main__":
+    from tasks.engine.inference.early_signals import stop_on_signals
 
-from tasks.engine.runner import hydra_main, prepare_argv
+    stop_on_signals("train")
+
+import hydra  # noqa: E402 - after the signal handler
+
+from tasks.engine.run.start_signals import run_app  # noqa: E402
+from tasks.engine.runner import hydra_main, prepare_argv  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -15,4 +22,4 @@ def main(cfg):
 
 if __name__ == "__main__":
     prepare_argv()
-    main()
+    run_app(main)

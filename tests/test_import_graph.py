@@ -19,7 +19,7 @@ Inside ``tasks/``:
 Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
 ``errors`` and ``results`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
 and the registry), ``training/`` and ``sweeps/``, ``inference/``, and at the top the train command
-(``runner``, ``run_start``).
+(``runner``, ``run_start``, ``train_cmd``).
 
 (The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/base.py``:
 a plugin lookup, not an import.)
@@ -103,6 +103,7 @@ ENGINE_ALLOWED = {
     "inference": {"training", "base", "run", "config"} | _GROUND,
     "runner": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,
     "run_start": {"runner", "training", "run"} | _GROUND,
+    "train_cmd": {"runner", "inference"},  # sru-train: the signal handler first
 }
 
 

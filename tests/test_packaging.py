@@ -18,7 +18,7 @@ def test_every_config_folder_is_installed_as_data_files():
     assert folders <= listed, f"add these conf/ folders to [tool.setuptools.data-files]: {sorted(folders - listed)}"
     for target, patterns in data_files.items():
         assert all(target == "share/sru-experiments/" + pattern.rsplit("/", 1)[0] for pattern in patterns)
-    assert project["project"]["scripts"]["sru-train"] == "tasks.engine.runner:cli"
+    assert project["project"]["scripts"]["sru-train"] == "tasks.engine.train_cmd:main"
 
 
 IMPORTS_TRAIN = re.compile(r"^\s*(import train\b|from train import)", re.M)

@@ -6,7 +6,8 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
-from sru.ops import elementwise_recurrence, testing
+from sru import testing
+from sru.ops import elementwise_recurrence
 from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
 
 BACKENDS = ("reference", "cpu", "triton")

@@ -17,20 +17,26 @@ FAST = [o for o in tiny_lm_overrides("sru", steps=4) if not o.startswith("traine
     "trainer.max_steps=4", "model.hidden_size=16", "model.num_layers=1"]
 
 
-def train(*args, timeout=300):
+def train(*args, timeout=300, status=0):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(var, None)
     proc = subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
-    assert proc.returncode == 0, f"train.py {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == status, f"train.py {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
 @pytest.mark.slow
 def test_multirun_grid_with_a_failing_job_finishes_and_reports_it(tmp_path):
     # 2 optimizers x 2 seeds = 4 jobs (Hydra varies the last key fastest); "bogus" is not an optimizer: jobs 2, 3 crash
-    train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}")
+    proc = train("-m", *FAST, "trainer.optimizer.name=adam,bogus", "seed=1,2", f"hydra.sweep.dir={tmp_path}", status=1)
+    # each failed job says so in one line (its traceback is in its failure.json); the sweep ends with the count
+    job_lines = [line for line in proc.stderr.splitlines() if line.startswith("[train] sweep job ")]
+    assert [line.split(" failed: ")[0] for line in job_lines] == ["[train] sweep job 2", "[train] sweep job 3"]
+    assert all(line.endswith(f"{tmp_path / n / 'failure.json'})") for line, n in zip(job_lines, "23"))
+    assert proc.stderr.strip().splitlines()[-1] == f"[train] 2 of 4 jobs failed; see {tmp_path}/failures.jsonl"
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     ok = [tmp_path / str(n) for n in (0, 1)]
     failed = [tmp_path / str(n) for n in (2, 3)]
     for run in ok:  # one run dir per job, with its own config and results
@@ -93,3 +99,20 @@ def test_slurm_launcher_config_has_documented_keys():
     assert (launcher["partition"], launcher["nodes"], launcher["array_parallelism"]) == ("gpu", 1, 16)
     assert cfg.hydra.launcher.tasks_per_node == 4  # one DDP rank per GPU
     assert launcher["timeout_min"] > 0
+
+
+def test_the_sweep_summary_counts_only_the_failures_of_this_sweep(tmp_path):
+    """A rerun into the same hydra.sweep.dir finds the earlier sweep's lines in failures.jsonl: not its own."""
+    import time
+
+    from tasks.engine.sweeps.failures import failed_jobs, launched_jobs
+
+    start = time.time()
+    records = [{"run_dir": str(tmp_path / "0"), "unix_time": start - 3600}, {"run_dir": str(tmp_path / "1"),
+                                                                              "unix_time": start + 1}]
+    (tmp_path / "failures.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"torn')
+    for job in ("0", "1"):
+        (tmp_path / job / ".hydra").mkdir(parents=True)
+    assert failed_jobs(tmp_path, since=start) == 2  # job 1, and the torn line (a job that failed while writing)
+    assert failed_jobs(tmp_path) == 3 and launched_jobs(tmp_path, since=start - 1) == 2
+    assert failed_jobs(tmp_path / "nope") == 0

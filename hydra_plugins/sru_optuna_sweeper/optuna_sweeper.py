@@ -69,7 +69,7 @@ class OptunaSweeper(Sweeper):
         from tasks.engine.sweeps import results as sweep_results
         from tasks.engine.sweeps import study as sweeps
 
-        self.space, self.fixed = sweeps.search_space(self.params, arguments)
+        self.space, self.fixed = self.checked_space(arguments)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, self.sweep_dir / "multirun.yaml")
         self.retry = sweeps.retry_callback(self.max_retry)
@@ -96,6 +96,21 @@ class OptunaSweeper(Sweeper):
                 sweep_results.write_results(study, self.sweep_dir, self.fixed)
             except Exception as err:  # noqa: BLE001 - never hide the error that stopped the sweep
                 log.error("could not write the sweep results into %s: %s", self.sweep_dir, err)
+
+    def checked_space(self, arguments: List[str]):
+        """The search space, refused in one line before the sweep dir or trial 1 when no trial could run it
+        (reversed or non-positive log bounds, a key that does not exist, a value outside the schema's range)."""
+        from tasks.engine.runner import check_before_work
+        from tasks.engine.sweeps import study as sweeps
+        from tasks.engine.sweeps.space_check import check_space_values
+
+        try:
+            space, fixed = sweeps.search_space(self.params, arguments)
+            check_space_values(space, self.config, check_before_work)
+        except ValueError as err:
+            print(f"[train] error: {' '.join(str(err).split())}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+        return space, fixed
 
     def open_study(self):
         import optuna
@@ -148,9 +163,11 @@ class OptunaSweeper(Sweeper):
             finished = states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED)
             crashed = sum(t.state == TrialState.FAIL and "failure" in t.user_attrs for t in trials)
             if self.max_failures is not None and crashed > self.max_failures:
-                raise RuntimeError(f"study {self.study_name!r}: {crashed} trials crashed (more than "
-                                   f"hydra.sweeper.max_failures={self.max_failures}); see {self.sweep_dir}/"
-                                   f"failures.jsonl and the trials' failure.json")
+                # one line and status 1, as for any failed sweep; sweep()'s `finally` still writes the results
+                print(f"[train] error: study {self.study_name!r}: {crashed} trials crashed (more than "
+                      f"hydra.sweeper.max_failures={self.max_failures}); see {self.sweep_dir}/failures.jsonl and "
+                      f"the trials' failure.json", file=sys.stderr, flush=True)
+                raise SystemExit(1)
             free = self.n_trials - finished - states.count(TrialState.RUNNING)
             asked = []
             for _ in range(max(0, min(self.n_jobs, free))):

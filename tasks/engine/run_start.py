@@ -7,7 +7,8 @@ its ``results.json`` with an empty record. So ``RunStart``, a Hydra callback (co
 ``hydra.callbacks.run_start``) that ``Hydra.run`` calls before ``run_job``, first
 - takes the run lock (tasks/engine/run/lock.py; the runner's own ``RunLock`` then finds it held): a
   refused start changes nothing in the other run's directory;
-- on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it), and
+- on ``resume=``: refuses what the runner would refuse (checkpoint of another run, limits below it, a bad
+  ``trainer.*`` value given with it), and
   for a finished run (``results.json`` written, no step left to train) says so in one line and exits 0;
 - without ``resume=``: refuses a ``hydra.run.dir`` that already holds a run (a checkpoint, metrics), whose
   ``.hydra/`` record and metrics the new start would overwrite.
@@ -30,7 +31,7 @@ from tasks.engine.errors import ResumeError, RunError, override
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.run.dirs import never_started
 from tasks.engine.run.lock import RunLock, release_all
-from tasks.engine.runner import is_resume, config_for_resume, resolve_run_dir
+from tasks.engine.runner import check_before_work, config_for_resume, is_resume, resolve_run_dir
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:
@@ -56,6 +57,7 @@ def finished_run_note(cfg: DictConfig, run_dir: Path, overrides) -> Optional[str
         return None  # resolve_run_dir has refused it already, or resume=true found the run still training
     checkpoint = load_checkpoint(last)
     saved = config_for_resume(cfg, run_dir, overrides, checkpoint, note=lambda _: None)
+    check_before_work(saved)  # a bad trainer.* override: refused before Hydra adds .hydra/resume-*/, train.log lines
     reason = why_finished(saved.trainer, checkpoint)
     if reason is None or not (run_dir / "results.json").is_file():
         return None  # steps left, or killed while testing: the resume trains / tests and writes results.json

@@ -26,16 +26,19 @@ from omegaconf import DictConfig, OmegaConf
 from tasks.engine.run import distributed
 from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.config.checks import check_run_config
+from tasks.engine.config.command_line import check_top_level_keys
 from tasks.engine.config.tree import CONF_DIR, compose
 from tasks.engine.run.console import tee_console
 from tasks.engine.errors import (EXIT_INTERRUPTED, ConfigError, DataError, ResumeError, RunError, TrainingInterrupted,
                                  override)
 from tasks.engine.inference.loader import export_run_model
+from tasks.engine.inference.overrides import check_read_by_source
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.base import build_task, task_class
 from tasks.engine.results import json_safe, shown
 from tasks.engine.run.dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run.context import RunContext, open_run
+from tasks.engine.run.start_signals import FRESH_RUN_DIRS, run_app, stopped_before_training
 from tasks.engine.run.lock import LOCK_NAME, read_lock
 from tasks.engine.config.saved import fill_added_keys, group_choices
 from tasks.engine.sweeps.failures import report_failures
@@ -123,6 +126,8 @@ def _run_dir_resolver(resume: Any, runs_dir: str, _root_: Any = None) -> str:
     so does a run dir Hydra could not write into (read-only, full disk), checked before Hydra tries."""
     try:
         run_dir = resolve_run_dir(resume, runs_dir, _root_)
+        if not is_resume(resume):
+            FRESH_RUN_DIRS.add(run_dir)
         if str(OmegaConf.select(_root_, "hydra.mode", default="")).split(".")[-1] == "RUN":  # not a sweep
             _checked_writable(run_dir, is_resume(resume))
         return run_dir
@@ -231,6 +236,17 @@ def check_before_work(cfg: DictConfig):
     return task
 
 
+def check_command_line(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """What the command line gave that the run would silently not use: a new top-level key, a data file of
+    another source than the one chosen (as evaluate.py refuses it: inference/overrides.py)."""
+    check_top_level_keys(cfg, overrides, CONF_DIR)
+    if OmegaConf.select(cfg, "task.data.source", default=None) is None:
+        return  # picked later from a preset (classification): the loader says which files it reads
+    for item in overrides:
+        if item.partition("=")[2].strip() not in ("", "null"):
+            check_read_by_source(item, cfg, "trained on")
+
+
 def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
         validation_callbacks: Sequence = ()) -> Dict[str, Any]:
     """Train + test one configuration in ``run_dir``; return the summary also written to results.json.
@@ -246,6 +262,8 @@ def run(cfg: DictConfig, run_dir: Path, overrides: Sequence[str] = (),
     resume = is_resume(cfg.resume)
     if resume:  # found from the file system, so every rank finds it (ranks > 0 have no Hydra run dir)
         cfg = config_for_resume(cfg, Path(resolve_run_dir(cfg.resume, cfg.paths.runs_dir, cfg)), overrides)
+    else:
+        check_command_line(cfg, overrides)
     task = check_before_work(cfg)
     with open_run(cfg, run_dir) as ctx:
         try:
@@ -346,19 +364,21 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
     except TrialPruned as pruned:  # the run dir has pruned.json; the sweeper counts the trial as pruned
         print(f"[train] {pruned}", flush=True)
         return pruned.value
-    except KeyboardInterrupt:  # Ctrl-C before our handlers were installed (imports, composing)
-        print("[train] interrupted (SIGINT) before training started: nothing to save", file=sys.stderr, flush=True)
-        raise SystemExit(128 + 2) from None
+    except KeyboardInterrupt as stop:  # a signal before the run context's handlers took over (run_app's)
+        raise stopped_before_training(stop) from None
     return outcome.value if outcome.failed else summary["best_valid"]
 
 
 def prepare_argv() -> None:
     """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
-    A user's --config-dir is checked first (tasks/engine/config/user_dir.py): one line instead of Hydra's errors."""
+    A user's --config-dir is checked first (tasks/engine/config/user_dir.py), then the command line composed
+    (config/hydra_errors.py): one line instead of Hydra's errors."""
+    from tasks.engine.config.hydra_errors import check_composes
     from tasks.engine.config.user_dir import check_config_dirs
 
     try:
         check_config_dirs(sys.argv[1:])
+        check_composes(sys.argv[1:])  # Hydra's missing config file / missing key: one line, not its block
     except ConfigError as err:
         print(f"[train] error: {err}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
@@ -366,8 +386,8 @@ def prepare_argv() -> None:
 
 
 def cli() -> None:
-    """``sru-train``: the same entry point as ``python train.py`` for installed (non-checkout) users."""
+    """The body of ``sru-train`` (tasks/engine/train_cmd.py), the same entry point as ``python train.py``."""
     import hydra
 
     prepare_argv()
-    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(hydra_main)()
+    run_app(hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(hydra_main))

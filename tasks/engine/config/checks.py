@@ -12,6 +12,7 @@ checked by ``Task.check_config()``, also before data loading.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -39,7 +40,23 @@ def check_trainer(trainer: Mapping[str, Any]) -> TrainerConfig:
         raise ConfigError(f"trainer.device={device}: CUDA is not available here; use trainer.device=cpu or auto")
     if t.precision == "fp16" and (device == "cpu" or not cuda):
         raise ConfigError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
+    check_threads(t.num_threads)
     return t
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_threads(num_threads: Optional[int]) -> None:
+    """More threads than cores only makes the threads wait for each other (a team of 10,000 on 2 cores)."""
+    cores = usable_cores()
+    if num_threads is not None and num_threads > cores:
+        raise ConfigError(f"trainer.num_threads={num_threads} is more than the {cores} CPU cores this process may "
+                          f"use; give at most trainer.num_threads={cores}, or null for the cores free at start")
 
 
 def check_run_config(cfg: Mapping[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""SIGINT / SIGTERM from the first instruction of ``evaluate.py`` and ``predict.py`` (docs/inference.md#signals).
+"""SIGINT / SIGTERM from the first instruction of ``evaluate.py``, ``predict.py`` and ``train.py``
+(docs/inference.md#signals).
 
 Python's own Ctrl-C handling raises ``KeyboardInterrupt`` wherever the main thread is: during the
 seconds of heavy imports (torch, Hydra) that gave a 20-line traceback, was sometimes lost, and inside a
@@ -16,7 +17,7 @@ import sys
 
 from tasks.engine.run.interrupts import remove_partial_files
 
-NOTHING_WRITTEN = {"evaluate": "no metrics written", "predict": "no results written"}
+NOTHING_WRITTEN = {"evaluate": "no metrics written", "predict": "no results written", "train": "nothing saved"}
 
 
 def stop_on_signals(command: str) -> None:

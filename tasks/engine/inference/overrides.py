@@ -51,9 +51,15 @@ def check_overrides(saved: Any, cfg: Any, overrides: Sequence[str]) -> None:
             raise ConfigError(f"{item}: changes what the trained model means (it was trained with {key}="
                               f"{OmegaConf.select(saved, key, default=None)}); a trained model is scored and used "
                               f"with its own value. Train a model for {key}={item.partition('=')[2]} instead")
-        pattern = _matches(key, SOURCE_KEYS)
-        source = OmegaConf.select(cfg, "task.data.source", default=None)
-        if pattern is not None and source != SOURCE_KEYS[pattern]:
-            raise ConfigError(f"{item}: read only with task.data.source={SOURCE_KEYS[pattern]}, and this run's "
-                              f"source is {source}: the default data would be scored instead. Add "
-                              f"task.data.source={SOURCE_KEYS[pattern]}")
+        check_read_by_source(item, cfg, "scored")
+
+
+def check_read_by_source(item: str, cfg: Any, use: str) -> None:
+    """Refuse a data override (``item``) that the config's ``task.data.source`` does not read: the default
+    data would be ``use``d (scored, trained on) instead of the file given."""
+    pattern = _matches(item.partition("=")[0].lstrip("+"), SOURCE_KEYS)
+    source = OmegaConf.select(cfg, "task.data.source", default=None)
+    if pattern is not None and source != SOURCE_KEYS[pattern]:
+        raise ConfigError(f"{item}: read only with task.data.source={SOURCE_KEYS[pattern]}, and this run's "
+                          f"source is {source}: the default data would be {use} instead. Add "
+                          f"task.data.source={SOURCE_KEYS[pattern]}")

@@ -4,11 +4,13 @@ In multirun mode (`python train.py -m ...`, `hparams_search=...`, submitit launc
 `report_failures`: if the job raises, the exception is
   1. written to `<job run dir>/failure.json` (error, traceback, overrides) — collect_results marks the run failed;
   2. appended as one JSON line to `<sweep dir>/failures.jsonl` — one place to see every failed job of a sweep;
-  3. logged, and the job returns the WORST value of the monitored metric (+inf when smaller is better, -inf when
+  3. announced in ONE line (the traceback is in failure.json), and the job returns the WORST value of the monitored metric (+inf when smaller is better, -inf when
      larger is better) instead of raising.
 Why return a value at all: Hydra's basic sweeper would re-raise a job's exception once its batch finishes,
 failing the whole sweep. The project's Optuna sweeper (hydra_plugins/sru_optuna_sweeper) reads failure.json and
 records a FAIL trial instead of the value. Single runs (no -m) still raise, so a bug is never silent there.
+At the end of the sweep, ``SweepSummary`` (a Hydra callback, conf/config.yaml) counts failures.jsonl: a sweep
+in which any job failed ends with ``N of M jobs failed; see <sweep dir>/failures.jsonl`` and exit status 1.
 Ctrl-C / SIGTERM is not caught: the running job saves last.pt and the sweep stops (tasks/engine/run/interrupts.py raises
 TrainingInterrupted, a BaseException, which no `except Exception` here sees; docs/failures.md).
 """
@@ -16,15 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import os
+import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Callable
 
-log = logging.getLogger(__name__)
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
+
+from tasks.engine.errors import RunError
 
 
 def is_multirun() -> bool:
@@ -46,6 +51,7 @@ def record_failure(error: BaseException, run_dir: str | os.PathLike, sweep_dir: 
     """Write failure.json into the job's run dir and append the same record to the sweep's failures.jsonl."""
     record = {
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "unix_time": time.time(),
         "run_dir": str(run_dir),
         "overrides": list(overrides),
         "error": f"{type(error).__name__}: {error}",
@@ -101,5 +107,49 @@ def report_failures(mode: str | Callable[[], str] = "min"):
             return
         hc = HydraConfig.get()
         record = record_failure(error, hc.runtime.output_dir, hc.sweep.dir, list(hc.overrides.task))
-        log.error("sweep job %s failed (%s); recorded in %s/failures.jsonl, continuing the sweep\n%s",
-                  hc.job.num, record["error"], hc.sweep.dir, record["traceback"])
+        shown = str(error) if isinstance(error, RunError) else record["error"]  # a RunError names its fix
+        print(f"[train] sweep job {hc.job.num} failed: {' '.join(shown.split())} (traceback: "
+              f"{Path(hc.runtime.output_dir) / 'failure.json'})", file=sys.stderr, flush=True)
+
+
+def failed_jobs(sweep_dir: str | os.PathLike, since: float = 0.0) -> int:
+    """How many jobs of the sweep in ``sweep_dir`` recorded a failure since ``since`` (a time.time(); an
+    earlier sweep into the same explicit hydra.sweep.dir left its own lines in failures.jsonl)."""
+    try:
+        lines = (Path(sweep_dir) / "failures.jsonl").read_text().splitlines()
+    except OSError:
+        return 0
+    run_dirs = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+            if record.get("unix_time", since) >= since:
+                run_dirs.add(record["run_dir"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            run_dirs.add(line)  # a torn line still counts as a failure
+    return len(run_dirs)
+
+
+def launched_jobs(sweep_dir: str | os.PathLike, since: float = 0.0) -> int:
+    """The job dirs of a sweep started since ``since``: Hydra writes .hydra/ into each (failed or not)."""
+    return sum(1 for d in Path(sweep_dir).glob("*/.hydra") if d.is_dir() and d.stat().st_mtime >= since)
+
+
+class SweepSummary(Callback):
+    """After the last job of a ``-m`` sweep (any sweeper, any launcher): a sweep with failed jobs says how
+    many in one line and ends with status 1, so scripts and CI do not take it for a success."""
+
+    def __init__(self):
+        self.started = 0.0
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        self.started = time.time() - 1  # file times may lag the clock by a tick
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = str(OmegaConf.select(config, "hydra.sweep.dir"))
+        failed = failed_jobs(sweep_dir, self.started)
+        if failed:
+            total = max(launched_jobs(sweep_dir, self.started), failed)
+            print(f"[train] {failed} of {total} jobs failed; see {sweep_dir}/failures.jsonl", file=sys.stderr,
+                  flush=True)
+            raise SystemExit(1)  # a BaseException: Hydra lets it through without a traceback

@@ -131,7 +131,9 @@ def write_results(study, sweep_dir: Path, fixed: Sequence[str] = ()) -> Dict[str
     write_text_atomic(sweep_dir / "trials.md", _markdown(rows))
     plot_study(study, sweep_dir / f".optimization.{os.getpid()}.png")
     os.replace(sweep_dir / f".optimization.{os.getpid()}.png", sweep_dir / "optimization.png")
-    best = info.get("best_value")
+    best, failed = info.get("best_value"), info["trials"].get("fail", 0)
+    among = f" (of the complete trials only: {failed} failed)" if failed else ""
     print(f"[sweep] {info['trials']}, {info['total_steps']} training steps; best value "
-          f"{'n/a' if best is None or not math.isfinite(best) else f'{best:.4f}'}; results in {sweep_dir}", flush=True)
+          f"{'n/a' if best is None or not math.isfinite(best) else f'{best:.4f}'}{among}; results in {sweep_dir}",
+          flush=True)
     return info

@@ -76,13 +76,28 @@ def _distribution(override) -> Any:
         start, stop, step = value.start, value.stop, value.step
         if not all(float(x).is_integer() for x in (start, stop, step)):
             raise ValueError(f"search space {key}: range() needs integers here; use interval() for floats")
+        if int(step) < 1 or int(stop) - int(step) < int(start):
+            raise ValueError(f"search space {key}={override.input_line.partition('=')[2]}: holds no value; "
+                             f"range(start, stop, step) needs start < stop and step >= 1")
         return IntDistribution(int(start), int(stop) - int(step), step=int(step))  # Python's range: stop excluded
     if isinstance(value, IntervalSweep):
         log = "log" in value.tags
+        _check_bounds(override, value.start, value.end, log)
         if "int" in value.tags:
             return IntDistribution(int(value.start), int(value.end), log=log)
         return FloatDistribution(float(value.start), float(value.end), log=log)
     raise ValueError(f"search space {key}={override.input_line}: expected interval(), choice(), range() or a,b,c")
+
+
+def _check_bounds(override, low: float, high: float, log: bool) -> None:
+    """Optuna's own refusals of these come as a traceback from inside the sampler's distribution."""
+    key, given = override.get_key_element(), override.input_line.partition("=")[2]
+    if low > high:
+        raise ValueError(f"search space {key}={given}: the lower bound {low} is above the upper bound {high}; "
+                         f"write interval({high}, {low})")
+    if log and low <= 0:
+        raise ValueError(f"search space {key}={given}: a log scale needs bounds > 0, received lower bound {low}; "
+                         f"use a small positive one, e.g. tag(log, interval({high / 1000:g}, {high:g}))")
 
 
 def search_space(params: Mapping[str, str], arguments: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:

@@ -28,6 +28,7 @@ import torch
 
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task, run_seed, sum_logging_outputs
+from tasks.engine.training.model_size import memory_budget
 from tasks.engine.training.checkpoint import (check_same_shapes, copy_atomic, load_checkpoint, rng_state, save_atomic,
                                      set_rng_state, task_state_for_this_rank)
 from tasks.engine.run.devices import autocast
@@ -133,7 +134,9 @@ class Trainer:
         return self.finish()
 
     def build_model_and_optimizer(self) -> None:
-        self.model = self.task.build_model().to(self.device)
+        with memory_budget(self.device, self.trainer_cfg.optimizer):  # a model too large: one line, no malloc
+            model = self.task.build_model()
+        self.model = model.to(self.device)
         self.optimizer = build_optimizer(self.model.parameters(), self.trainer_cfg.optimizer)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=(self.precision == "fp16"))
         n_params = sum(p.numel() for p in self.model.parameters())

@@ -18,7 +18,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from sru.deploy_checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
+from sru.deploy.checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
 from sru.ops.backends import load_op_library, op_error
 
 def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):
@@ -41,7 +41,7 @@ def _example_for_dynamic_dims(example: torch.Tensor) -> torch.Tensor:
 
 def export(model: nn.Module, example: torch.Tensor, dynamic: bool = True):
     """``torch.export.export(model, (example,))`` for inference, length and batch dynamic. The
-    program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy_checks.py)."""
+    program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy/checks.py)."""
     batch_first = getattr(model, "batch_first", False)
     spec = InputSpec.of(example, batch_first)
     spec.check("sru.deploy.export: the example", example)
