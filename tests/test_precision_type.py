@@ -118,3 +118,30 @@ def test_the_precision_names_are_spelled_once():
     triton kernel's compile check lists tensor dtypes, fp64 and fp16-amp among them: not precisions)."""
     assert not _hits(r"""["'](fp32|bf16|fp16|int8)["']\s*,\s*["'](fp32|bf16|fp16|int8)["']""", SOURCES,
                      skip=("sru/ops/precision.py", "sru/ops/triton/compile_check.py"))
+
+
+def test_the_route_table_picks_one_route_per_precision(monkeypatch):
+    """Each precision reaches its route of sru/ops/cpu/routes.py: the weight's Int8Weight where int8 pays, bf16
+    under autocast (or asked for explicitly), oneDNN when forced in fp32, torch's own product elsewhere."""
+    from sru.ops.cpu import gemm, int8, routes
+    from sru.ops.quantized import Int8Weight
+    monkeypatch.setattr(int8, "INT8_MIN_WORK", {0: 0})
+    x, w = torch.randn(64, 256), torch.randn(256, 768)
+    q = Int8Weight.of(w.t())
+    name = lambda call, x=x, linear=False: routes.route(x, w, call, linear).name  # noqa: E731
+    fp32, bf16 = Precision.FP32, Precision.BF16
+    with torch.no_grad():
+        if int8_engine() is not None:
+            assert name(routes.Call("auto", fp32, q, False)) == "int8"
+        assert name(routes.Call("auto", fp32, q, False), x.double()) == "int8 as float"
+        if gemm.onednn_available():
+            assert name(routes.Call("onednn", fp32, None, False)) == "onednn"
+            assert name(routes.Call("mkl", fp32, None, False)) == "torch"
+            if gemm.onednn_packs_bf16():
+                assert name(routes.Call("auto", bf16, None, False)) == "bf16 prepacked"
+        assert name(routes.Call("auto", bf16, None, True), linear=True) == "autocast"  # Linear layers: torch's op
+        with torch.autocast("cpu", torch.bfloat16):
+            assert routes.autocast_precision() is Precision.BF16
+            got = routes.matmul(x, w)
+        want = routes.matmul(x, w, precision=Precision.BF16)  # explicit: the same product, no autocast around it
+    assert got.dtype is torch.float32 and torch.equal(got, want)
