@@ -145,3 +145,29 @@ def test_the_route_table_picks_one_route_per_precision(monkeypatch):
             got = routes.matmul(x, w)
         want = routes.matmul(x, w, precision=Precision.BF16)  # explicit: the same product, no autocast around it
     assert got.dtype is torch.float32 and torch.equal(got, want)
+
+
+@needs_int8
+@pytest.mark.usefixtures("int8_kernels_on_tiny_products")
+def test_a_whole_quantised_model_pickled_by_the_earlier_layout_loads_with_its_int8_weights():
+    """Before Int8Weight a quantised cell held buffers weight_int8 / weight_scale and gemm="int8" in its
+    ``__dict__``: such a pickle loads as a quantised cell with the same outputs."""
+    torch.manual_seed(0)
+    model = sru.SRU(32, 32, num_layers=1).eval()
+    quantized = sru.quantize_dynamic(model)
+    old = copy.deepcopy(model)
+    cell, new_cell = old.rnn_lst[0], quantized.rnn_lst[0]
+    with torch.no_grad():
+        cell.weight.copy_(new_cell.weight)
+    cell.register_buffer("weight_int8", new_cell.weight_int8.q.clone())
+    cell.register_buffer("weight_scale", new_cell.weight_int8.scale.clone())
+    state = dict(cell.__getstate__())
+    state["gemm"], state["backend"] = "int8", state.pop("_backend")
+    del state["_gemm"]
+    cell.__dict__.clear()
+    cell.__dict__.update(state)  # as the earlier version pickled it
+    loaded = pickled(old)
+    x = torch.randn(12, 4, 32)
+    assert loaded.rnn_lst[0].precision is Precision.INT8 and loaded.gemm == "auto"
+    with torch.no_grad():
+        assert torch.equal(loaded(x)[0], quantized(x)[0]) and int8_ran(lambda: loaded(x))
