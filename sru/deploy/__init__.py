@@ -91,6 +91,3 @@ def main(argv: Optional[list] = None) -> int:
     print(path)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
