@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, Iterator, List, Mapping, Sequence, Tuple
 
+from sru.ops.precision import INFERENCE_NAMES
 from tasks.engine.base import Task, available_tasks, task_class
 from tasks.engine.config.command_options import allowed_text, fields, hints, option_value
 from tasks.engine.errors import RunError
@@ -103,8 +104,8 @@ OPTIONS: Dict[str, Option] = {
                    (EVALUATE,)),
     "input": Option(_text, "a text file with one input per line, or - for stdin", (PREDICT,), default="-"),
     "export": Option(_text, "a new file path, given alone (no inputs, output= or task options)", (PREDICT,)),
-    "precision": Option(_choice("fp32", "bf16", "int8"), "fp32, bf16 or int8 (docs/inference.md#precision)"),
-    "compare": Option(_choice("fp32", "bf16", "int8"), "fp32, bf16 or int8: a second precision reported beside",
+    "precision": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8 (docs/inference.md#precision)"),
+    "compare": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8: a second precision reported beside",
                       (EVALUATE,)),
 }
 
