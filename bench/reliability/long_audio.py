@@ -82,11 +82,12 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, nargs="+", default=[20, 180])
     ap.add_argument("--decoders", nargs="+", default=["default", "greedy"])
     ap.add_argument("--runs", nargs="*", default=[], help="trained runs: run directories or model files")
-    ap.add_argument("--no-untrained", action="store_true", help="only the --runs, not the built model")
+    ap.add_argument("--forms", nargs="*", default=["file", "dir"], choices=["file", "dir"],
+                    help="the built (untrained) model as run=<file> and/or run=<dir>; none: only the --runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "untrained" / "model.pt"
-        models = [] if args.no_untrained else [built, built.parent]
+        models = [{"file": built, "dir": built.parent}[form] for form in args.forms]
         if models:
             built.parent.mkdir()
             model_file(built)
