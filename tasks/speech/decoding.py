@@ -15,6 +15,7 @@ clearly best (as in trained CTC models; a 51/49 frame can differ, since a prefix
 """
 from __future__ import annotations
 
+import heapq
 import math
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
@@ -75,11 +76,11 @@ def check_beam(beam: int) -> None:
         raise ValueError(f"task.beam_size: expected an integer from 1 to {MAX_BEAM}, received {beam}")
 
 
-def _extensions(beams, fused, frame, candidates, blank, extend):
-    """The next frame's prefixes: prefix -> [log p_blank, log p_nonblank], and each new prefix's fusion score
-    (``extend(prefix, fused score, label)``), computed from its parent's, which is in ``fused``."""
+def _extensions(beams, frame, candidates, blank):
+    """The next frame's prefixes: prefix -> [log p_blank, log p_nonblank], and each new prefix's
+    (parent, label)."""
     nxt: Dict[Tuple[int, ...], List[float]] = {}
-    scores: Dict[Tuple[int, ...], float] = {}
+    parents: Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]] = {}
 
     def add(prefix, pb, pnb):
         entry = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
@@ -87,19 +88,44 @@ def _extensions(beams, fused, frame, candidates, blank, extend):
 
     for prefix, (pb, pnb) in beams.items():
         total = _logadd(pb, pnb)
-        scores[prefix] = fused[prefix]
         add(prefix, total + frame[blank], NEG_INF)           # a blank keeps the prefix
         last = prefix[-1] if prefix else None
         for c in candidates:
             lp, longer = frame[c], prefix + (c,)
-            if longer not in scores:
-                scores[longer] = extend(prefix, fused[prefix], c)
+            parents[longer] = (prefix, c)
             if c == last:
                 add(prefix, NEG_INF, pnb + lp)               # repeat without blank: merged into the prefix
                 add(longer, NEG_INF, pb + lp)                # repeat after a blank: a new label
             else:
                 add(longer, NEG_INF, total + lp)
-    return nxt, scores
+    return nxt, parents
+
+
+def _best(nxt, parents, fused, beam, extend, bound_gain):
+    """The ``beam`` best prefixes of ``nxt`` by CTC + fusion score, best first, with their fusion scores.
+    A new prefix's fusion score is at most its parent's + ``bound_gain`` (the LM term is a weighted
+    log-probability, <= 0), so prefixes are scored in the order of that bound and the LM is asked only
+    until no bound can beat the beam's worst: the same beam as scoring all of them, with far fewer LM calls."""
+    bounded = []
+    for order, (prefix, (pb, pnb)) in enumerate(nxt.items()):
+        ctc = _logadd(pb, pnb)
+        known = fused.get(prefix)
+        bound = ctc + (known if known is not None else fused[parents[prefix][0]] + bound_gain)
+        bounded.append((bound, -order, prefix, ctc, known))
+    bounded.sort(key=lambda x: (x[0], x[1]), reverse=True)
+    kept: List[Tuple[float, int, Tuple[int, ...], float]] = []  # a min-heap: (score, -order, prefix, fusion)
+    for bound, rank, prefix, ctc, known in bounded:
+        if len(kept) == beam and bound <= kept[0][0]:
+            break
+        if known is None:
+            parent, label = parents[prefix]
+            known = extend(parent, fused[parent], label)
+        item = (ctc + known, rank, prefix, known)
+        if len(kept) < beam:
+            heapq.heappush(kept, item)
+        elif item[:2] > kept[0][:2]:
+            heapq.heapreplace(kept, item)
+    return [(prefix, fusion) for _, _, prefix, fusion in sorted(kept, key=lambda x: x[:2], reverse=True)]
 
 
 def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
@@ -122,12 +148,14 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     def extend(prefix: Tuple[int, ...], score: float, label: int) -> float:
         return score + (lm_weight * lm.log_prob(prefix, label) if lm is not None else 0.0) + bonus
 
+    # a new prefix's fusion score is at most its parent's + this (a negative LM weight: no bound)
+    bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
     for frame in frames:
         candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
-        nxt, scores = _extensions(beams, fused, frame, candidates, blank, extend)
-        ranked = sorted(nxt.items(), key=lambda kv: _logadd(*kv[1]) + scores[kv[0]], reverse=True)[:beam]
-        beams = {prefix: (pb, pnb) for prefix, (pb, pnb) in ranked}
-        fused = {prefix: scores[prefix] for prefix in beams}
+        nxt, parents = _extensions(beams, frame, candidates, blank)
+        best = _best(nxt, parents, fused, beam, extend, bound_gain)
+        beams = {prefix: tuple(nxt[prefix]) for prefix, _ in best}
+        fused = dict(best)
 
     def final(kv) -> float:
         end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
