@@ -103,3 +103,30 @@ def test_more_threads_than_cores_are_capped_with_a_notice():
     usable = len(os.sched_getaffinity(0))
     threads, why = choose_threads(10000)
     assert threads == usable and f"trainer.num_threads=10000 capped to the {usable} cores" in why
+
+
+class _WatchAskingForOneThread:
+    def __init__(self):
+        self.polls = 0
+
+    def poll(self):
+        self.polls += 1
+        return 1 if self.polls == 2 else None
+
+
+def test_a_default_thread_run_sets_what_the_watch_asks_and_says_so(run_train, tmp_path, capsys, monkeypatch):
+    from conftest import tiny_lm_overrides
+
+    import tasks.engine.training.trainer as trainer
+
+    watch = _WatchAskingForOneThread()
+    monkeypatch.setattr(trainer, "watch_for", lambda configured: watch if configured is None else None)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    try:
+        run_train([*tiny_lm_overrides(steps=4), "trainer.num_threads=null", "test_after_training=false"], tmp_path)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert watch.polls == 4 and after == 1
+    assert "[run] 1 CPU threads from step 2 on: the cores other processes leave free changed" in capsys.readouterr().out
