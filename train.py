@@ -2,10 +2,10 @@
 
 The Hydra entry point only; the pipeline (compose -> check -> seed -> task -> fit -> test) lives in
 ``tasks/engine/runner.py`` so that scripts and tests use it without importing this file. A signal during the
-imports ends the command in one line: the handler is installed first (tasks/engine/inference/early_signals.py).
+imports ends the command in one line: the handler is installed first (tasks/engine/run/interrupts.py).
 """
 if __name__ == "__main__":
-    from tasks.engine.inference.early_signals import stop_on_signals
+    from tasks.engine.run.interrupts import stop_on_signals
 
     stop_on_signals("train")
 

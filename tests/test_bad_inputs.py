@@ -297,9 +297,9 @@ OTHER = [
          "({tmp}/nodir/lm.journal)"),
     Case("storage-sqlite-in-memory", storage("sqlite://"),
          "hydra.sweeper.storage=sqlite://: an in-memory database is not shared between workers; use "
-         "hydra.sweeper.storage=null for one worker, or a file: hydra.sweeper.storage=sqlite:///lm.db"),
+         "hydra.sweeper.storage=null for one worker, or a file: hydra.sweeper.storage=sqlite:///study.db"),
     Case("storage-empty", storage(" "),
-         "hydra.sweeper.storage: expected null, a database URL (sqlite:///lm.db) or a journal file path, "
+         "hydra.sweeper.storage: expected null, a database URL (sqlite:///study.db) or a journal file path, "
          "received ' '"),
     Case("config-dir-with-config-yaml", lambda tmp: written(tmp, "c/config.yaml", "seed: 1\n")
          and check_config_dirs(["--config-dir", str(tmp / "c")]),

@@ -439,9 +439,8 @@ def test_options_checked_against_the_saved_config(task, given, message):
     from tasks.engine.inference.options import OptionError, check_for_task
 
     cfg = compose([f"task={task}"])
-    defaults = build_task(cfg).predict_options
     with pytest.raises(OptionError) as err:
-        check_for_task("predict", task, defaults, given, cfg)
+        check_for_task(build_task(cfg), given)
     assert str(err.value).startswith(message), str(err.value)
 
 

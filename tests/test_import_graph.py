@@ -103,7 +103,7 @@ ENGINE_ALLOWED = {
     "inference": {"training", "base", "run", "config"} | _GROUND,
     "runner": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,
     "run_start": {"runner", "training", "run"} | _GROUND,
-    "train_cmd": {"runner", "inference"},  # sru-train: the signal handler first
+    "train_cmd": {"runner", "run"},  # sru-train: the signal handler (run.interrupts) first
 }
 
 

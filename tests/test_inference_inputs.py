@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import compose
 
-from tasks.engine.inference.cli_args import split_arguments
+from tasks.engine.inference.options import split_arguments
 from tasks.engine.inference.loader import InferenceInputError, find_weights, read_saved
 from tasks.engine.base import build_task
 

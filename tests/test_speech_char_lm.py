@@ -128,7 +128,10 @@ def test_a_beam_outside_the_limit_is_refused_in_one_line(beam):
 
 
 def test_the_command_line_limit_is_the_decoders():
-    from tasks.engine.inference.options import SPEECH_MAX_BEAM
-    from tasks.speech.decoding import MAX_BEAM
+    import dataclasses
 
-    assert SPEECH_MAX_BEAM == MAX_BEAM
+    from tasks.speech.decoding import MAX_BEAM
+    from tasks.speech.schema import SpeechPredictOptions
+
+    beam_size = next(f for f in dataclasses.fields(SpeechPredictOptions) if f.name == "beam_size")
+    assert beam_size.metadata["high"] == MAX_BEAM  # predict.py's beam_size= option, declared in the task's schema

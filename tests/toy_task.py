@@ -7,6 +7,8 @@ Used by tests/test_contract.py in one process and, through tests/contract_worker
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -15,8 +17,16 @@ from torch import nn
 from tasks.common.batching import bucket_batches, pad_collate, shard_batches
 from tasks.common.encoders import build_encoder
 from tasks.engine.base import Task
+from tasks.engine.config.command_options import CommandOptions, option
 
 VOCAB = 11
+
+
+@dataclass(kw_only=True)
+class ToyPredictOptions(CommandOptions):
+    """predict.py's options of the toy task, declared once: type, range, default, help, the mode they apply in."""
+    mode: Literal["tags", "count"] = option("tags", help="each token's tag, or how many tokens")
+    shift: int = option(0, low=0, high=VOCAB - 1, when=("mode", "tags"), help="added to every tag (mod VOCAB)")
 
 
 EMBED = 8
@@ -97,3 +107,23 @@ class ToyTask(Task):
             (run_dir / f"predictions_{split}.json").write_text(json.dumps({r["id"]: r["pred"] for r in records}))
             (run_dir / f"records_{split}.json").write_text(json.dumps([r["id"] for r in records]))
         return {"n_records": float(len(records))}
+
+    # ---- predict.py: its options (ToyPredictOptions) and one result per input; formatting by the defaults
+    predict_schema = ToyPredictOptions
+
+    def parse_input(self, line):
+        try:
+            ids = [int(t) for t in line.split()]
+        except ValueError:
+            raise ValueError("expected token ids (integers) separated by spaces") from None
+        if not ids or not all(0 < i < VOCAB for i in ids):
+            raise ValueError(f"expected one or more ids from 1 to {VOCAB - 1}")
+        return ids
+
+    def predict(self, model, inputs, options, progress):
+        progress(len(inputs))
+        if options.mode == "count":
+            return [{"tokens": len(ids)} for ids in inputs]
+        tokens, mask_pad, _ = pad_collate([torch.tensor(ids) for ids in inputs])
+        tags = (model(tokens, mask_pad).argmax(-1) + options.shift) % VOCAB
+        return [" ".join(str(t) for t in tags[:len(ids), j].tolist()) for j, ids in enumerate(inputs)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
+from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
@@ -50,3 +51,10 @@ class ClassificationConfig:
     eval_batch_size: Optional[int] = key(low=1)
     dropout: float = key(**Rate)
     pooling: Literal["max", "last", "mean", "auto"] = key()
+
+
+@dataclass(kw_only=True)
+class ClassificationPredictOptions(CommandOptions):
+    """predict.py's options of a sentence classifier (docs/inference.md#options)."""
+    batch_size: Optional[int] = option(None, low=1, help="inputs per batch (None: task.eval_batch_size, as "
+                                                         "the evaluation batches)")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.classification.presets import PRESETS, apply_preset
-from tasks.classification.schema import ClassificationConfig
+from tasks.classification.schema import ClassificationConfig, ClassificationPredictOptions
 from tasks.common.batching import global_batches, pad_collate, shard_batches, split_batch
 from tasks.common.encoders import build_encoder, check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
@@ -193,12 +193,15 @@ class ClassificationTask(Task):
     def state_dict(self) -> Dict[str, Any]:
         return self.inference_state() if self.vocab is not None else {}
 
-    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+    predict_schema = ClassificationPredictOptions
+
+    def predict(self, model: nn.Module, inputs: List[str], options: ClassificationPredictOptions,
+                progress) -> List[Any]:
         """Each sentence's label (the data set's names) and class probabilities, batched as evaluation."""
         tokens = tokenize_rows([Row(text, None, "") for text in inputs], self.task_cfg.data.lowercase,
                                self.max_length())
         ids = [self.vocab.encode(t) or [self.vocab.unk_id] for t in tokens]
-        size = int(options.get("batch_size") or self.task_cfg.eval_batch_size)  # predict.py option, else eval
+        size = options.batch_size or self.task_cfg.eval_batch_size  # predict.py option, else eval
         device = next(model.parameters()).device
         results: List[Any] = []
         for start in range(0, len(ids), size):

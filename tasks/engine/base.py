@@ -23,8 +23,12 @@ Using a trained model (``evaluate.py`` / ``predict.py``, docs/inference.md)::
 
     inference_state() -> dict               vocabulary, subword model, feature statistics ... (saved in model.pt)
     restore_inference_state(state)          the reverse, before build_model(), with no data loaded
+    predict_schema                          predict.py's task options: a dataclass in the task's schema.py
     predict(model, inputs, options, progress) -> results   the one method a task writes for predict.py
-    parse_input(line) / format_result(result)  one input line -> input; one result -> output line
+    parse_input(line) / read_document(text)  one input line -> input; a whole-file input format -> inputs
+    input_warnings(numbered)                inputs that run but may not mean what the user thinks
+    format_prediction(result) -> line       one result (or a ``BadInput``) -> its output line
+    format_output(lines, results, document) -> text   the whole output (a last line, a file format's own)
 
 Why "summable logging outputs": perplexity = exp(loss_sum / ntokens), accuracy = correct / n, EM, BLEU
 statistics, WER edit counts are right only when the *sums* are reduced over batches and DDP ranks before
@@ -37,8 +41,8 @@ global batch is cut into micro-batches or processes, and a batch of 3 short utte
 one of 30 long ones. Without ``sample_size``, ``loss`` is a mean and is averaged over micro-batches and
 ranks (fixed-size batches, where both rules agree).
 
-Records. ``eval_step`` may return per-example records (JSON-able dicts: a SQuAD answer, a translation
-hypothesis, a transcript). The trainer gathers the records of every rank to rank 0, each exactly once,
+Records. ``eval_step`` may return per-example records (JSON-able dicts: an answer, a decoded hypothesis, a
+transcript). The trainer gathers the records of every rank to rank 0, each exactly once,
 and calls ``end_eval`` there with the run directory, where the task writes its predictions file
 (``predictions_valid.json``, ``hyp_test.txt`` ...) and may return metrics that need all records at once.
 A worked example: docs/adding_a_task.md.
@@ -48,6 +52,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
@@ -62,6 +67,14 @@ LoggingOutput = Dict[str, float]
 Record = Dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BadInput:
+    """predict.py's result for an input line that could not be read (``parse_input`` refused it): its
+    number and why, written by ``format_prediction`` in the task's output form."""
+    line: int
+    error: str
+
+
 class Task:
     """Base class of a task. Subclasses override the methods that raise ``NotImplementedError``.
 
@@ -72,10 +85,12 @@ class Task:
       monitor_mode    "min" or "max": whether a smaller or larger ``monitor`` is better
       throughput_key  logging-output key counted for the progress bar's items/s ("ntokens", "nframes",
                       "nsentences")
-      causal          True when the model must not see the future (LM, a decoder): the runner refuses
+      causal          True when the model must not see the future (a language model, a decoder): the runner refuses
                       a bidirectional encoder before loading data
       models          the ``model=<name>`` values this task accepts, listed in the error for any other
       schema          the dataclass schema of ``task.*`` (types and ranges; tasks/engine/config/schema.py)
+      predict_schema  the dataclass of predict.py's task options (type, range, choices, default, help;
+                      tasks/engine/config/command_options.py); None: the task takes none
 
     ``self.task_cfg`` is ``task.*`` as an instance of ``schema`` (``tasks.engine.config.schema.typed``): tasks read
     ``self.task_cfg.data.level``, never string keys, and ``self.cfg`` stays the plain composed config (the one
@@ -89,9 +104,7 @@ class Task:
     causal: bool = False
     models: Tuple[str, ...] = ()
     schema: Optional[type] = None
-    # predict.py's task options (key -> default); a key outside them is refused naming these
-    predict_options: Mapping[str, Any] = {}
-    predict_json = True   # results are JSON lines (a bad line gets {"line", "error"}); else text (an empty line)
+    predict_schema: Optional[type] = None
     # submodules precision=int8 leaves in float32 where int8 missed the task's quality target (docs/inference.md)
     int8_keep_fp32: Tuple[str, ...] = ()
     # evaluate.py's file=<path>: the task.data.source that reads one file per split, and that file's key
@@ -147,12 +160,12 @@ class Task:
     def encoder_input_size(self) -> Optional[int]:
         """Width of the vectors this task feeds its shared encoder (``tasks.common.encoders``), known
         from the config alone (embedding size, stacked feature frames); None when the task builds a model
-        of its own instead (translation). Tests and tools build the encoder with it, no data needed."""
+        of its own instead (an encoder-decoder). Tests and tools build the encoder with it, no data needed."""
         return None
 
     def encoder_config(self) -> Mapping[str, Any]:
-        """The ``model`` config the shared encoder is built from (a task may fix keys, e.g. SQuAD's
-        bidirectional reader)."""
+        """The ``model`` config the shared encoder is built from (a task may fix keys, e.g. a reader that
+        must be bidirectional)."""
         return self.cfg["model"]
 
     # ---- data ---------------------------------------------------------------------------------
@@ -179,7 +192,7 @@ class Task:
 
         For "train" the order must be a pure function of (seed, epoch) so that a run resumed at batch
         index ``start`` of ``epoch`` sees exactly the batches the uninterrupted run would have seen.
-        Evaluation splits ignore ``epoch``/``seed``. Tasks that carry state across batches (LM) reset
+        Evaluation splits ignore ``epoch``/``seed``. Tasks that carry state across batches (a language model's hidden state) reset
         it here when ``start == 0``.
         """
         raise NotImplementedError
@@ -220,7 +233,7 @@ class Task:
 
     # ---- optional hooks -----------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
-        """State needed for an exact resume beyond model/optimizer (e.g. the LM's carried hidden state)."""
+        """State needed for an exact resume beyond model/optimizer (e.g. a carried hidden state)."""
         return {}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -240,7 +253,7 @@ class Task:
     # ---- using a trained model (tasks/engine/inference/loader.py) ---------------------------------------
     def inference_state(self) -> Dict[str, Any]:
         """Everything beyond the weights that turns raw input into model input and output into text
-        (vocabulary, subword model bytes, feature statistics, a decoding LM): model.pt holds it."""
+        (vocabulary, subword model bytes, feature statistics, a decoding language model): model.pt holds it."""
         return dict(self.state_dict())
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
@@ -257,33 +270,37 @@ class Task:
             raise ValueError("empty line: one input per line")
         return text
 
-    def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any],
+    def predict(self, model: nn.Module, inputs: List[Any], options: Any,
                 progress: Callable[[int], None]) -> List[Any]:
-        """The results for ``inputs``, in their order (``model`` is in eval mode, under no_grad).
+        """The results for ``inputs``, in their order (``model`` is in eval mode, under no_grad); ``options``
+        is an instance of ``predict_schema`` (its defaults, and what the command line gave), checked.
         Batch as the evaluation does, so the test inputs give exactly the evaluation's outputs;
         call ``progress(n)`` after each batch of n inputs."""
         raise NotImplementedError(f"task={self.name} has no predict hook")
 
-    def format_result(self, result: Any) -> str:
-        """One output line: text as it is, anything else as one JSON object."""
-        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-
     def input_warnings(self, numbered: List[Tuple[int, Any]]) -> List[str]:
         """predict.py's warnings on ``(line number, input)`` pairs that run but may not mean what the user
-        thinks (an LM line made only of words it does not know)."""
+        thinks (a line made only of words the vocabulary does not know)."""
         return []
 
     def read_document(self, text: str) -> Optional[List[Any]]:
-        """The inputs of a whole-file format (a SQuAD v1.1 JSON), or None for one input per line."""
+        """The inputs of a whole-file input format (a JSON file of questions), or None for one input per line."""
         return None
 
-    def format_document(self, inputs: List[Any], results: List[Any]) -> str:
-        """The output of a whole-file input (``read_document``), in that format's own output form."""
-        raise NotImplementedError
+    def format_prediction(self, result: Any) -> str:
+        """One output line of predict.py for one input's result: text as it is, anything else as one JSON
+        object, and an input line that could not be read (``BadInput``) as ``{"line", "error"}`` (a task
+        writing text gives an empty line instead, so that the output keeps one line per input)."""
+        if isinstance(result, BadInput):
+            return json.dumps({"line": result.line, "error": result.error}, ensure_ascii=False)
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
-    def predict_summary(self, results: List[Any], options: Mapping[str, Any]) -> Optional[str]:
-        """A last output line after all results (e.g. the LM's total), or None."""
-        return None
+    def format_output(self, lines: List[str], results: List[Any], document: Optional[List[Any]] = None) -> str:
+        """predict.py's whole output: ``lines`` (``format_prediction`` of every input line, in input order),
+        one per line. A task may add a last line from all ``results`` (a total), and give a whole-file input
+        (``document``, as ``read_document`` read it) that format's own output form."""
+        del results, document
+        return "".join(line + "\n" for line in lines)
 
     def unknown_share(self, split: str) -> Optional[float]:
         """After ``setup()``: the share of ``split``'s tokens the trained vocabulary does not know (each read

@@ -1,6 +1,7 @@
 """Reading what runs wrote: ``metrics.jsonl`` records and mean ± std summaries (one place for both).
 
-Used by the trainer's plots, ``python -m tasks.engine.sweeps.collect``, ``python -m tasks.classification.cross_validation`` and the tests.
+Used by the trainer's plots, ``python -m tasks.engine.sweeps.collect``, the tasks' own commands (a
+cross-validation) and the tests.
 """
 from __future__ import annotations
 

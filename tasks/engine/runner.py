@@ -1,6 +1,6 @@
 """Run one configuration end to end: the pipeline behind ``python train.py`` (and ``sru-train``).
 
-    cfg = compose(["task=lm", "model=lstm"])      # the config `python train.py task=lm model=lstm` runs
+    cfg = compose(["task=<name>", "model=lstm"])  # the config `python train.py task=<name> model=lstm` runs
     summary = run(cfg, run_dir, overrides)        # check -> seed -> task.setup -> fit -> test -> results.json
 
 Importing this module registers the OmegaConf resolvers the configs use (``run_dir``, ``run_id``,
@@ -55,7 +55,7 @@ def is_resume(resume: Any) -> bool:
 
 
 def _run_name_of(run_dir: Path) -> Optional[str]:
-    """The run_name (default task-model, e.g. lm-sru) a run directory's .hydra/config.yaml resolves to."""
+    """The run_name (default <task>-<model>) a run directory's .hydra/config.yaml resolves to."""
     try:
         return str(OmegaConf.select(OmegaConf.load(run_dir / ".hydra" / "config.yaml"), "run_name"))
     except Exception:  # noqa: BLE001 - unreadable or foreign: not a candidate
@@ -241,7 +241,7 @@ def check_command_line(cfg: DictConfig, overrides: Sequence[str]) -> None:
     another source than the one chosen (as evaluate.py refuses it: inference/overrides.py)."""
     check_top_level_keys(cfg, overrides, CONF_DIR)
     if OmegaConf.select(cfg, "task.data.source", default=None) is None:
-        return  # picked later from a preset (classification): the loader says which files it reads
+        return  # picked later from a data preset (a task may have them): the loader says which files it reads
     for item in overrides:
         if item.partition("=")[2].strip() not in ("", "null"):
             check_read_by_source(item, cfg, "trained on")

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import torch
 
-from tasks.engine.inference.cli_args import one_line_errors
+from tasks.engine.inference.options import one_line_errors
 from tasks.engine.inference.loader import load_trained
 from tasks.lm.data import tokenize
 from tasks.lm.generate import generate

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
+from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)
@@ -38,3 +39,18 @@ class LMConfig:
     emb_dropout: float = key(**Rate)
     out_dropout: float = key(**Rate)
     tie_weights: bool = key()
+
+
+GENERATE = ("mode", "generate")
+
+
+@dataclass(kw_only=True)
+class LMPredictOptions(CommandOptions):
+    """predict.py's options of a language model (docs/inference.md#options): continue each line, or score it."""
+    mode: Literal["generate", "score"] = option("generate", help="generate: each line's continuation; score: its "
+                                                                 "log-probability, perplexity or bits per character")
+    max_tokens: int = option(50, low=1, when=GENERATE, help="tokens generated at most (a line end stops sooner)")
+    temperature: float = option(1.0, low=0, low_open=True, when=GENERATE, help="sampling temperature")
+    top_k: int = option(0, low=0, when=GENERATE, allowed="an integer >= 0 (0: no cut)",
+                        help="sample among the k likeliest tokens only")
+    seed: int = option(0, when=GENERATE, help="the sampling generator's seed")

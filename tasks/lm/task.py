@@ -18,11 +18,11 @@ from tasks.common.encoders import check_encoder_config
 from tasks.common.rnn_encoders import detach_state
 from tasks.common.text import Vocabulary
 from tasks.engine.run import distributed
-from tasks.engine.base import LoggingOutput, Task
+from tasks.engine.base import BadInput, LoggingOutput, Task
 from tasks.lm.generate import generate, log_probability, perplexity
 from tasks.lm.data import EOS, UNK, batchify, load_texts, num_windows, split_origin, tokenize, window
 from tasks.lm.model import LanguageModel
-from tasks.lm.schema import LMConfig
+from tasks.lm.schema import LMConfig, LMPredictOptions
 
 MAX_EXP_ARG = math.log(1.7e308)  # math.exp overflows above this
 
@@ -127,8 +127,7 @@ class LanguageModelingTask(Task):
         self.states = dict(state.get("states", {}))
 
     # ---- predict.py: continue each line, or score it ------------------------------------------
-    predict_options = {"mode": "generate", "max_tokens": 50, "temperature": 1.0, "top_k": 0, "seed": 0}
-    predict_json = False
+    predict_schema = LMPredictOptions
 
     def inference_state(self) -> Dict[str, Any]:
         return {"vocab": self.vocab.state_dict()}  # the carried training state is not needed to use the model
@@ -147,15 +146,13 @@ class LanguageModelingTask(Task):
         return [f"line(s) {shown}: every {'character' if self.level == 'char' else 'word'} is unknown to the "
                 f"model's vocabulary ({len(self.vocab.stoi)} entries); they run as <unk> only"]
 
-    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+    def predict(self, model: nn.Module, inputs: List[str], options: LMPredictOptions, progress) -> List[Any]:
         """generate: each line's continuation (to the end of its line, at most ``max_tokens``); score:
         each line's log-probability (nats) after a line end, with its perplexity / bits per character."""
-        mode = options["mode"]
-        if mode not in ("generate", "score"):
-            raise ValueError(f"mode={mode}: expected generate or score")
+        mode = options.mode
         end = EOS if self.level == "word" else "\n"
         end_id = self.vocab.stoi.get(end, self.vocab.stoi[UNK])
-        generator = torch.Generator().manual_seed(int(options["seed"]))
+        generator = torch.Generator().manual_seed(options.seed)
         results: List[Any] = []
         for line in inputs:
             tokens = tokenize(line, self.level)
@@ -163,8 +160,8 @@ class LanguageModelingTask(Task):
                 tokens = tokens[:-1]  # a prompt continues its own line
             ids = self.vocab.encode(tokens)
             if mode == "generate":
-                out, _ = generate(model, [end_id] + ids, int(options["max_tokens"]), float(options["temperature"]),
-                                  int(options["top_k"]), generator, stop_id=end_id)
+                out, _ = generate(model, [end_id] + ids, options.max_tokens, options.temperature, options.top_k,
+                                  generator, stop_id=end_id)
                 words = self.vocab.decode([i for i in out if i != end_id], skip_specials=False)
                 results.append(("" if self.level == "char" else " ").join(words))
             else:
@@ -179,16 +176,20 @@ class LanguageModelingTask(Task):
         return ({"bpc": -logprob / max(n, 1) / math.log(2)} if self.level == "char"
                 else {"ppl": perplexity(logprob, n)})
 
-    def format_result(self, result: Any) -> str:
+    def format_prediction(self, result: Any) -> str:
+        """generate: the continuation; score: log-probability, tokens, rate and the line, tab-separated."""
+        if isinstance(result, BadInput):
+            return ""
         if isinstance(result, str):
             return result
         rate = f"bpc {result['bpc']:.4f}" if "bpc" in result else f"ppl {result['ppl']:.2f}"
         return f"logprob {result['logprob']:.4f}\ttokens {result['tokens']}\t{rate}\t{result['text']}"
 
-    def predict_summary(self, results: List[Any], options: Mapping[str, Any]) -> Optional[str]:
+    def format_output(self, lines: List[str], results: List[Any], document: Optional[List[Any]] = None) -> str:
+        """score: a last line, the TOTAL of every line scored."""
         scored = [r for r in results if isinstance(r, dict)]
-        if not scored:
-            return None
-        logprob, n = sum(r["logprob"] for r in scored), sum(r["tokens"] for r in scored)
-        return self.format_result({"text": f"TOTAL ({len(scored)} lines)", "tokens": n, "logprob": logprob,
-                                   **self._rates(logprob, n)})
+        if scored:
+            logprob, n = sum(r["logprob"] for r in scored), sum(r["tokens"] for r in scored)
+            lines = [*lines, self.format_prediction({"text": f"TOTAL ({len(scored)} lines)", "tokens": n,
+                                                     "logprob": logprob, **self._rates(logprob, n)})]
+        return super().format_output(lines, results, document)

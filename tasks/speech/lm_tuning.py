@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from tasks.engine.inference.cli_args import one_line_errors
+from tasks.engine.inference.options import one_line_errors
 from tasks.engine.inference.loader import load_trained
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search

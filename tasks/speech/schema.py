@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
+from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import SplitPaths, key
 from tasks.speech.decoding import MAX_BEAM
 
@@ -104,3 +105,16 @@ class SpeechConfig:
     lm_order: int = key(low=0)        # decoder=beam: a character n-gram LM of the training transcripts (0: none)
     lm_weight: float = key(low=0.0)  # its weight in the beam's score (shallow fusion)
     lm_bonus: float = key()           # per output character, against the LM's pull towards short outputs
+
+
+BEAM = ("decoder", "beam")
+
+
+@dataclass(kw_only=True)
+class SpeechPredictOptions(CommandOptions):
+    """predict.py's options of a speech model (docs/inference.md#options); None: the trained task's own key."""
+    decoder: Optional[Literal["greedy", "beam"]] = option(None, help="greedy, or beam with the character LM")
+    beam_size: Optional[int] = option(None, low=1, high=MAX_BEAM, when=BEAM, help="beam width (decoding.py: the "
+                                                                                "work grows with beam x labels)")
+    lm_weight: Optional[float] = option(None, low=0, when=BEAM, help="the character LM's weight in the beam's "
+                                                                     "score")

@@ -36,7 +36,7 @@ from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
 from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.report import group_rates, test_report
-from tasks.speech.schema import SpeechConfig
+from tasks.speech.schema import SpeechConfig, SpeechPredictOptions
 from tasks.corpora.transcripts import normalize_transcript
 from tasks.speech.text import ALPHABETS, char_vocabulary
 
@@ -330,7 +330,7 @@ class SpeechRecognitionTask(Task):
         self.vocab.check_same(state.get("vocab", {}))
 
     # ---- predict.py: audio files in, transcripts out ------------------------------------------
-    predict_options = {"decoder": None, "beam_size": None, "lm_weight": None}
+    predict_schema = SpeechPredictOptions
 
     def inference_state(self) -> Dict[str, Any]:
         state = {**self.state_dict(), "frequent_word": self.frequent_word, "chars_per_step": self.chars_per_step()}
@@ -367,12 +367,12 @@ class SpeechRecognitionTask(Task):
                              f"(task.features.win_ms={win_ms} ms): nothing to transcribe")
         return path, wave, seconds
 
-    def predict(self, model: nn.Module, inputs: List[Any], options: Mapping[str, Any], progress) -> List[Any]:
+    def predict(self, model: nn.Module, inputs: List[Any], options: SpeechPredictOptions, progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
         character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise. Long files go
         window by window (tasks/speech/long_audio.py), after the others."""
         # predict.py's options replace the test decoding settings of this task (decode() reads task_cfg)
-        chosen = {k: options[k] for k in ("decoder", "beam_size", "lm_weight") if options[k] is not None}
+        chosen = {k: v for k, v in dataclasses.asdict(options).items() if v is not None}
         self._task_cfg = t = dataclasses.replace(self.task_cfg, **chosen)
         f = t.features
         logmel = LogMel(t.data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)

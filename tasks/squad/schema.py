@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
+from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import SplitPaths, key
 
 Rate = dict(low=0, high=1, high_open=True)
@@ -54,3 +55,10 @@ class SquadConfig:
     answer_type_match: bool = key()   # with a tagger: a column marking tokens of the asked entity type (answer_types.py)
     answer_type_prior: float = key(low=0)   # decoding: log-prob bonus of a span boundary on the asked type (metrics.py)
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)
+
+
+@dataclass(kw_only=True)
+class SquadPredictOptions(CommandOptions):
+    """predict.py's options of a question answering model (docs/inference.md#options)."""
+    batch_size: Optional[int] = option(None, low=1, help="inputs per batch (None: task.eval_batch_size, as "
+                                                         "the evaluation batches)")

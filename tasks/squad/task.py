@@ -24,7 +24,7 @@ from tasks.common.text import PAD, UNK, Vocabulary
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fraction
-from tasks.squad.schema import SquadConfig
+from tasks.squad.schema import SquadConfig, SquadPredictOptions
 
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
 from .features import EncodedExample, collate, encode_split, num_features
@@ -267,7 +267,7 @@ class SquadTask(Task):
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad():
-            results = self.predict(self.model, examples, {}, lambda n: None)
+            results = self.predict(self.model, examples, SquadPredictOptions(), lambda n: None)
         self.model.train(was_training)
         em = f1 = 0.0
         for ex, r in zip(examples, results):
@@ -323,16 +323,22 @@ class SquadTask(Task):
             return None
         return parse_squad(obj, "input", need_answers=False) if isinstance(obj, dict) and "data" in obj else None
 
-    def format_document(self, inputs: List[Any], results: List[Any]) -> str:
-        return json.dumps({r["id"]: r["answer"] for r in results}, ensure_ascii=False, indent=0)
+    def format_output(self, lines: List[str], results: List[Any], document: Optional[List[Any]] = None) -> str:
+        """A SQuAD v1.1 file in: the official ``{id: answer}`` JSON out; JSON lines in: one answer per line."""
+        if document is None:
+            return super().format_output(lines, results, document)
+        return json.dumps({r["id"]: r["answer"] for r in results}, ensure_ascii=False, indent=0) + "\n"
 
-    def predict(self, model: nn.Module, inputs: List[SquadExample], options: Mapping[str, Any], progress) -> List[Any]:
+    predict_schema = SquadPredictOptions
+
+    def predict(self, model: nn.Module, inputs: List[SquadExample], options: SquadPredictOptions,
+                progress) -> List[Any]:
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
         encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens,
                                                                   self.tagger, None, self.type_match)]
         plan = bucket_batches([len(ex.context_ids) for ex in encoded],  # predict.py's batch_size, else the eval one
-                              max_examples=int(options.get("batch_size") or t.eval_batch_size))
+                              max_examples=options.batch_size or t.eval_batch_size)
         device = next(model.parameters()).device
         results: List[Any] = [None] * len(inputs)
         for index in plan:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
+from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)
@@ -108,3 +109,21 @@ class TransformerConfig:
     share_all_embeddings: bool = key()
     share_decoder_input_output_embed: bool = key()
     max_positions: int = key(low=2)
+
+
+@dataclass(kw_only=True)
+class TranslationPredictOptions(CommandOptions):
+    """predict.py's options of a translation model (docs/inference.md#options); None: the test's decoding."""
+    batch_size: Optional[int] = option(None, low=1, help="sources per batch at most (None: "
+                                                         "task.eval_max_sentences, as the evaluation batches)")
+    beam: Optional[int] = option(None, low=1, help="beam width (None: task.decoding.beam_size)")
+    nbest: int = option(1, low=1, allowed="an integer from 1 to beam", help="hypotheses written per source, "
+                                                                             "with their scores")
+    length_penalty: Optional[float] = option(None, low=0, help="length penalty (None: "
+                                                               "task.decoding.length_penalty)")
+
+    def check(self, task_cfg: TranslationConfig) -> None:
+        beam = self.beam or task_cfg.decoding.beam_size
+        if self.nbest > beam:
+            raise ValueError(f"nbest={self.nbest}: expected an integer from 1 to beam={beam} (that many hypotheses "
+                             f"exist); raise beam= or lower nbest=")

@@ -28,13 +28,13 @@ from torch import Tensor, nn
 
 from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_batches
 from tasks.engine.run import distributed
-from tasks.engine.base import LoggingOutput, Record, Task, unk_fraction
+from tasks.engine.base import BadInput, LoggingOutput, Record, Task, unk_fraction
 from tasks.engine.errors import ConfigError
 from tasks.translation.data import load_pairs, load_scored_files
 from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
                                        statistics_by_domain, translation_statistics)
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
-from tasks.translation.schema import TranslationConfig
+from tasks.translation.schema import TranslationConfig, TranslationPredictOptions
 from tasks.translation.search import beam_search, greedy_search
 from tasks.translation.subwords import Subwords, train_subwords
 
@@ -254,21 +254,17 @@ class TranslationTask(Task):
         return {}
 
     # ---- predict.py: one detokenised translation per source line -------------------------------
-    predict_options = {"beam": None, "length_penalty": None, "nbest": 1}
+    predict_schema = TranslationPredictOptions
     # every layer int8 under precision=int8 (the output layer too, since activations are quantised per token:
     # test BLEU -0.01 against fp32; with one scale per call it had cost -0.11 to -0.32; docs/inference.md)
-    predict_json = False
 
-    def predict(self, model: nn.Module, inputs: List[str], options: Mapping[str, Any], progress) -> List[Any]:
+    def predict(self, model: nn.Module, inputs: List[str], options: TranslationPredictOptions, progress) -> List[Any]:
         """Sources encoded as in evaluation (``max_subwords`` + ``</s>``; longer ones are cut, said on stderr),
         batched as evaluation batches them, decoded with the test settings unless ``beam`` /
         ``length_penalty`` say otherwise."""
         dec = self.task_cfg.decoding
-        penalty = options["length_penalty"]  # None: the test's task.decoding.length_penalty
-        beam = int(options["beam"] or dec.beam_size)
-        nbest = int(options["nbest"] or 1)
-        if nbest > beam:
-            raise ValueError(f"nbest={nbest}: at most beam={beam} hypotheses exist; raise beam or lower nbest")
+        penalty = options.length_penalty  # None: the test's task.decoding.length_penalty
+        beam, nbest = options.beam or dec.beam_size, options.nbest  # nbest <= beam: checked with the options
         limit, v = self.task_cfg.max_subwords, self.subwords.vocabulary
         sources = []
         for n, text in enumerate(inputs, 1):
@@ -278,7 +274,7 @@ class TranslationTask(Task):
             sources.append(ids[:limit] + [v.eos_id])
         device = next(model.parameters()).device
         results: List[Any] = [None] * len(inputs)
-        for index in self.decode_plan(sources, options.get("batch_size")):
+        for index in self.decode_plan(sources, options.batch_size):
             src, src_pad, _ = pad_collate([sources[i] for i in index], v.pad_id)
             out = self.translate(model, src.to(device), src_pad.to(device), beam, nbest if nbest > 1 else None,
                                  None if penalty is None else float(penalty))
@@ -288,6 +284,10 @@ class TranslationTask(Task):
                                "scores": [round(s, 4) for s, _ in result]})
             progress(len(index))
         return results
+
+    def format_prediction(self, result: Any) -> str:
+        """A translation per line (an n-best list as one JSON object); a line that could not be read: empty."""
+        return "" if isinstance(result, BadInput) else super().format_prediction(result)
 
     # ---- saved with the run -------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

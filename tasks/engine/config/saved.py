@@ -20,7 +20,7 @@ GROUPS = ("trainer", "model", "task", "logger")
 
 
 def group_choices(saved: DictConfig) -> List[str]:
-    """The command-line choices (``task=lm model=sru logger=csv``) that compose the saved config's groups."""
+    """The command-line choices (``task=<name> model=sru logger=csv``) that compose the saved config's groups."""
     return [f"{group}={saved[group]['name']}" for group in ("task", "model", "logger")
             if OmegaConf.select(saved, f"{group}.name") is not None]
 

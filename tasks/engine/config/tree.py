@@ -1,6 +1,6 @@
 """The config tree and composing it: the config ``python train.py <overrides>`` runs with.
 
-    cfg = compose(["task=lm", "model=lstm"])      # without the hydra node
+    cfg = compose(["task=<name>", "model=lstm"])  # without the hydra node
 
 ``CONF_DIR`` is the checkout's ``conf/`` (editable installs, a clone), else the copy a regular
 ``pip install .`` puts under ``<prefix>/share/sru-experiments/conf``, or ``$SRU_CONF_DIR``. Apart from the

@@ -8,9 +8,9 @@ The same metrics, decoding settings and predictions files as the evaluation insi
 written into a new output folder that it prints, never into the run directory. On the run's own test split
 the numbers equal the ``test`` entry of its ``results.json``. ``file=`` scores exactly one file of the task's
 format as the split, in every task (the task's ``scored_file`` keys); ``task.data.*`` overrides score other
-data the task reads (a word-LM text file, a SQuAD v1.1 JSON, a translation .jsonl/.tsv, a speech manifest);
-decoding keys (``task.decoding.beam_size``, ``task.lm_weight`` ...) can change. The share of the split's tokens
-unknown to the vocabulary is reported as ``unk_share`` (warned above UNKNOWN_WARN_SHARE). docs/inference.md.
+data the task reads (in the task's own formats); decoding keys (a beam size, a decoding weight ...) can
+change. The share of the split's tokens unknown to the vocabulary is reported as ``unk_share`` (warned above
+UNKNOWN_WARN_SHARE). docs/inference.md.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from tasks.engine.inference.cli_args import one_line_errors, split_arguments
-from tasks.engine.inference.options import EVALUATE, command_options, parse_options
+from tasks.engine.inference.options import EVALUATE, command_options, one_line_errors, parse_options, split_arguments
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained

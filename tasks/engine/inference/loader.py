@@ -6,8 +6,8 @@
 
 ``model.pt`` (written by every run that finishes or stops on a signal, and by
 ``python predict.py run=<run dir> export=<file>``) holds the best weights, the composed config and the
-task's ``inference_state()``: vocabulary, sentencepiece model bytes, feature statistics, the speech
-task's character LM. No optimizer state. The config always comes from the saved file; ``overrides``
+task's ``inference_state()``: vocabulary, sentencepiece model bytes, feature statistics, a decoding
+language model. No optimizer state. The config always comes from the saved file; ``overrides``
 (``task.decoding.beam_size=4``, ``task.data.test_file=...``) change it for this use only.
 A checkpoint made before model.pt existed lacks the inference state: the loader rebuilds it from the
 run's training data with ``task.setup()`` (deterministic, as during training) and says so.

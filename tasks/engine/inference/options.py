@@ -1,59 +1,53 @@
-"""Every option of ``evaluate.py`` and ``predict.py``, in one table: its type, range or choices, the commands,
-tasks and modes it applies to. Adding an option is one entry of ``OPTIONS`` (a task's predict option also
-gets its default in the task's ``predict_options``).
+"""The options of ``evaluate.py`` and ``predict.py``: Hydra-style ``key=value`` words, without Hydra (these
+commands make no run directory and write nothing into one).
 
-Checked in two passes, both before the model is built (docs/inference.md#options):
+    given, overrides, positional = split_arguments(argv, command_options("predict"))
+    options = parse_options("predict", given, positional)     # before the model file is read
+    chosen = check_for_task(run.task, task_given)             # once the saved config is read
+
+The engine declares only the generic keys (``OPTIONS``: run, checkpoint, device, output, input, split,
+file, precision ...). A task's own predict options (type, range, choices, default, help) live in its
+schema as a dataclass (``Task.predict_schema``, made with ``tasks.engine.config.command_options.option``)
+and are found through the task registry, so this module knows no task.
+
+A word ``key=value`` with a known ``key`` is an option, kept as the text given; a dotted ``task.*`` /
+``trainer.*`` key is an override of the saved config; a word without ``=`` is positional (predict.py: input
+files). Checked in two passes, both before the model is built (docs/inference.md#options):
 - ``parse_options``: right after the command line is split, before the model file is read: type, range,
-  choices, and the pairings that need no model (``checkpoint=`` only with a run directory, ``export=``
-  alone, ``input=`` or positional inputs, not both);
-- ``check_for_task``: once the saved config is read: an option of another task, or of another mode
-  (``temperature`` with ``mode=score``, ``lm_weight`` with the greedy decoder), and ``nbest <= beam``.
-A bad value is one line naming the option, the value given and what is allowed (exit status 2).
+  choices (a task option against every task that declares it: the model's task is not known yet), and
+  the pairings that need no model (``checkpoint=`` only with a run directory, ``export=`` alone,
+  ``input=`` or positional inputs, not both);
+- ``check_for_task``: once the saved config is read: an option of another task, or of another mode (an
+  option whose ``when`` names another option's value), and the task's rules across options (``check``).
+A bad value is one line naming the option, the value given and what is allowed; every error of these
+commands is one line and exit status 2 (``one_line_errors``).
 """
 from __future__ import annotations
 
-import math
+import contextlib
+import dataclasses
+import difflib
+import functools
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
-
-from omegaconf import OmegaConf
+from typing import Any, Callable, Collection, Dict, Iterator, List, Mapping, Sequence, Tuple
 
 from sru.ops.precision import INFERENCE_NAMES
+from tasks.engine.base import Task, available_tasks, task_class
+from tasks.engine.config.command_options import allowed_text, fields, hints, option_value
 from tasks.engine.errors import RunError
+from tasks.engine.inference.loader import InferenceInputError
 
 EVALUATE, PREDICT = "evaluate", "predict"
 BOTH = (EVALUATE, PREDICT)
+EXIT_BAD_INPUT = 2
+OVERRIDABLE_GROUPS = ("task", "trainer")  # the model's shape comes from the weights: model.* cannot change
 
 
-# the speech task's widest beam (tasks/speech/decoding.py's MAX_BEAM, which the engine cannot import)
-SPEECH_MAX_BEAM = 128
-
-
-class OptionError(RunError, ValueError):
+class OptionError(InferenceInputError):
     """A command-line option of evaluate.py / predict.py has a wrong type, value or pairing (exit status 2)."""
-
-
-def _integer(low: Optional[int], high: Optional[int] = None) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
-        if isinstance(value, bool) or (not isinstance(value, int) and not str(value).strip().lstrip("+-").isdigit()):
-            raise ValueError
-        number = int(value)
-        if (low is not None and number < low) or (high is not None and number > high):
-            raise ValueError
-        return number
-    return parse
-
-
-def _number(low: float, open_low: bool) -> Callable[[Any], float]:
-    def parse(value: Any) -> float:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)  # "abc" raises; "nan" / "inf" parse and are refused below
-        if not math.isfinite(number) or number < low or (open_low and number == low):
-            raise ValueError
-        return number
-    return parse
 
 
 def _choice(*values: str) -> Callable[[Any], str]:
@@ -91,19 +85,13 @@ class Option:
     parse: Callable[[Any], Any]   # the given value (text from the command line) -> the value; ValueError: refused
     allowed: str                  # what is allowed, as the error message says it
     commands: Tuple[str, ...] = BOTH
-    tasks: Optional[Tuple[str, ...]] = None     # None: every task
-    when: Optional[Tuple[str, str]] = None      # (option, value): only in that mode, e.g. ("mode", "generate")
-    default: Any = None                         # the command's default (a task option's is the task's own)
+    default: Any = None
 
     def applies(self) -> str:
-        where = [" and ".join(f"{c}.py" for c in self.commands)]
-        if self.tasks:
-            where.append("task=" + "/".join(self.tasks))
-        if self.when:
-            where.append(f"{self.when[0]}={self.when[1]}")
-        return ", ".join(where)
+        return " and ".join(f"{c}.py" for c in self.commands)
 
 
+# The engine's generic keys; a task's own options are in its schema (Task.predict_schema)
 OPTIONS: Dict[str, Option] = {
     "run": Option(_text, "a run directory or a model file"),
     "checkpoint": Option(_choice("best", "last"), "best or last, with run=<run dir> only (a model file holds one)"),
@@ -116,42 +104,105 @@ OPTIONS: Dict[str, Option] = {
                    (EVALUATE,)),
     "input": Option(_text, "a text file with one input per line, or - for stdin", (PREDICT,), default="-"),
     "export": Option(_text, "a new file path, given alone (no inputs, output= or task options)", (PREDICT,)),
-    "batch_size": Option(_integer(1), "an integer >= 1", (PREDICT,), ("classification", "squad", "translation")),
-    "mode": Option(_choice("generate", "score"), "generate or score", (PREDICT,), ("lm",)),
-    "max_tokens": Option(_integer(1), "an integer >= 1", (PREDICT,), ("lm",), ("mode", "generate")),
-    "temperature": Option(_number(0.0, True), "a finite number > 0", (PREDICT,), ("lm",), ("mode", "generate")),
-    "top_k": Option(_integer(0), "an integer >= 0 (0: no cut)", (PREDICT,), ("lm",), ("mode", "generate")),
-    "seed": Option(_integer(None), "an integer", (PREDICT,), ("lm",), ("mode", "generate")),
-    "beam": Option(_integer(1), "an integer >= 1", (PREDICT,), ("translation",)),
-    "nbest": Option(_integer(1), "an integer from 1 to beam", (PREDICT,), ("translation",)),
-    "length_penalty": Option(_number(0.0, False), "a finite number >= 0", (PREDICT,), ("translation",)),
-    "decoder": Option(_choice("greedy", "beam"), "greedy or beam", (PREDICT,), ("speech",)),
-    "beam_size": Option(_integer(1, SPEECH_MAX_BEAM), f"an integer from 1 to {SPEECH_MAX_BEAM}", (PREDICT,), ("speech",),
-                        ("decoder", "beam")),
     "precision": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8 (docs/inference.md#precision)"),
     "compare": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8: a second precision reported beside",
                       (EVALUATE,)),
-    "lm_weight": Option(_number(0.0, False), "a finite number >= 0", (PREDICT,), ("speech",), ("decoder", "beam")),
 }
+
+
+# ---- the tasks' own options, found through the registry -------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def task_option_schemas() -> Dict[str, type]:
+    """Each task's predict options schema by task name (tasks without options left out)."""
+    schemas = {name: task_class(name).predict_schema for name in available_tasks()}
+    return {name: schema for name, schema in schemas.items() if schema is not None}
+
+
+@dataclass(frozen=True)
+class TaskOption:
+    """One declaration of a task option: the tasks declaring it alike, its field and type."""
+    tasks: Tuple[str, ...]
+    field: dataclasses.Field
+    hint: Any
+
+    def allowed(self) -> str:
+        return allowed_text(self.field, self.hint)
+
+    def applies(self) -> str:
+        when = self.field.metadata.get("when")
+        return ", ".join(["predict.py", "task=" + "/".join(self.tasks), *([f"{when[0]}={when[1]}"] if when else [])])
+
+    def refuse(self, name: str, value: Any) -> OptionError:
+        return OptionError(f"{name}={value}: expected {self.allowed()} ({self.applies()})")
+
+
+def declarations(name: str) -> List[TaskOption]:
+    """The declarations of task option ``name``, tasks declaring it alike (same wording, same ``when``) as one."""
+    grouped: Dict[Tuple[str, Any], TaskOption] = {}
+    for task, schema in task_option_schemas().items():
+        field = fields(schema).get(name)
+        if field is None:
+            continue
+        hint = hints(schema)[name]
+        same = (allowed_text(field, hint), field.metadata.get("when"))
+        earlier = grouped.get(same)
+        grouped[same] = TaskOption((*earlier.tasks, task) if earlier else (task,), field, hint)
+    return list(grouped.values())
+
+
+def task_option_names() -> List[str]:
+    return sorted({f for schema in task_option_schemas().values() for f in fields(schema)})
 
 
 def command_options(command: str) -> Dict[str, Any]:
     """The options a command knows, with their defaults (task options: None, the task's default applies)."""
-    return {name: opt.default for name, opt in OPTIONS.items() if command in opt.commands}
+    generic = {name: opt.default for name, opt in OPTIONS.items() if command in opt.commands}
+    return {**generic, **{name: None for name in (task_option_names() if command == PREDICT else [])}}
 
 
-def _refuse(name: str, value: Any, option: Option) -> OptionError:
-    return OptionError(f"{name}={value}: expected {option.allowed} ({option.applies()})")
+# ---- pass 1: the command line, before the model file is read --------------------------------------------
+
+def split_arguments(argv: Sequence[str], known: Collection[str]) -> Tuple[Dict[str, Any], List[str], List[str]]:
+    """The options given (key -> text as given; ``output=`` is ``""``), the overrides, the positional words."""
+    given, overrides, positional = {}, [], []
+    for word in argv:
+        key, sep, value = word.partition("=")
+        if not sep:
+            positional.append(word)
+        elif key.split(".")[0] in OVERRIDABLE_GROUPS and "." in key:
+            overrides.append(word)
+        elif key in known:
+            if key in given:
+                raise OptionError(f"{key}= given twice ({key}={given[key]} and {word}); give it once")
+            given[key] = value
+        else:
+            raise OptionError(f"{key}: not an option{_did_you_mean(key, [*known, 'task.', 'trainer.'])}; expected "
+                              f"one of {sorted(known)}, or task.* / trainer.* keys of the saved config")
+    return given, overrides, positional
+
+
+def _did_you_mean(key: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def parse_value(name: str, value: Any) -> Any:
+    """A generic option's value, or a task option's checked against every task declaring it."""
     option = OPTIONS.get(name)
-    if option is None:
-        raise OptionError(f"{name}: not an option; the options are {sorted(OPTIONS)}")
-    try:
-        return option.parse(value)
-    except (ValueError, TypeError, OverflowError):
-        raise _refuse(name, value, option) from None
+    if option is not None:
+        try:
+            return option.parse(value)
+        except (ValueError, TypeError, OverflowError):
+            raise OptionError(f"{name}={value}: expected {option.allowed} ({option.applies()})") from None
+    declared = declarations(name)
+    if not declared:
+        known = command_options(PREDICT)
+        raise OptionError(f"{name}: not an option{_did_you_mean(name, known)}; the options are {sorted(known)}")
+    for declaration in declared:
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            return option_value(name, value, declaration.field, declaration.hint)
+    raise declared[0].refuse(name, value)
 
 
 def parse_options(command: str, given: Mapping[str, Any], positional: Sequence[str] = ()) -> Dict[str, Any]:
@@ -175,11 +226,11 @@ def parse_options(command: str, given: Mapping[str, Any], positional: Sequence[s
     if options["checkpoint"] is None:
         options["checkpoint"] = "best"
     if command == PREDICT:
-        _check_predict_pairings(options, given, positional)
+        _check_predict_pairings(given, positional)
     return options
 
 
-def _check_predict_pairings(options: Mapping[str, Any], given: Mapping[str, Any], positional: Sequence[str]) -> None:
+def _check_predict_pairings(given: Mapping[str, Any], positional: Sequence[str]) -> None:
     if "export" in given:
         others = [n for n in given if n not in ("run", "checkpoint", "device", "export")]
         if others or positional:
@@ -191,36 +242,67 @@ def _check_predict_pairings(options: Mapping[str, Any], given: Mapping[str, Any]
                           f"pass the inputs one way, either input=<file> or as words")
 
 
-def effective(name: str, given: Mapping[str, Any], task_defaults: Mapping[str, Any], cfg: Any) -> Any:
-    """An option's value for this run: given, else the task's predict default, else the saved config's
-    ``task.<name>`` (the speech decoder), else None."""
-    if given.get(name) is not None:
-        return given[name]
-    if task_defaults.get(name) is not None:
-        return task_defaults[name]
-    return OmegaConf.select(cfg, f"task.{name}", default=None)
+def task_given(options: Mapping[str, Any], given: Collection[str]) -> Dict[str, Any]:
+    """The task options among the options given (the generic keys left out)."""
+    return {name: options[name] for name in given if name not in OPTIONS}
 
 
-def check_for_task(command: str, task: str, task_defaults: Mapping[str, Any], given: Mapping[str, Any],
-                   cfg: Any) -> None:
-    """Once the saved config is read (before the model is built): every option given applies to this
-    task and to the mode it runs in."""
-    for name in given:
-        option = OPTIONS[name]
-        if command not in option.commands:
-            continue
-        if option.tasks and task not in option.tasks:
-            mine = sorted(n for n, o in OPTIONS.items() if command in o.commands and o.tasks and task in o.tasks)
-            raise OptionError(f"{name}={given[name]}: an option of {option.applies()}, and this is a task={task} "
-                              f"model (its options: {mine or 'none'}); it would change nothing")
-        if option.when:
-            other, needed = option.when
-            now = effective(other, given, task_defaults, cfg)
-            if now != needed:
-                raise OptionError(f"{name}={given[name]}: applies only with {other}={needed}, and this run uses "
-                                  f"{other}={now}; it would change nothing (pass {other}={needed} too)")
-    if task == "translation" and given.get("nbest") is not None:
-        beam = given.get("beam") or OmegaConf.select(cfg, "task.decoding.beam_size", default=1)
-        if given["nbest"] > int(beam):
-            raise OptionError(f"nbest={given['nbest']}: expected an integer from 1 to beam={beam} (that many "
-                              f"hypotheses exist); raise beam= or lower nbest=")
+# ---- pass 2: once the saved config is read ----------------------------------------------------------------
+
+def check_for_task(task: Task, given: Mapping[str, Any]) -> Any:
+    """The task's predict options (an instance of its ``predict_schema``: defaults, then ``given``), once
+    every option given is checked against this task and the mode it runs in; None for a task without."""
+    schema = task.predict_schema
+    declared = fields(schema)
+    values = {}
+    for name, value in given.items():
+        if name not in declared:
+            where = " or ".join(d.applies() for d in declarations(name)) or "no task"
+            raise OptionError(f"{name}={value}: an option of {where}, and this is a task={task.name} model "
+                              f"(its options: {sorted(declared) or 'none'}); it would change nothing")
+        values[name] = _task_value(name, value, TaskOption((task.name,), declared[name], hints(schema)[name]))
+    if schema is None:
+        return None
+    chosen = schema(**values)
+    for name, value in given.items():
+        when = declared[name].metadata.get("when")
+        if when is not None and _effective(chosen, task, when[0]) != when[1]:
+            other, needed = when
+            raise OptionError(f"{name}={value}: applies only with {other}={needed}, and this run uses "
+                              f"{other}={_effective(chosen, task, other)}; it would change nothing (pass "
+                              f"{other}={needed} too)")
+    try:
+        chosen.check(task.task_cfg)
+    except ValueError as err:
+        raise OptionError(str(err)) from None
+    return chosen
+
+
+def _task_value(name: str, value: Any, declaration: TaskOption) -> Any:
+    try:
+        return option_value(name, value, declaration.field, declaration.hint)
+    except (ValueError, TypeError, OverflowError):
+        raise declaration.refuse(name, value) from None
+
+
+def _effective(chosen: Any, task: Task, name: str) -> Any:
+    """An option's value for this run: given or the task's default, else (a None default) the trained
+    model's ``task.<name>``."""
+    value = getattr(chosen, name)
+    return getattr(task.task_cfg, name, None) if value is None else value
+
+
+# ---- errors ---------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def one_line_errors(command: str) -> Iterator[None]:
+    """A bad path, checkpoint, option, data file or input: ``[command] error: ...`` and exit 2, no traceback
+    (``SRU_FULL_ERROR=1`` shows it)."""
+    try:
+        yield
+    except (RunError, OSError, ValueError, KeyError) as err:
+        if os.environ.get("SRU_FULL_ERROR") == "1":
+            raise
+        text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"[{command}] error: {' '.join(str(text).split())}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None

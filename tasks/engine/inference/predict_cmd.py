@@ -1,16 +1,17 @@
-"""``python predict.py run=<run dir | model file> [input=<file>|-] [output=<file>|-] [batch_size=N]
-[precision=fp32|bf16|int8] [<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained model on your own input.
+"""``python predict.py run=<run dir | model file> [input=<file>|-] [output=<file>|-]
+[precision=fp32|bf16|int8] [<task options>] [task.*=...] [inputs ...]`` (also ``sru-predict``): use a trained
+model on your own input. The task options are the task's own (its ``predict_schema``; docs/inference.md#options).
 
 Reads one input per line (stdin by default; words without ``=`` are inputs too, e.g. audio files) and
-writes one result per input, in input order, in the field's formats (docs/inference.md): translations
-and LM text as plain lines, classification / QA / transcripts as JSON lines, a SQuAD v1.1 file in gives
-the official ``{id: answer}`` JSON out. A bad line is reported on stderr with its number, the other
+writes one result per input, in input order, in the task's format (``format_prediction``: text as it is,
+anything else as JSON lines; ``format_output`` may add a total line, or give a whole-file input format its
+own output form). A bad line is reported on stderr with its number, the other
 lines are still written, and the exit status is 2. ``export=<file>`` writes the run's self-contained
 model file instead (for runs made before every run wrote model.pt).
 
     from tasks.engine.inference.predict_cmd import load_predictor
     predictor = load_predictor("model.pt")
-    predictor.predict(["Click OK."])           # a translation model: English in, German out
+    predictor.predict(["one input", "another"])   # one result per input, in order
 """
 from __future__ import annotations
 
@@ -18,23 +19,23 @@ import sys
 import time
 from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from omegaconf import OmegaConf
 
-from tasks.engine.inference.cli_args import EXIT_BAD_INPUT, one_line_errors, split_arguments
-from tasks.engine.inference.options import PREDICT, check_for_task, command_options, parse_options, parse_value
+from tasks.engine.base import BadInput
 from tasks.engine.errors import TrainingInterrupted
-from tasks.engine.run.devices import autocast
 from tasks.engine.inference.loader import (InferenceInputError, Trained, ask_for_device, build_trained, load_trained,
-                                    read_trained, write_model_file)
-from tasks.engine.inference.input_lines import BadLine, read_lines
+                                           read_trained, write_model_file)
+from tasks.engine.inference.options import (EXIT_BAD_INPUT, PREDICT, check_for_task, command_options,
+                                            one_line_errors, parse_options, parse_value, split_arguments,
+                                            task_given)
 from tasks.engine.inference.output_paths import check_output_file, write_output
 from tasks.engine.inference.precision import apply_precision, check_precision
 from tasks.engine.run.context import open_run
+from tasks.engine.run.devices import autocast
 
-OPTIONS = command_options(PREDICT)
 PROGRESS_ABOVE = 200  # inputs: a progress bar on stderr beyond this many
 
 
@@ -46,10 +47,8 @@ class Predictor:
         # fp32 / bf16 / int8 (tasks/engine/inference/precision.py): int8 quantises a copy here, at load time
         self.model, self.precision = apply_precision(trained.model, check_precision(precision, trained.device),
                                                      trained.device, keep_fp32=self.task.int8_keep_fp32)
-        known = dict(self.task.predict_options)
         given = {name: parse_value(name, value) for name, value in (options or {}).items() if value is not None}
-        check_for_task(PREDICT, self.task.name, known, given, trained.cfg)
-        self.options = {**known, "batch_size": None, **given}
+        self.options = check_for_task(self.task, given)  # the task's predict_schema, defaults and given
 
     def predict(self, inputs: Sequence[Any], show_progress: bool = False) -> List[Any]:
         bar = None
@@ -74,7 +73,7 @@ def load_predictor(path: Any, checkpoint: str = "best", overrides: Sequence[str]
 
 
 def run_predict(argv: List[str]) -> int:
-    given, overrides, positional = split_arguments(argv, OPTIONS)
+    given, overrides, positional = split_arguments(argv, command_options(PREDICT))
     options = parse_options(PREDICT, given, positional)
     options["output"] = "-" if options["output"] is None else options["output"]  # predict.py: stdout by default
     if options["export"] is not None:
@@ -83,9 +82,8 @@ def run_predict(argv: List[str]) -> int:
         check_output_file("output", str(options["output"]), options["run"],
                           [options["input"], *positional] if not positional else positional)
     run = read_trained(options["run"], str(options["checkpoint"]), overrides)
-    task_options = {k: options[k] for k in given if k not in ("run", "checkpoint", "input", "output", "device",
-                                                               "export", "precision")}
-    check_for_task(PREDICT, run.task.name, run.task.predict_options, task_options, run.cfg)
+    task_options = task_given(options, given)
+    check_for_task(run.task, task_options)
     ask_for_device(run, options["device"])
     # signals, seed, threads, device: the run context training uses; no run directory (only named files written)
     with open_run(run.cfg, None, lock=False) as ctx:
@@ -99,45 +97,85 @@ def run_predict(argv: List[str]) -> int:
 def predict_lines(predictor: Predictor, options: Dict[str, Any], positional: List[str]) -> int:
     """Read the inputs, predict, write one result per input in input order; 2 when a line was bad."""
     task = predictor.task
-    raw = read_lines(str(options["input"]), positional)
-    readable = not positional and not any(isinstance(line, BadLine) for line in raw)
-    document = task.read_document("\n".join(raw)) if readable else None
-    inputs, errors = ([], []) if document is None else (document, [])
-    where = "argument" if positional else "stdin" if options["input"] == "-" else f"input={options['input']}"
-    if document is not None and not document:  # as an empty input is: nothing to predict is not a success
-        raise InferenceInputError(f"{where}: a task={task.name} document with no inputs in it (nothing to "
-                                  f"predict); give at least one")
-    if document is None:
-        for number, line in enumerate(raw, 1):
-            try:
-                if isinstance(line, BadLine):
-                    raise ValueError(str(line))
-                inputs.append((number, task.parse_input(line)))
-            except ValueError as err:
-                errors.append((number, str(err)))
-                print(f"[predict] error: {where} line {number}: {err}", file=sys.stderr, flush=True)
-        if not inputs and not errors:
-            raise InferenceInputError(f"{where}: empty; give one input per line")
-        numbered, inputs = inputs, [x for _, x in inputs]
-    for warning in task.input_warnings(numbered if document is None else list(enumerate(inputs, 1))):
+    numbered, errors, document = read_inputs(task, str(options["input"]), positional)
+    for warning in task.input_warnings(numbered):
         print(f"[predict] warning: {warning}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    results = predictor.predict(inputs, show_progress=True) if inputs else []
+    results = predictor.predict([x for _, x in numbered], show_progress=True) if numbered else []
     seconds = time.perf_counter() - t0
-    if document is not None:
-        lines = [task.format_document(document, results)]
-    else:
-        by_number = {n: task.format_result(r) for (n, _), r in zip(numbered, results)}
-        by_number.update({n: task.format_result({"line": n, "error": e}) if task.predict_json else ""
-                          for n, e in errors})
-        lines = [by_number[n] for n in sorted(by_number)]
-    summary = task.predict_summary(results, predictor.options)
-    write_output(str(options["output"]), "".join(line + "\n" for line in lines + ([summary] if summary else [])))
+    formatted = {n: task.format_prediction(r) for (n, _), r in zip(numbered, results)}
+    formatted.update({n: task.format_prediction(BadInput(n, e)) for n, e in errors})
+    lines = [formatted[n] for n in sorted(formatted)]
+    write_output(str(options["output"]), task.format_output(lines, results, document))
     audio = sum(r.get("seconds", 0.0) for r in results if isinstance(r, dict))
     rtf = f"; real-time factor {seconds / audio:.4f} ({audio:.1f} s of audio)" if audio else ""
     print(f"[predict] {len(results)} inputs in {seconds:.2f} s ({len(results) / max(seconds, 1e-9):.1f}/s{rtf})",
           file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT if errors else 0
+
+
+def read_inputs(task: Any, source: str, positional: List[str]
+                ) -> Tuple[List[Tuple[int, Any]], List[Tuple[int, str]], Optional[List[Any]]]:
+    """The inputs by line number, the lines refused (number, reason; each said on stderr at once), and the
+    whole-file document they came from (``task.read_document``), if any."""
+    raw = read_lines(source, positional)
+    readable = not positional and not any(isinstance(line, BadLine) for line in raw)
+    document = task.read_document("\n".join(raw)) if readable else None
+    where = "argument" if positional else "stdin" if source == "-" else f"input={source}"
+    if document is not None:
+        if not document:  # as an empty input is: nothing to predict is not a success
+            raise InferenceInputError(f"{where}: a task={task.name} document with no inputs in it (nothing to "
+                                      f"predict); give at least one")
+        return list(enumerate(document, 1)), [], document
+    numbered, errors = [], []
+    for number, line in enumerate(raw, 1):
+        try:
+            if isinstance(line, BadLine):
+                raise ValueError(str(line))
+            numbered.append((number, task.parse_input(line)))
+        except ValueError as err:
+            errors.append((number, str(err)))
+            print(f"[predict] error: {where} line {number}: {err}", file=sys.stderr, flush=True)
+    if not numbered and not errors:
+        raise InferenceInputError(f"{where}: empty; give one input per line")
+    return numbered, errors, None
+
+
+class BadLine(str):
+    """A line that could not be decoded: its text is the reason (parse_input is not called on it)."""
+
+
+def read_lines(source: str, positional: List[str]) -> List[str]:
+    """The inputs, one per line (or the positional words), read as bytes and decoded line by line: a line
+    that is not UTF-8 becomes a ``BadLine`` (a line error naming the file and the line; the other lines still
+    run); input holding NUL bytes is binary (an audio file, a model file) and refused whole, as evaluate.py's
+    data readers do (docs/inference.md#inputs)."""
+    if positional:
+        return list(positional)
+    name = "stdin" if source == "-" else source
+    if source == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        path = Path(source).expanduser()
+        if path.is_dir():
+            raise InferenceInputError(f"input={path}: a directory, not a file; pass a file with one input per line")
+        if not path.is_file() and not path.exists():
+            raise InferenceInputError(f"input={path}: no such file; pass a file with one input per line, or - "
+                                      f"for stdin")
+        data = path.read_bytes()
+    if b"\x00" in data:
+        line = data[:data.index(b"\x00")].count(b"\n") + 1
+        raise InferenceInputError(f"input={name}: binary data (a NUL byte on line {line}), not text; give one input "
+                                  f"per line as UTF-8 text (audio: one file path per line)")
+    return [decode_line(raw) for raw in data.splitlines()]  # bytes split on \n, \r\n, \r only
+
+
+def decode_line(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return BadLine(f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1}); save the "
+                       f"input as UTF-8 (iconv -t utf-8)")
 
 
 def export(trained: Trained, path: Path) -> int:

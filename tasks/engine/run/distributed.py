@@ -167,7 +167,7 @@ def broadcast_object(obj=None, src: int = 0):
 def gather_to_main(obj):
     """List of every rank's `obj` on rank 0 (None elsewhere); tensors travel via CPU.
 
-    Used for per-rank state a checkpoint must keep, e.g. the LM's hidden state of each rank's columns.
+    Used for per-rank state a checkpoint must keep, e.g. the carried hidden state of each rank's columns.
     """
 
     obj = move_to_device(obj, torch.device("cpu"))
@@ -220,7 +220,7 @@ def max_replica_difference(module: torch.nn.Module) -> float:
 
 
 def shard_slice(total: int, even: bool = True, rank: int | None = None, world_size: int | None = None) -> slice:
-    """Contiguous part of `total` items (LM batch columns, a batch's examples) owned by `rank`.
+    """Contiguous part of `total` items (batch columns, a batch's examples) owned by `rank`.
 
     The slices of all ranks cover 0..total-1 in order, so the global batch is the concatenation of the
     ranks' batches. even=True (training) requires total % world_size == 0: with unequal shards DDP's mean of

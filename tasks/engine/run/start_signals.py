@@ -1,4 +1,4 @@
-"""SIGINT / SIGTERM while ``train.py`` starts: after its imports (tasks/engine/inference/early_signals.py
+"""SIGINT / SIGTERM while ``train.py`` starts: after its imports (``interrupts.stop_on_signals``
 handles those), before the run context's ``StopSignals`` takes over.
 
     run_app(main)   # Hydra's app: a signal while Hydra composes or makes the run dir -> one line, status 128+N

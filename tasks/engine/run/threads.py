@@ -2,7 +2,7 @@
 
 torch's default is one thread per core of the machine. On a shared machine that collapses: an OpenMP team
 of two threads on two cores, with another process holding one of them, waits at every parallel region for
-the thread that has no core, while its partner spins (measured: a translation run at 190 tokens/s with
+the thread that has no core, while its partner spins (measured: a training run at 190 tokens/s with
 the default, 700 with one thread). So the default is the cores actually free at start: the cores this
 process may run on (its affinity) minus those other processes keep busy, measured over a short window
 of /proc/stat (the 1-minute load average lags a job that just started), at least one. Load that comes or

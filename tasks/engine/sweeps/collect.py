@@ -1,7 +1,7 @@
 """Collect the runs of a sweep (or of repeated seeds) into one table, and plot their validation curves.
 
     python -m tasks.engine.sweeps.collect outputs/multirun/2026-11-30/12-00-00_1234-ab12   # one sweep dir
-    python -m tasks.engine.sweeps.collect outputs/runs/ outputs/multirun/ --out results/lm  # searched recursively
+    python -m tasks.engine.sweeps.collect outputs/runs/ outputs/multirun/ --out results/mine  # searched recursively
     python -m tasks.engine.sweeps.collect outputs/multirun/... --metrics valid/best_ppl test/ppl --ignore seed
 
 A run dir is any directory holding `metrics.jsonl` (written by the trainer), `results.json` (train.py's

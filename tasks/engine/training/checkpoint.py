@@ -139,7 +139,7 @@ def set_rng_state(state: Dict[str, Any]) -> None:
 
 
 def task_state_for_this_rank(ckpt: Mapping[str, Any]) -> Any:
-    """This process's task state from a checkpoint (DDP checkpoints hold one per rank, e.g. LM hidden states)."""
+    """This process's task state from a checkpoint (DDP checkpoints hold one per rank, e.g. carried hidden states)."""
     states = ckpt.get("task_per_rank") or [ckpt["task"]]
     world = distributed.get_world_size()
     if len(states) == world:

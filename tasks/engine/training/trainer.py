@@ -10,7 +10,7 @@ is a named method below it, in the order they run.
 
 Exact resume: a checkpoint is written only at optimizer-step boundaries and holds model, optimizer,
 GradScaler, progress (step, epoch, batch index inside the epoch), every RNG state and the task's own
-state (e.g. the LM's carried hidden state). The LR is a pure function of (step, epoch). Evaluation
+state (e.g. a carried hidden state). The LR is a pure function of (step, epoch). Evaluation
 draws no random numbers, so a run that stops at step k and resumes is indistinguishable from one
 that never stopped. Failures (docs/failures.md): SIGTERM/SIGINT save last.pt after the current step
 (tasks/engine/run/interrupts.py); non-finite or exploding values stop the run before any save (tasks/engine/training/divergence.py).
