@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Literal, Optional
 from tasks.engine.config.command_options import CommandOptions, option
 from tasks.engine.config.schema import key
 
+MAX_BEAM = 128  # a wider beam costs time and memory (keys per hypothesis) with no gain a user could want
+
 Rate = dict(low=0, high=1, high_open=True)
 
 
@@ -57,8 +59,8 @@ class SubwordConfig:
 
 @dataclass(kw_only=True)
 class DecodingConfig:
-    valid_beam_size: int = key(low=1)
-    beam_size: int = key(low=1)
+    valid_beam_size: int = key(low=1, high=MAX_BEAM)
+    beam_size: int = key(low=1, high=MAX_BEAM)
     length_penalty: float = key(low=0)
     max_len_a: float = key(low=0)
     max_len_b: int = key(low=1)
@@ -116,7 +118,7 @@ class TranslationPredictOptions(CommandOptions):
     """predict.py's options of a translation model (docs/inference.md#options); None: the test's decoding."""
     batch_size: Optional[int] = option(None, low=1, help="sources per batch at most (None: "
                                                          "task.eval_max_sentences, as the evaluation batches)")
-    beam: Optional[int] = option(None, low=1, help="beam width (None: task.decoding.beam_size)")
+    beam: Optional[int] = option(None, low=1, high=MAX_BEAM, help="beam width (None: task.decoding.beam_size)")
     nbest: int = option(1, low=1, allowed="an integer from 1 to beam", help="hypotheses written per source, "
                                                                              "with their scores")
     length_penalty: Optional[float] = option(None, low=0, help="length penalty (None: "
