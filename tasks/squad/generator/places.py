@@ -19,13 +19,19 @@ from .question_words import UNRESOLVED, place_kind
 LOCATING_PREPS = {"in", "on", "at", "near", "within"}
 
 
+def comma_conj(tok) -> bool:
+    """"Madrid, Spain" parsed as a conjunct: the place after a comma, not one of "Bolivia and Peru"."""
+    return tok.dep_ == "conj" and tok.i > 0 and tok.doc[tok.i - 1].text == ","
+
+
 def _place_of(tok):
     """The token's place entity range when the token names a place inside a locating phrase (the object of
     "in" / "on" ..., or an apposition / conjunct of one: "Siberia, Russia")."""
     if tok.ent_type_ not in ("GPE", "LOC") or tok.ent_iob_ != "B" and tok.dep_ != "pobj":
         return None
     anchor = tok
-    while anchor.dep_ in ("appos", "compound") and anchor.head.ent_type_ in ("GPE", "LOC", "FAC", ""):
+    while (anchor.dep_ in ("appos", "compound") or comma_conj(anchor)) and anchor.head.ent_type_ in (
+            "GPE", "LOC", "FAC", ""):
         anchor = anchor.head
     while anchor.dep_ == "pobj" and anchor.head.lower_ == "of" and anchor.head.head.dep_ == "pobj":
         anchor = anchor.head.head  # "in the centre of Madrid": the place inside a locating phrase
