@@ -31,9 +31,11 @@ import numpy as np
 import torch
 
 from bench.harness import bench_parser, interleaved, make_timer, markdown_table, paired_ratio
-from sru.ops.cpu.autograd import SKIP_SCALED_X, recurrence_bwd, recurrence_fwd
-from sru.ops.cpu.build import compile_flags, load_error, load_library
-from sru.ops.cpu.kernel import SruArgs, configure_library
+from sru.ops.backends import compile_flags, cpu_autograd, cpu_kernel, load_error, load_library
+
+SKIP_SCALED_X, recurrence_bwd, recurrence_fwd = (cpu_autograd.SKIP_SCALED_X, cpu_autograd.recurrence_bwd,
+                                                 cpu_autograd.recurrence_fwd)
+SruArgs, configure_library = cpu_kernel.SruArgs, cpu_kernel.configure_library
 
 HEADERS = Path(__file__).resolve().parents[1] / "sru" / "ops" / "cpu"
 AB_SHAPES = [(32, 32, 256, 1), (64, 32, 512, 1), (128, 32, 512, 1), (256, 8, 1024, 1), (35, 32, 910, 1),

@@ -114,7 +114,7 @@ def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator
     three products through oneDNN (sru/ops/cpu/gemm.py, prepacked weight) instead of torch.mm's
     MKL: the layer is judged against the faster of the two.
     """
-    from sru.ops.cpu.gemm import matmul
+    from sru.ops import matmul
 
     product = (lambda x, w: x @ w) if library is None else (lambda x, w: matmul(x, w, library))
     rows = shape.length * shape.batch

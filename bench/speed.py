@@ -21,6 +21,7 @@ from typing import Dict, List, Optional
 
 import torch
 
+from sru.ops.precision import AUTOCAST_NAMES
 from bench import decode, registry
 from bench.harness import calls_per_sample, interleaved_phases, machine_info, make_timer, paired_ratio, summarize
 from bench.speed_report import judged_targets, plot, profile_train_step, speed_table
@@ -62,7 +63,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         parser.error(f"--repeats and --threads: expected >= 1, received {args.repeats}, {args.threads}")
     default_dtypes = "fp32,bf16" if args.device == "cuda" else "fp32"
     args.dtypes = (args.dtypes or default_dtypes).split(",")
-    bad = [d for d in args.dtypes if d not in ("fp32", "bf16")]
+    bad = [d for d in args.dtypes if d not in AUTOCAST_NAMES]
     if bad:
         parser.error(f"--dtypes: expected a comma list of fp32,bf16, received {bad}")
     return args

@@ -38,6 +38,7 @@ from typing import Callable, Dict, List, Tuple
 import torch
 from torch import nn
 
+from sru.ops.precision import AUTOCAST_NAMES
 from bench.harness import interleaved, machine_info, make_timer, markdown_table
 from tasks.common.encoders import recurrent_modules
 from tasks.engine.base import build_task
@@ -240,7 +241,7 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=10, help="training steps per model per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    parser.add_argument("--precision", default="fp32", choices=AUTOCAST_NAMES)
     parser.add_argument("--override", action="append", default=[],
                         help="a config override for every task and model, e.g. task.batch_size=16")
     parser.add_argument("--out", default="outputs/bench_tasks")

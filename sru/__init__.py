@@ -8,6 +8,7 @@ kernels compile lazily on first use (see ``sru.ops``).
 from sru.modules import SRU, SRUCell
 from sru.quantize import quantize_dynamic
 from sru.ops import elementwise_recurrence
+from sru.ops.precision import Precision
 from sru.srupp import SRUpp, SRUppCell
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache
@@ -16,4 +17,4 @@ from sru.sru3_checkpoint import convert_sru3_state_dict
 __version__ = "0.1.0"
 
 __all__ = ["SRU", "SRUCell", "SRUpp", "SRUppCell", "SRUppAttention", "SRUppProjectedLinear",
-           "SRUppCache", "convert_sru3_state_dict", "quantize_dynamic", "elementwise_recurrence", "__version__"]
+           "SRUppCache", "Precision", "convert_sru3_state_dict", "quantize_dynamic", "elementwise_recurrence", "__version__"]

@@ -14,9 +14,9 @@ from torch import Tensor, nn
 
 from sru.checks import check_layer_sizes, state_dtype
 from sru.linear import DispatchedLinear
-from sru.ops import BACKENDS, elementwise_recurrence
-from sru.ops.cpu.gemm import check_library
-from sru.ops.cpu.int8 import reattach_int8
+from sru.ops import BACKENDS, LIBRARIES, check_library, elementwise_recurrence, matmul
+from sru.ops.quantized import Int8Weight
+from sru.ops.precision import Precision
 from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
@@ -31,7 +31,7 @@ class RecurrentCellBase(nn.Module):
     ``extra_repr`` shows when they differ from their default."""
 
     scale_x: Tensor
-    __jit_unused_properties__ = ["backend", "gemm", "_skip_scale"]  # torch.jit.script: Python only
+    __jit_unused_properties__ = ["backend", "gemm", "precision", "_skip_scale"]  # torch.jit.script: Python only
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
 
@@ -54,26 +54,57 @@ class RecurrentCellBase(nn.Module):
 
     @property
     def backend(self) -> str:
-        # Stored under its own name in __dict__, where the pickles of every version have it.
-        return self.__dict__["backend"]
+        return self._backend
 
     @backend.setter
     def backend(self, value: str) -> None:  # checked here, not at the first forward
         if value not in BACKENDS:
             raise ValueError(f"{type(self).__name__} expected backend in {BACKENDS}, got {value!r}")
-        self.__dict__["backend"] = value
+        self._backend = value
 
     @property
     def gemm(self) -> str:
         """The CPU GEMM library of the projections: auto / mkl / onednn (sru/ops/cpu/gemm.py)."""
-        return self.__dict__.get("gemm", "auto")
+        return self._gemm
 
     @gemm.setter
     def gemm(self, value: str) -> None:
-        self.__dict__["gemm"] = check_library(value, type(self).__name__)
+        self._gemm = check_library(value, type(self).__name__)
         for module in self.modules():  # SRU++: the dispatched Linear layers of the transform
             if isinstance(module, DispatchedLinear):
                 module.gemm = value
+
+    _QUANTIZED = ("weight_proj", "weight")  # the projections ``quantize_int8_`` gives an int8 copy
+
+    @property
+    def precision(self) -> Precision:
+        """INT8 once ``sru.quantize_dynamic`` gave this layer int8 weights, else FP32 (bf16 is chosen per
+        call, by autocast): read from the layer's own structure, so copies and checkpoints keep it."""
+        quantized = any(isinstance(m, Int8Weight) for m in self._modules.values())
+        return Precision.INT8 if quantized else Precision.FP32
+
+    def quantize_int8_(self) -> bool:
+        """In place: each projection weight gets its int8 copy (an ``Int8Weight`` submodule named
+        ``<weight>_int8``) and keeps the dequantised values itself, so that every float route (autograd,
+        export, small products) computes the same function. A layer with ``custom_m`` or without its own
+        weight is left as it is (returns False)."""
+        if getattr(self, "custom_m", None) is not None or self._parameters.get("weight") is None:
+            return False
+        for name in self._QUANTIZED:
+            param = self._parameters.get(name)
+            if param is None:
+                continue
+            int8 = Int8Weight.of(param.t())  # stored (in, out): the int8 weight is (out, in)
+            self.add_module(name + "_int8", int8)
+            with torch.no_grad():
+                param.copy_(int8.dequantized().t())
+            param.requires_grad_(False)
+        return True
+
+    def project(self, x: Tensor, name: str = "weight") -> Tensor:
+        """x (rows, in) times the parameter ``name`` (``weight`` or ``weight_proj``, stored (in, out))
+        through the projection entry point, with its int8 copy when the layer is quantised."""
+        return matmul(x, self._parameters[name], self._gemm, self._modules.get(name + "_int8"))
 
     @property
     def _skip_scale(self) -> float:
@@ -90,15 +121,23 @@ class RecurrentCellBase(nn.Module):
         self._scale_x_value = float(self.scale_x[0])
 
     def __setstate__(self, state):
+        # Earlier versions kept backend / gemm in ``__dict__`` under their property names (a quantised
+        # cell's gemm said "int8"; its int8 copies are no longer read from there: quantise again).
+        state = dict(state)
+        backend, gemm = state.pop("backend", "auto"), state.pop("gemm", "auto")
         super().__setstate__(state)
         # Whole modules pickled by the official package (same class path) lack the attributes
         # added here or in later versions.
-        self.__dict__.setdefault("backend", "auto")
+        self.__dict__.setdefault("_backend", backend)
+        self.__dict__.setdefault("_gemm", gemm if gemm in LIBRARIES else "auto")
         for name, default in self._PICKLE_DEFAULTS:
             if name not in self._modules:  # custom_m lives in _modules: an entry here would hide it
                 self.__dict__.setdefault(name, default)
         self.__dict__.setdefault("_scale_x_value", float(self.scale_x[0]))
-        reattach_int8(self)  # a quantised cell (sru.quantize_dynamic) copied or unpickled
+        for name in self._QUANTIZED:  # an earlier version's int8 copies were two buffers each
+            q, scale = self._buffers.pop(name + "_int8", None), self._buffers.pop(name + "_scale", None)
+            if q is not None and scale is not None:
+                self.add_module(name + "_int8", Int8Weight(q, scale))
 
     @staticmethod
     def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:

@@ -19,8 +19,7 @@ from sru.checks import (check_cell_input, check_layer_sizes, check_module, check
                         empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
-from sru.ops.backends import (fuse_layer, inference_plan, linear_recurrence, matmul, run_inference_path,
-                              stack_inference)
+from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_inference_path, stack_inference
 from sru.ops.spec import Masks
 from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
@@ -166,8 +165,8 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         the CPU GEMM dispatch (``torch.mm`` off CPU / fp32: sru/ops/cpu/gemm.py)."""
         x = input.reshape(-1, input.size(-1))  # a view when input is contiguous
         if self.weight_proj is not None:
-            x = matmul(x, self.weight_proj, self.gemm)
-        return matmul(x, self.weight, self.gemm).view(input.size(0), input.size(1), -1)
+            x = self.project(x, "weight_proj")
+        return self.project(x).view(input.size(0), input.size(1), -1)
 
     def compute_UV(self, input: Tensor, c0: Optional[Tensor] = None,
                    mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
@@ -289,8 +288,8 @@ class SRU(ScriptableStack, StackBase):
         # See SRUCell.__setstate__: official pickles predate these attributes.
         for name, default in (("batch_first", False), ("nn_rnn_compatible_return", False),
                               ("input_to_hidden", None)):
-            if name not in self.__dict__ and name not in self._modules:
-                self.__dict__[name] = default
+            if name not in self._modules:
+                self.__dict__.setdefault(name, default)
 
     def reset_parameters(self) -> None:
         for cell in self.rnn_lst:

@@ -21,7 +21,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from sru.checks import check_float_tensor, shape_of, state_dtype
-from sru.ops.backends import linear_recurrence, matmul
+from sru.ops.backends import linear_recurrence
 from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
 from sru.ops.spec import Masks
 
@@ -50,8 +50,8 @@ def cell_forward_packed(cell, x: Tensor, layout: PackedLayout,
                                  Masks(mask_c), cell.recurrence_spec(), layout.kernel_args,
                                  gemm=cell.gemm)
     else:
-        U = x if cell.weight_proj is None else matmul(x, cell.weight_proj, cell.gemm)
-        U = matmul(U, cell.weight, cell.gemm)
+        U = x if cell.weight_proj is None else cell.project(x, "weight_proj")
+        U = cell.project(U)
         dtype = state_dtype(U.dtype, cell.amp_recurrence_fp16)  # as SRUCell.apply_recurrence
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         skip_x = residual if cell.has_skip_term and U.size(-1) == 3 * cell.output_size else None

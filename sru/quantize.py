@@ -2,7 +2,8 @@
 
 ``quantize_dynamic(model)``: every SRU layer's projection weights (``weight``, ``weight_proj``) and
 every ``nn.Linear`` of the model (SRU++'s attention and projections, the task heads, translation's
-Transformer layers) become int8 with one scale per output channel; activations are quantised per
+Transformer layers, each made a ``sru.linear.DispatchedLinear``) get an int8 copy with one scale per
+output channel (``sru.ops.quantized.Int8Weight``, a submodule: copies, pickles and state_dicts carry it); activations are quantised per
 token (one scale per row) at run time; the fused recurrence runs unchanged in float32 (c keeps
 float32). The kernel is torch's maintained int8 linear of oneDNN (``torch.ops.onednn.qlinear_pointwise``:
 AMX, VNNI or AVX2 kernels; torch's dynamic quantised linear on fbgemm where that is missing or asked
@@ -19,13 +20,14 @@ import warnings
 from typing import Iterable, Tuple, Union
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
-from sru.modules import SRUCell
-from sru.ops.cpu import int8 as cpu_int8
+from sru.cell_base import RecurrentCellBase
+from sru.linear import DispatchedLinear
+from sru.ops.backends import int8_engine
+from sru.ops.quantized import quantize_weight  # noqa: F401  (sru.quantize's public API)
 
 _warned = set()
-int8_engine = cpu_int8.int8_engine  # which quantised engine runs the int8 weights (SRU_INT8_ENGINE overrides)
 
 
 def check_int8_device(device) -> None:
@@ -56,60 +58,6 @@ def warn_if_bf16_emulated() -> bool:
     return native
 
 
-def quantize_weight(weight_out_in: Tensor):
-    """Symmetric int8 per output channel: (int8 (out, in), float32 scales (out,))."""
-    w = weight_out_in.detach().float()
-    scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127.0
-    return torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8), scale
-
-
-class Int8Linear(nn.Module):
-    """A quantised ``nn.Linear``: int8 weight with per-channel scales, float32 bias; state_dict
-    keys ``weight_int8``, ``weight_scale``, ``bias``. Off the int8 route (autograd, export,
-    another device) it computes with the dequantised weight in float32."""
-
-    def __init__(self, in_features: int, out_features: int, bias: bool = True):
-        super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.register_buffer("weight_int8", torch.zeros(out_features, in_features, dtype=torch.int8))
-        self.register_buffer("weight_scale", torch.ones(out_features))
-        self.register_buffer("bias", torch.zeros(out_features) if bias else None)
-
-    @classmethod
-    def from_linear(cls, linear: nn.Linear) -> "Int8Linear":
-        out = cls(linear.in_features, linear.out_features, linear.bias is not None)
-        q, scale = quantize_weight(linear.weight)
-        out.weight_int8.copy_(q)
-        out.weight_scale.copy_(scale)
-        if linear.bias is not None:
-            out.bias.copy_(linear.bias.detach())
-        return out.to(linear.weight.device)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return cpu_int8.int8_linear(input, self.weight_int8, self.weight_scale, self.bias)
-
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, int8 per-channel"
-
-
-def _quantize_cell(cell: SRUCell) -> None:
-    """int8 copies of the cell's projection weights as buffers; ``weight`` / ``weight_proj`` keep
-    the dequantised values (so every float path computes the same function) and point the GEMM
-    dispatch at the int8 copies (``gemm="int8"``)."""
-    for name in ("weight_proj", "weight"):
-        param = cell._parameters.get(name)
-        if param is None:
-            continue
-        q, scale = quantize_weight(param.t())  # stored (in, out): the int8 weight is (out, in)
-        cell.register_buffer(f"{name}_int8", q)
-        cell.register_buffer(f"{name}_scale", scale)
-        with torch.no_grad():
-            param.copy_((q.float() * scale[:, None]).t())
-        param.requires_grad_(False)
-        cpu_int8.attach_int8(param, getattr(cell, f"{name}_int8"), getattr(cell, f"{name}_scale"))
-    cell.__dict__["gemm"] = "int8"  # not a user choice: only quantised cells have int8 copies
-
-
 def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[str, ...]:
     """``keep_fp32`` as a tuple of submodule names, each checked against ``model.named_modules()``
     (a misspelt name would otherwise quantise the very module it meant to keep)."""
@@ -135,11 +83,12 @@ def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = ()
     for name, module in list(model.named_modules()):
         if skipped(name):
             continue
-        if isinstance(module, SRUCell) and module.custom_m is None and module._parameters.get("weight") is not None:
-            _quantize_cell(module)
+        if isinstance(module, RecurrentCellBase):
+            module.quantize_int8_()
         for child_name, child in list(module._modules.items()):
             full = f"{name}.{child_name}" if name else child_name
             if isinstance(child, nn.Linear) and not skipped(full):
-                module._modules[child_name] = Int8Linear.from_linear(child)
+                linear = child if isinstance(child, DispatchedLinear) else DispatchedLinear.from_linear(child)
+                module._modules[child_name] = linear.quantize_int8_()
     return model
 

@@ -11,7 +11,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
 from sru.linear import DispatchedLinear, dispatch_linears
-from sru.ops.cpu import gemm
+from sru.ops.cpu import gemm, routes
 from sru.testing import rel_err
 
 pytestmark = pytest.mark.skipif(not gemm.onednn_available(), reason="this torch has no oneDNN")
@@ -142,10 +142,10 @@ def test_fp32_stays_fp32_and_float64_is_untouched():
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(300, 64, generator=gen), torch.randn(64, 96, generator=gen)
     exact = x.double().mm(w.double())
-    got = gemm.matmul(x, w, "onednn")
+    got = routes.matmul(x, w, "onednn")
     assert got.dtype == torch.float32
     assert rel_err(got, exact) < 1e-6  # bf16 / tf32 would be ~1e-3
-    assert not onednn_ran(lambda: gemm.matmul(x.double(), w.double(), "onednn"))
+    assert not onednn_ran(lambda: routes.matmul(x.double(), w.double(), "onednn"))
 
 
 def test_prepacked_weight_follows_optimizer_updates():
@@ -181,17 +181,17 @@ def test_choice_is_cached_per_thread_count(monkeypatch):
     x, w = torch.randn(40, 256), torch.randn(256, 512)
     threads = torch.get_num_threads()
     try:
-        gemm.matmul(x, w)
-        gemm.matmul(x, w)
+        routes.matmul(x, w)
+        routes.matmul(x, w)
         assert len(calls) == 1  # measured once, then cached
-        gemm.matmul(torch.randn(50, 256), w)  # same row bucket (64)
+        routes.matmul(torch.randn(50, 256), w)  # same row bucket (64)
         assert len(calls) == 1
-        gemm.matmul(torch.randn(300, 256), w)  # more rows than MEASURED_ROWS_CAP: measured there ...
+        routes.matmul(torch.randn(300, 256), w)  # more rows than MEASURED_ROWS_CAP: measured there ...
         assert len(calls) == 2 and calls[-1][1] == gemm.MEASURED_ROWS_CAP
-        gemm.matmul(torch.randn(3000, 256), w)  # ... once for every larger product
+        routes.matmul(torch.randn(3000, 256), w)  # ... once for every larger product
         assert len(calls) == 2
         torch.set_num_threads(1 if threads > 1 else 2)
-        gemm.matmul(x, w)
+        routes.matmul(x, w)
         assert len(calls) == 3
     finally:
         torch.set_num_threads(threads)
@@ -214,7 +214,7 @@ def test_auto_picks_the_faster_library_on_either_kind_of_cpu(monkeypatch, caplog
             assert gemm.choose("fwd", 40, 256, 512) == want
             assert gemm.choose("fwd", 40, 16, 24) == "mkl"
         assert f"-> {want}" in caplog.text
-        assert (want == "onednn") == onednn_ran(lambda: gemm.matmul(x, w))
+        assert (want == "onednn") == onednn_ran(lambda: routes.matmul(x, w))
 
 
 def test_environment_variable_forces_modules_left_at_auto(monkeypatch):

@@ -206,7 +206,7 @@ def test_module_pickled_by_the_official_package_unpickles():
     h, c = model(x, c0, mask_pad=mask_pad)
     del model.__dict__["batch_first"]
     for cell in model.rnn_lst:
-        for name in ("backend", "_scale_x_value", "normalize_after", "weight_c_init"):
+        for name in ("_backend", "_gemm", "_scale_x_value", "normalize_after", "weight_c_init"):
             del cell.__dict__[name]
     buffer = io.BytesIO()
     torch.save(model, buffer)

@@ -77,7 +77,7 @@ def test_translation_int8_hypotheses_close_to_fp32(run_train, tmp_path):
     int8 = predictor.predict(sources)
     # every layer int8, the 4,000-way output layer too (per-token activation scales keep its BLEU)
     assert predictor.task.int8_keep_fp32 == ()
-    assert {type(predictor.model.output).__name__, type(predictor.model.decoder[0].self_attn.q).__name__} == {"Int8Linear"}
+    assert {predictor.model.output.precision, predictor.model.decoder[0].self_attn.q.precision} == {"int8"}
     assert len(int8) == len(fp32) and sum(len(h.split()) for h in fp32) >= len(fp32)  # real sentences
     assert BLEU().corpus_score(list(int8), [list(fp32)]).score >= 90
     # bench.precision.predict --product-share: each precision's profiled call, its products' seconds and share

@@ -10,7 +10,8 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import sru
-from sru.quantize import Int8Linear, bf16_native, check_int8_device, int8_engine, quantize_weight
+from sru.linear import DispatchedLinear
+from sru.quantize import bf16_native, check_int8_device, int8_engine, quantize_weight
 from sru.testing import rel_err
 
 pytestmark = [pytest.mark.skipif(int8_engine() is None, reason="no x86/fbgemm/onednn quantised engine"),
@@ -100,7 +101,7 @@ def test_srupp_int8(attention):
     model = sru.SRUpp(32, 32, 16, num_layers=2, attention_every_n_layers=1 if attention else 3).eval()
     x = torch.randn(10, 3, 32)
     quantized = sru.quantize_dynamic(model)
-    assert isinstance(quantized.rnn_lst[0].transform_module.linear1, Int8Linear)
+    assert quantized.rnn_lst[0].transform_module.linear1.precision == "int8"
     with torch.no_grad():
         assert rel_err(quantized(x)[0], model(x)[0]) < INT8_TOL
         cache, steps = None, []
@@ -130,12 +131,13 @@ def test_state_dict_round_trip_and_copies():
 def test_keep_fp32_leaves_named_layers():
     net = torch.nn.Sequential(sru.SRU(8, 8, num_layers=1), torch.nn.Linear(8, 3))
     quantized = sru.quantize_dynamic(net, keep_fp32=["1"])
-    assert type(quantized[1]) is torch.nn.Linear and quantized[0].rnn_lst[0].gemm == "int8"
+    assert type(quantized[1]) is torch.nn.Linear and quantized[0].rnn_lst[0].precision == "int8"
     named = torch.nn.Sequential(OrderedDict(rnn=sru.SRU(8, 8, num_layers=1), decoder=torch.nn.Linear(8, 3)))
     one_name = sru.quantize_dynamic(named, keep_fp32="decoder")  # one name, not its characters
-    assert type(one_name.decoder) is torch.nn.Linear and one_name.rnn.rnn_lst[0].gemm == "int8"
+    assert type(one_name.decoder) is torch.nn.Linear and one_name.rnn.rnn_lst[0].precision == "int8"
     kept_layer = sru.quantize_dynamic(named, keep_fp32="rnn")
-    assert kept_layer.rnn.rnn_lst[0].gemm != "int8" and type(kept_layer.decoder) is Int8Linear
+    assert kept_layer.rnn.rnn_lst[0].precision == "fp32" and type(kept_layer.decoder) is DispatchedLinear
+    assert kept_layer.decoder.precision == "int8"
 
 
 def test_int8_refusals_name_what_works():
@@ -193,7 +195,7 @@ def test_every_int8_engine_computes_the_same_layer(monkeypatch):
             assert int8_ran(lambda: q(x))
             outs[engine] = q(x)[0]
         cell = next(m for m in q.modules() if isinstance(m, sru.SRUCell))
-        assert engine in int8._packs[cell.weight_int8]
+        assert engine in int8._packs[cell.weight_int8.q]
     assert torch.backends.quantized.engine == before
     for engine, out in outs.items():
         assert rel_err(out, outs[engines[0]]) < 0.02, engine

@@ -59,7 +59,7 @@ def candidates(rows: int, d_in: int, d_out: int, kind: str, low_precision: bool
                 packed_o = torch.ops.quantized.linear_prepack(qw, None)
                 torch.backends.quantized.engine = before
                 routes["int8 onednn"] = lambda: torch.ops.quantized.linear_dynamic(x, packed_o, False)
-            from sru.ops.cpu import int8
+            from sru.ops.backends import cpu_int8 as int8
             from sru.quantize import quantize_weight
             q, scale = quantize_weight(w_t)
 

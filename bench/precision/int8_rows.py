@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.harness import calls_per_sample, interleaved, machine_info, make_timer, markdown_table, paired_ratio, summarize
-from sru.ops.cpu import int8
+from sru.ops.backends import cpu_int8 as int8
 from sru.quantize import quantize_weight
 
 PRODUCTS = [(256, 256), (256, 768), (256, 4000), (512, 1536)]  # (in, out)

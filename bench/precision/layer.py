@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import sru
-from sru.ops.cpu import int8 as cpu_int8
+from sru.ops.backends import cpu_int8
 from bench.harness import (calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from sru.deploy.checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
-from sru.ops.cpu.custom_op import load_op_library, op_error
+from sru.ops.backends import load_op_library, op_error
 
 def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):
     """(length, batch) of the first input as export ``Dim``s, for the model's one input."""
@@ -91,6 +91,3 @@ def main(argv: Optional[list] = None) -> int:
     print(path)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

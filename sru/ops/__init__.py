@@ -11,13 +11,13 @@ from typing import Optional, Tuple, Union
 
 from torch import Tensor
 
-from .backends import BACKENDS, available_backends, check_backend_name, resolve
-from .cpu.gemm import clear_cpu_gemm_cache, cpu_gemm_report
+from .backends import (BACKENDS, LIBRARIES, available_backends, check_backend_name, check_library,
+                       clear_cpu_gemm_cache, cpu_gemm_report, linear, matmul, resolve)
 from .reference import elementwise_recurrence_reference
 from .spec import Masks, RecurrenceSpec, split_flat
 
-__all__ = ["BACKENDS", "Masks", "RecurrenceSpec", "available_backends", "clear_cpu_gemm_cache",
-           "cpu_gemm_report",
+__all__ = ["BACKENDS", "LIBRARIES", "Masks", "RecurrenceSpec", "available_backends", "check_library",
+           "clear_cpu_gemm_cache", "cpu_gemm_report", "linear", "matmul",
            "elementwise_recurrence", "elementwise_recurrence_reference"]
 
 

@@ -27,8 +27,15 @@ import torch
 from torch import Tensor
 
 import sru.ops.export as export_backend
-from .cpu import gemm as cpu_gemm
+from .cpu import gemm as cpu_gemm, routes as cpu_routes
 from .cpu.build import cpu_kernel_available, load_error
+# The CPU backend's pieces that the floors above use (deploy's custom op, the translation task's kernels
+# built by the same build, the bench's kernel and int8 measurements): named here, so that nothing outside
+# sru/ops imports sru.ops.cpu, whose layout may then change freely.
+from .cpu import autograd as cpu_autograd, int8 as cpu_int8, kernel as cpu_kernel  # noqa: F401
+from .cpu.build import compile_flags, load_library, load_or_build, short_log  # noqa: F401
+from .cpu.custom_op import load_op_library, op_error  # noqa: F401
+from .cpu.int8 import int8_engine  # noqa: F401  (which engine runs int8 products: SRU_INT8_ENGINE overrides)
 from .tracing import exporting
 
 
@@ -151,7 +158,19 @@ def stack_inference(sru, input, c0, mask_pad):
     return None if paths is None else paths.stack_inference(sru, input, c0, mask_pad)
 
 
-def matmul(x: Tensor, weight: Tensor, library: str = "auto") -> Tensor:
-    """The layer's products U = x W: the CPU GEMM dispatch (sru/ops/cpu/gemm.py: MKL or oneDNN by a measured
-    choice; ``torch.mm`` off CPU and outside fp32), reached through this door like the entries above."""
-    return cpu_gemm.matmul(x, weight, library)
+# The projection entry points (sru/ops/cpu/routes.py, one table of routes: int8 with an ``Int8Weight``, bf16,
+# fp32 through MKL or oneDNN by a measured choice; ``torch.mm`` / ``F.linear`` off CPU), reached through this
+# door like the entries above; and what configures and reports them.
+LIBRARIES = cpu_gemm.LIBRARIES
+check_library = cpu_gemm.check_library
+clear_cpu_gemm_cache, cpu_gemm_report = cpu_gemm.clear_cpu_gemm_cache, cpu_gemm.cpu_gemm_report
+
+
+def matmul(x: Tensor, weight: Tensor, library: str = "auto", int8=None) -> Tensor:
+    """The layer's products U = x W (weight stored (in, out)); ``int8``: the weight's ``Int8Weight``."""
+    return cpu_routes.matmul(x, weight, library, False, int8)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None) -> Tensor:
+    """``F.linear`` (weight stored (out, in)) through the same entry point."""
+    return cpu_routes.linear(x, weight, bias, library, int8)

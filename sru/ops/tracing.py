@@ -4,6 +4,7 @@ kernels) step aside for the export-friendly form (sru/ops/export.py) then. Its o
 import contextlib
 import threading
 import warnings
+from typing import Optional
 
 import torch
 
@@ -11,6 +12,23 @@ import torch
 def exporting() -> bool:
     """Whether ``torch.onnx.export`` or ``torch.export`` is tracing right now."""
     return torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def eager_cpu(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> bool:
+    """The one guard of every fast CPU route (the GEMM libraries, bf16 and int8 products, the fused kernels'
+    paths): plain CPU tensors (no subclass) in eager execution, outside compile, export, functorch transforms
+    (``torch.func.grad``, vmap), any Python dispatch mode (a mode would see the one-time measurements'
+    products) and ``torch.jit.trace`` (traced sizes are tensors, and the direct kernel calls go through
+    ctypes, which the tracer cannot see). Cheapest tests first: this runs before every projection."""
+    # ``exporting()`` in two cheaper parts: ``torch.export`` / dynamo ONNX export (``is_exporting``), and the
+    # TorchScript-based ONNX exporter, which traces (``jit.is_tracing``; ``is_in_onnx_export`` costs ~1 µs)
+    return (type(a) in _PLAIN and a.is_cpu and (b is None or (type(b) in _PLAIN and b.is_cpu))
+            and not torch.compiler.is_compiling() and not torch.compiler.is_exporting()
+            and not torch._C._are_functorch_transforms_active()
+            and torch._C._len_torch_dispatch_stack() == 0 and not torch.jit.is_tracing())
 
 
 

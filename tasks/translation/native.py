@@ -1,5 +1,5 @@
 """The translation task's C kernels (beam_rows.cpp, decode_attention.cpp), built into one library on first use
-through the SRU kernel's build (sru.ops.cpu.build: cached per source, flags, torch and CPU; published
+through the SRU kernel's build (``sru.ops.backends.load_or_build``: cached per source, flags, torch and CPU; published
 atomically; ``SRU_CPU_EXTENSION=0`` turns it off). Where it cannot be built, one warning, and the callers use
 torch ops (``library()`` is None)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-from sru.ops.cpu.build import load_or_build, short_log
+from sru.ops.backends import load_or_build, short_log
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("beam_rows.cpp", "decode_attention.cpp"))
 _lock = threading.Lock()

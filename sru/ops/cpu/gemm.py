@@ -14,7 +14,8 @@ Products (``kind``), with the SRU's weight W (in, out): ``fwd`` U = X W, ``dx`` 
 ``dw`` dW = Xᵀ dU. Only float32 on plain eager CPU tensors is dispatched; every other case
 (float64, compile, export, functorch, CUDA) is ``torch.mm`` as before. fp32 stays fp32: oneDNN
 computes in fp32 (only the summation order differs). Two more routes serve low precision: bf16 under
-autocast in inference (``bf16_matmul``) and ``gemm="int8"`` for ``sru.quantize_dynamic``'s cells.
+autocast in inference (``bf16_matmul``) and an ``int8`` weight (``sru.ops.quantized.Int8Weight``) for
+``sru.quantize_dynamic``'s models.
 
 Forcing: ``SRU(..., gemm="mkl"|"onednn")`` per module, or the environment variable
 ``SRU_CPU_GEMM=mkl|onednn|auto`` for modules left at ``gemm="auto"`` (read when sru is imported;
@@ -37,8 +38,8 @@ import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..tracing import exporting
-from .int8 import clear_packs, per_token_product, takes_int8
+from ..tracing import eager_cpu
+from .int8 import clear_packs
 
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
@@ -73,19 +74,11 @@ def row_bucket(rows: int) -> int:
     return 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length()
 
 
-_PLAIN = (Tensor, torch.nn.Parameter)
-
-
 def dispatchable(a: Tensor, b: Tensor) -> bool:
-    """Plain eager float32 CPU tensors, outside autocast / compile / export / functorch and
-    outside any Python dispatch mode (a mode would see the one-time measurement's products).
-    Cheapest tests first: this runs before every projection."""
-    return (a.dtype is torch.float32 and b.dtype is torch.float32 and type(a) in _PLAIN
-            and type(b) in _PLAIN and a.is_cpu and b.is_cpu
-            and not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling()
-            and not torch._C._are_functorch_transforms_active()
-            and torch._C._len_torch_dispatch_stack() == 0 and not exporting()
-            and not torch.jit.is_tracing())  # traced sizes are tensors; the trace wants torch.mm
+    """Float32 tensors on the one eager-CPU guard (``sru.ops.tracing.eager_cpu``), outside autocast: a
+    product (of the fused training path's backward) the dispatch may send to oneDNN."""
+    return (a.dtype is torch.float32 and b.dtype is torch.float32 and not torch.is_autocast_enabled("cpu")
+            and eager_cpu(a, b))
 
 
 # SRU_CPU_GEMM as read when sru was imported or at the last clear_cpu_gemm_cache() (reading
@@ -279,59 +272,27 @@ def uses_onednn(rows: int, weight: Tensor, library: str, backward: bool, oi: boo
     return any(choose(kind, rows, *widths, library, oi) == "onednn" for kind in kinds)
 
 
-def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False) -> Tensor:
-    """x (rows, in) times the weight (in, out), or (out, in) with ``oi`` (then x Wᵀ),
-    differentiable, each of the three products through the chosen library: ``torch.mm`` itself
-    whenever every product resolves to MKL (or the tensors are not dispatchable). ``int8``
-    (cells quantised by ``sru.quantize_dynamic``): the int8 copy attached to the weight, in
-    inference; with autograd the (dequantised) float weight."""
-    if torch.is_autocast_enabled("cpu"):
-        if bf16_autocast_inference(x, weight):
-            return bf16_matmul(x, weight, oi)
-        out = x.mm(weight.t() if oi else weight)  # autocast decides the product's dtype, as before
-        # inference: the fused recurrence reads float32 U (bf16_matmul's contract; training casts in autograd)
-        return out if torch.is_grad_enabled() else out.float()
-    if library == "int8":  # the float weight holds the dequantised values: small products and autograd use it
-        int8 = weight.__dict__.get("_sru_int8")
-        if int8 is not None and takes_int8(x, int8[0]):
-            return per_token_product(x.contiguous(), *int8)
-        return x.mm(weight.t() if oi else weight)
-    if dispatchable(x, weight):
-        backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
-        rows = x.shape[0]
-        key = (library, _env[0], 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length(),
-               weight.shape, oi, backward, torch.get_num_threads())
-        onednn = _routes.get(key)
-        if onednn is None:  # one dict lookup per call once the shape was seen (this runs per projection)
-            onednn = _routes[key] = uses_onednn(rows, weight, library, backward, oi)
-        if onednn:
-            if not backward:
-                return _onednn("fwd", x.contiguous(), weight, oi)
-            return _Matmul.apply(x.contiguous(), weight, library, oi)
-    return x.mm(weight.t() if oi else weight)
+def routes_to_onednn(x: Tensor, weight: Tensor, library: str, oi: bool) -> bool:
+    """Whether any of this product's fwd (and, with autograd, dx / dw) products goes to oneDNN: one dict lookup
+    per call once the shape was seen (this runs per projection). Float32 eager CPU tensors (the caller checks)."""
+    backward = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+    rows = x.shape[0]
+    key = (library, _env[0], 4096 if rows >= 4096 else 1 << max(rows - 1, 0).bit_length(),
+           weight.shape, oi, backward, torch.get_num_threads())
+    onednn = _routes.get(key)
+    if onednn is None:
+        onednn = _routes[key] = uses_onednn(rows, weight, library, backward, oi)
+    return onednn
 
 
-def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto") -> Tensor:
-    """``F.linear`` (weight (out, in)) through the dispatch, for any leading dimensions."""
-    if x.dim() < 2 or not dispatchable(x, weight):
-        return torch.nn.functional.linear(x, weight, bias)
-    out = matmul(x.reshape(-1, x.shape[-1]), weight, library, oi=True)
-    if bias is not None:  # in place without autograd (the product is a fresh tensor): a new one cost 5-14 %
-        out = out + bias if torch.is_grad_enabled() else out.add_(bias)  # of a 600 x 256 x 256 linear
-    return out.view(*x.shape[:-1], weight.shape[0])
+def onednn_matmul(x: Tensor, weight: Tensor, library: str, oi: bool) -> Tensor:
+    """x W through oneDNN (differentiable: each backward product through its chosen library)."""
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return _Matmul.apply(x.contiguous(), weight, library, oi)
+    return _onednn("fwd", x.contiguous(), weight, oi)
 
 
-# --- bf16 under autocast -------------------------------------------------------------------------
-
-def bf16_autocast_inference(x: Tensor, weight: Tensor) -> bool:
-    """Inference of float32 CPU tensors under ``torch.autocast("cpu", torch.bfloat16)``: the
-    projection runs in bf16 through oneDNN with the weight's bf16 copy prepacked (autocast would
-    cast the weight again at every call), where oneDNN packs bf16 weights (``onednn_packs_bf16``)."""
-    return (not torch.is_grad_enabled() and torch.get_autocast_dtype("cpu") is torch.bfloat16
-            and x.dtype is torch.float32 and weight.dtype is torch.float32 and type(x) in _PLAIN
-            and x.is_cpu and weight.is_cpu and onednn_available() and not torch.compiler.is_compiling()
-            and not exporting() and onednn_packs_bf16())
-
+# --- bf16 inference: the weight's bf16 copy prepacked ------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)  # asked once per process
 def onednn_packs_bf16() -> bool:

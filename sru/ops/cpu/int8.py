@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
-from ..tracing import exporting
+from ..tracing import eager_cpu
 from .build import load_library
 
 QLINEAR = "qlinear"  # oneDNN's u8 x s8 GEMM behind our per-row quantiser (module docstring)
@@ -46,22 +46,6 @@ _packs = WeakIdKeyDictionary()   # int8 weight -> {"stamp": version stamp, engin
 _dequantized = WeakIdKeyDictionary()  # int8 weight -> (stamp, float32 weight (out, in))
 _local = threading.local()  # per thread and dtype: the scratch buffer of per_token_product
 _pins: Dict[Tuple[int, int], Tensor] = {}  # (rows, width) -> the rows appended to a normalised input
-
-
-def attach_int8(weight: Tensor, q: Tensor, scale: Tensor) -> None:
-    """Point the float ``weight`` (in, out) of a quantised cell at its int8 copy (out, in)."""
-    weight.__dict__["_sru_int8"] = (q, scale)
-
-
-def reattach_int8(cell) -> None:
-    """After a copy or unpickling of a quantised cell (``gemm == "int8"``): point its float
-    weights at its int8 buffers again (a tensor's Python attributes do not survive deepcopy)."""
-    if cell.__dict__.get("gemm") != "int8":
-        return
-    for name in ("weight_proj", "weight"):
-        param, q = cell._parameters.get(name), cell._buffers.get(f"{name}_int8")
-        if param is not None and q is not None:
-            attach_int8(param, q, cell._buffers[f"{name}_scale"])
 
 
 @functools.lru_cache(maxsize=None)  # asked before every int8 product
@@ -156,8 +140,7 @@ def takes_int8(x: Tensor, q: Tensor) -> bool:
     """Whether x times the int8 weight q (out, in) runs the int8 kernel: float32 CPU tensors in inference,
     eager (not compiled or exported), a product large enough for its width (INT8_MIN_WORK)."""
     d_out, d_in = q.shape
-    return (x.dtype == torch.float32 and x.is_cpu and type(x) is Tensor and not torch.is_grad_enabled()
-            and not torch.compiler.is_compiling() and not exporting() and x.dim() >= 1
+    return (x.dtype == torch.float32 and not torch.is_grad_enabled() and eager_cpu(x) and x.dim() >= 1
             and pays(x.numel() // max(d_in, 1), d_in, d_out))
 
 

@@ -18,9 +18,12 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from ..precision import Precision
+from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
 from .inference import forward_stack, kernel_cell, skip_mode
+from .routes import autocast_precision
 from .stack import StackPlan
 
 __all__ = ["fuse_layer", "inference_plan", "linear_recurrence", "run_inference_path", "stack_inference"]
@@ -29,21 +32,15 @@ _KERNEL_DTYPES = (torch.float32, torch.float64)
 
 
 def _eager_cpu(input: Tensor) -> bool:
-    """Plain eager CPU execution: no tracing subclass, autocast, compile or functorch, and no
-    ``torch.jit.trace`` (the direct kernel calls go through ctypes, which the tracer cannot see:
-    it would record only the empty outputs, an uninitialised buffer on the checked re-run)."""
-    return (type(input) is Tensor and input.is_cpu and not torch.jit.is_tracing()
-            and not torch.is_autocast_enabled("cpu")
-            and not torch.compiler.is_compiling()
-            and not torch._C._are_functorch_transforms_active())  # torch.func.grad, vmap
+    """The one eager-CPU guard (``sru.ops.tracing.eager_cpu``: under ``torch.jit.trace`` the direct kernel
+    calls would record only the empty outputs), outside autocast."""
+    return not torch.is_autocast_enabled("cpu") and eager_cpu(input)
 
 
 def _bf16_inference(input: Tensor) -> bool:
-    """float32 CPU inference under bf16 autocast: the inference path runs with U from a bf16
-    GEMM (``sru.ops.cpu.gemm.bf16_matmul``) and the recurrence in fp32, as the general path would."""
-    return (type(input) is Tensor and input.is_cpu and input.dtype is torch.float32
-            and torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") is torch.bfloat16
-            and not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active())
+    """float32 CPU inference under bf16 autocast: the inference path runs with U from the projection's
+    bf16 route (sru/ops/cpu/routes.py) and the recurrence in fp32, as the general path would."""
+    return input.dtype is torch.float32 and autocast_precision() is Precision.BF16 and eager_cpu(input)
 
 
 def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
@@ -70,7 +67,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
         plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
                      cell.normalize_after, cell.hidden_size, cell.num_directions,
                      cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale,
-                     cell.gemm))
+                     cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8")))
     return plan if cpu_kernel_available() else None
 
 
@@ -133,7 +130,8 @@ def stack_inference(sru, input, c0, mask_pad) -> Optional[Tuple[Tensor, Tensor]]
         lib = load_library()
         if lib is None:
             return None
-        plan = sru.__dict__["_stack_plan"] = StackPlan(lib, cells, x.dtype)
+        plan = StackPlan(lib, cells, x.dtype)
+        sru._stack_plan = plan
     if not plan.usable or not plan.gemm_is_mkl(length * batch):  # oneDNN: the inference path
         return None
     out = plan.run(x.contiguous(), c0, mask_pad)

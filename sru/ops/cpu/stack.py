@@ -66,7 +66,7 @@ def configure_stack(lib: ctypes.CDLL) -> None:
 # fields), read from the instance dict in one C call (attribute access through nn.Module costs
 # several times more, and this runs at every decoding step). custom_m, a layer norm and the
 # parameters live in ``_modules`` / ``_parameters``: keyed by identity, and storage (``current``).
-_CELL_STATE = operator.itemgetter("training", "backend", "dropout", "rnn_dropout", "_scale_x_value",
+_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "dropout", "rnn_dropout", "_scale_x_value",
                                   "rescale", "activation_type", "has_skip_term")
 
 
@@ -77,7 +77,6 @@ def plan_key(cells: Sequence) -> tuple:
     key = []
     for cell in cells:
         key.append(_CELL_STATE(cell.__dict__))
-        key.append(cell.__dict__.get("gemm", "auto"))
         key.extend(map(id, cell._parameters.values()))
         key.extend(map(id, cell._modules.values()))
     return tuple(key)
@@ -106,9 +105,10 @@ class StackPlan:
         self.num_layers = len(cells)
         # (in, out, library) per layer: the stack's C code calls MKL's sgemm, so the plan runs
         # only where the GEMM dispatch picks MKL for every layer (``gemm_is_mkl``)
-        self.products = tuple((cell.weight.shape[0], cell.weight.shape[1], cell.gemm) for cell in cells)
+        self.products = tuple((cell.weight.shape[0], cell.weight.shape[1], cell.gemm,
+                               cell._modules.get("weight_int8") is not None) for cell in cells)
         self._mkl_rows: dict = {}
-        self._small_plain = all(library in ("auto", "mkl") for _, _, library in self.products)
+        self._small_plain = all(library in ("auto", "mkl") and not int8 for _, _, library, int8 in self.products)
         self.width = cells[-1].output_size
         self.per_row = max(cell.output_size * cell.num_matrices for cell in cells) + self.width
         self._scratch = threading.local()
@@ -134,11 +134,11 @@ class StackPlan:
         found = self._mkl_rows.get(key)
         if found is None:  # up to SMALL_ROWS the C code's own loop beats any BLAS: kept unless forced
             found = self._mkl_rows[key] = all(
-                cpu_gemm.requested(library) != "onednn" and not (library == "int8" and int8_pays(rows, d_in, d_out)
+                cpu_gemm.requested(library) != "onednn" and not (int8 and int8_pays(rows, d_in, d_out)
                                                                   and rows * d_in * d_out >= INT8_MIN_WORK_BESIDE_LOOP)
                 if rows <= SMALL_ROWS
-                else cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
-                for d_in, d_out, library in self.products)
+                else not int8 and cpu_gemm.choose("fwd", rows, d_in, d_out, library) == "mkl"
+                for d_in, d_out, library, int8 in self.products)
         return found
 
     def run(self, x: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Literal, Mapping, Optional
 
+from sru.ops.precision import TRAINING_NAMES
 from tasks.engine.config.schema import key, typed
 
 Optimizer = Literal["sgd", "adam", "adamw", "adamax", "radam"]
@@ -50,7 +51,7 @@ class TrainerConfig:
     num_threads: Optional[int] = key(low=1)
     flush_denormal: bool = key()
     keep_freed_memory: bool = key()
-    precision: Literal["fp32", "bf16", "fp16"] = key()
+    precision: Literal[TRAINING_NAMES] = key()  # sru/precision.py
     accumulate: int = key(low=1)
     grad_clip: Optional[float] = key(low=0)                   # null or 0: no clipping
     eval_every_steps: Optional[int] = key(low=1)              # null: at the end of every epoch

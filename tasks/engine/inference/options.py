@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from omegaconf import OmegaConf
 
+from sru.ops.precision import INFERENCE_NAMES
 from tasks.engine.errors import RunError
 
 EVALUATE, PREDICT = "evaluate", "predict"
@@ -122,8 +123,8 @@ OPTIONS: Dict[str, Option] = {
     "length_penalty": Option(_number(0.0, False), "a finite number >= 0", (PREDICT,), ("translation",)),
     "decoder": Option(_choice("greedy", "beam"), "greedy or beam", (PREDICT,), ("speech",)),
     "beam_size": Option(_integer(1), "an integer >= 1", (PREDICT,), ("speech",), ("decoder", "beam")),
-    "precision": Option(_choice("fp32", "bf16", "int8"), "fp32, bf16 or int8 (docs/inference.md#precision)"),
-    "compare": Option(_choice("fp32", "bf16", "int8"), "fp32, bf16 or int8: a second precision reported beside",
+    "precision": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8 (docs/inference.md#precision)"),
+    "compare": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8: a second precision reported beside",
                       (EVALUATE,)),
     "lm_weight": Option(_number(0.0, False), "a finite number >= 0", (PREDICT,), ("speech",), ("decoder", "beam")),
 }

@@ -14,19 +14,19 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
+from sru.ops.precision import INFERENCE, Precision, parse
 from tasks.engine.inference.loader import InferenceInputError
-
-PRECISIONS = ("fp32", "bf16", "int8")
 
 
 def check_precision(value: Optional[str], device: torch.device, option: str = "precision") -> Optional[str]:
     """The precision asked for (None: not asked), refused in one line where it cannot run."""
     if value is None:
         return None
-    value = str(value)
-    if value not in PRECISIONS:
-        raise InferenceInputError(f"{option}={value}: expected one of {list(PRECISIONS)}")
-    if value == "int8":
+    try:
+        value = parse(value, INFERENCE, option)
+    except ValueError as err:
+        raise InferenceInputError(str(err)) from None
+    if value is Precision.INT8:
         from sru.quantize import check_int8_device
         try:
             check_int8_device(device)
@@ -42,10 +42,10 @@ def apply_precision(model: nn.Module, precision: Optional[str], device: torch.de
     submodules ``keep_fp32`` (the task's ``int8_keep_fp32``) in float32."""
     if precision is None:
         return model, run_precision
-    if precision == "int8":
+    if precision is Precision.INT8:
         from sru import quantize_dynamic
-        return quantize_dynamic(model, keep_fp32=keep_fp32), "fp32"
-    if precision == "bf16" and device.type == "cpu":
+        return quantize_dynamic(model, keep_fp32=keep_fp32), Precision.FP32
+    if precision is Precision.BF16 and device.type == "cpu":
         from sru.quantize import warn_if_bf16_emulated
         warn_if_bf16_emulated()
     return model, precision

@@ -13,17 +13,18 @@ from typing import Any, Dict, Optional
 import torch
 from torch import Tensor
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+from sru.ops.precision import Precision, TRAINING_NAMES
 
 
 def autocast(device: torch.device, precision: str):
-    if precision not in PRECISIONS:
-        raise ValueError(f"trainer.precision: expected one of {list(PRECISIONS)}, received {precision!r}")
-    if precision == "fp32":
+    if precision not in TRAINING_NAMES:
+        raise ValueError(f"trainer.precision: expected one of {list(TRAINING_NAMES)}, received {precision!r}")
+    dtype = Precision(precision).autocast_dtype
+    if dtype is None:
         return contextlib.nullcontext()
-    if precision == "fp16" and device.type != "cuda":
+    if dtype is torch.float16 and device.type != "cuda":
         raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def pick_device(name: str) -> torch.device:
