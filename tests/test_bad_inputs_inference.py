@@ -140,6 +140,11 @@ ROWS = [
         "lm_weight=-5: expected a finite number >= 0 (predict.py, task=speech, decoder=beam)"),
     Row("lm-weight-abc", "predict", ["run=none.pt", "lm_weight=abc"],
         "lm_weight=abc: expected a finite number >= 0 (predict.py, task=speech, decoder=beam)"),
+    # reliability v6: the speech beam has an upper bound (its work grows with beam x labels)
+    Row("speech-beam-size-over-the-limit", "predict", ["run=none.pt", "beam_size=1000"],
+        "beam_size=1000: expected an integer from 1 to 128 (predict.py, task=speech, decoder=beam)"),
+    Row("speech-beam-size-0", "predict", ["run=none.pt", "beam_size=0"],
+        "beam_size=0: expected an integer from 1 to 128 (predict.py, task=speech, decoder=beam)"),
     Row("batch-size-0", "predict", ["run=none.pt", "batch_size=0"],
         "batch_size=0: expected an integer >= 1 (predict.py, task=classification/squad/translation)"),
     Row("batch-size-negative", "predict", ["run=none.pt", "batch_size=-1"],

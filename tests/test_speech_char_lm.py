@@ -70,3 +70,65 @@ def test_insertion_bonus_lengthens_output():
     lp = (probs / probs.sum(-1, keepdim=True)).log()
     assert prefix_beam_search(lp, beam=4) == [1, 2]
     assert prefix_beam_search(lp, beam=4, bonus=2.0) == [1, 2, 3]
+
+
+# ---- bounded state over long audio: a file is decoded window by window with one LM for all windows ----------
+
+def _noisy_frames(steps: int, seed: int) -> torch.Tensor:
+    """Frames with no clear winner (an untrained model's): every label is tried at every step."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(steps, V, generator=g).log_softmax(-1)
+
+
+def test_the_lm_memo_stays_bounded_over_many_windows(monkeypatch):
+    import tasks.speech.char_lm as char_lm
+
+    monkeypatch.setattr(char_lm, "MEMO_LIMIT", 300, raising=False)  # absent: unbounded
+    lm = CharNgramLM.fit(TRAIN, order=6, vocab_size=V)
+    sizes = []
+    for window in range(12):  # each window brings new histories; the memo must not keep them all
+        prefix_beam_search(_noisy_frames(60, window), beam=8, lm=lm, lm_weight=0.5, bonus=0.5)
+        sizes.append(len(lm._memo))
+    assert max(sizes) <= 300, sizes
+
+
+def test_the_beam_keeps_no_scores_of_dropped_prefixes():
+    """Peak memory of one utterance grows with its length, not with length x frames (the fusion scores of
+    every prefix ever tried, kept to the end, made a 4x longer utterance take ~16x the memory)."""
+    import tracemalloc
+
+    lm = CharNgramLM.fit(TRAIN, order=3, vocab_size=V)
+
+    def peak(steps: int) -> int:
+        frames = _noisy_frames(steps, 0)
+        tracemalloc.start()
+        prefix_beam_search(frames, beam=8, lm=lm, lm_weight=0.5, bonus=0.5)
+        top = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return top
+
+    short, long = peak(100), peak(400)
+    assert long < 7 * short, (short, long)
+
+
+@pytest.mark.parametrize("seed, expected", [(0, [2, 3, 4, 2, 4, 1, 2, 3]), (1, [2, 3, 2, 4, 1, 2, 3, 1, 2, 3, 3]),
+                                            (2, [1, 2, 3, 1, 2, 3, 1, 2, 4]), (3, [1, 2, 4, 1, 2, 4, 1, 2, 3])])
+def test_the_fusion_scores_kept_per_live_prefix_decode_as_before(seed, expected):
+    """The outputs of the search that kept every prefix's fusion score (each from the whole prefix)."""
+    lm = CharNgramLM.fit(TRAIN, order=3, vocab_size=V)
+    assert prefix_beam_search(_noisy_frames(30, seed), beam=8, lm=lm, lm_weight=0.7, bonus=0.3) == expected
+
+
+@pytest.mark.parametrize("beam", [0, 129, 1000])
+def test_a_beam_outside_the_limit_is_refused_in_one_line(beam):
+    from tasks.speech.decoding import MAX_BEAM
+
+    with pytest.raises(ValueError, match=rf"task.beam_size: expected an integer from 1 to {MAX_BEAM}, received {beam}$"):
+        prefix_beam_search(_noisy_frames(5, 0), beam=beam)
+
+
+def test_the_command_line_limit_is_the_decoders():
+    from tasks.engine.inference.options import SPEECH_MAX_BEAM
+    from tasks.speech.decoding import MAX_BEAM
+
+    assert SPEECH_MAX_BEAM == MAX_BEAM

@@ -1,13 +1,17 @@
 """Peak memory and wall time of ``predict.py`` on long audio (docs/inference.md#long-audio).
 
     python -m bench.reliability.long_audio --minutes 20 180
+    python -m bench.reliability.long_audio --minutes 20 --runs outputs/runs/<run> outputs/runs/<run>/model.pt
+
 
 Builds a speech model file of the default shape (``task=speech``: 12 bidirectional SRU layers of 200,
 the default decoder: prefix beam search, beam 8, with an order-8 character LM; weights as initialised,
 not trained, and the LM fitted on a few sentences), writes a WAV of each length (16 kHz, 16-bit: tones
 with pauses and noise), and runs ``python predict.py`` on it in a fresh process per case, with the
 default decoder and with ``decoder=greedy``: the peak resident memory of that process (ru_maxrss of the
-child) and its wall time. An untrained model emits other labels than a trained one, so the beam's work
+child) and its wall time. ``--runs``: trained runs too, each a run directory or a model file as ``run=``
+takes it; the built model is given both ways as well (its file, and a directory holding it as model.pt).
+An untrained model emits other labels than a trained one, so the beam's work
 differs; the memory bound comes from the windows (tasks/speech/long_audio.py) either way.
 """
 from __future__ import annotations
@@ -77,20 +81,29 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, nargs="+", default=[20, 180])
     ap.add_argument("--decoders", nargs="+", default=["default", "greedy"])
+    ap.add_argument("--runs", nargs="*", default=[], help="trained runs: run directories or model files")
+    ap.add_argument("--forms", nargs="*", default=["file", "dir"], choices=["file", "dir"],
+                    help="the built (untrained) model as run=<file> and/or run=<dir>; none: only the --runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        model = Path(tmp) / "speech.pt"
-        model_file(model)
-        print("| audio | decoder | peak memory | wall time |\n|---|---|---|---|", flush=True)
+        built = Path(tmp) / "untrained" / "model.pt"
+        models = [{"file": built, "dir": built.parent}[form] for form in args.forms]
+        if models:
+            built.parent.mkdir()
+            model_file(built)
+        models += [Path(r).expanduser().resolve() for r in args.runs]
+        print("| model (run=) | audio | decoder | peak memory | wall time |\n|---|---|---|---|---|", flush=True)
         for minutes in args.minutes:
             wav = Path(tmp) / f"{minutes:g}min.wav"
             wav_file(wav, minutes)
-            for decoder in args.decoders:
-                extra = [] if decoder == "default" else [f"decoder={decoder}"]
-                peak, seconds = measure(model, wav, extra)
-                shown = f"{peak / 2**20:.2f} GiB"
-                name = "beam 8 + char LM (default)" if decoder == "default" else decoder
-                print(f"| {minutes:g} min | {name} | {shown} | {seconds:.0f} s |", flush=True)
+            for model in models:
+                for decoder in args.decoders:
+                    extra = [] if decoder == "default" else [f"decoder={decoder}"]
+                    peak, seconds = measure(model, wav, extra)
+                    name = "beam 8 + char LM (default)" if decoder == "default" else decoder
+                    shown = str(model).replace(tmp, "<built>")
+                    print(f"| {shown} | {minutes:g} min | {name} | {peak / 2**20:.2f} GiB | {seconds:.0f} s |",
+                          flush=True)
             wav.unlink()
     import torch
     from tasks.engine.run.devices import cpu_model  # the one machine description

@@ -1,11 +1,12 @@
 """trainer.num_threads' default on a shared machine (docs/design_notes.md#threads-on-a-shared-machine).
 
-    python -m bench.reliability.threads --rounds 2 --steps 150
+    python -m bench.reliability.threads --rounds 2 --steps 150                      # task=lm, one core busy
+    python -m bench.reliability.threads --task translation --busy 2 --steps 100     # both cores busy
 
-``python train.py task=lm`` for its first ``--steps`` optimizer steps, in four settings, interleaved per
-round (the same order each round, so slow drift of other load falls on all alike):
-  busy: one core held by ``python -c "while True: pass"`` (started before the run, stopped after);
-        the default (trainer.num_threads=null) vs trainer.num_threads=1;
+``python train.py task=<--task>`` for its first ``--steps`` optimizer steps, in four settings, interleaved
+per round (the same order each round, so slow drift of other load falls on all alike):
+  busy: ``--busy`` cores held by ``python -c "while True: pass"`` loops (started before the run, stopped
+        after); the default (trainer.num_threads=null) vs trainer.num_threads=1;
   idle: nothing of ours besides the run; the default vs trainer.num_threads=2.
 Each run's throughput is the trainer's own (``results.json``: ``train_items_per_s``, tokens per wall-clock
 second over the steps after warm-up, evaluation excluded); the thread count the default chose is read from
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = [("busy", "default", None), ("busy", "1 thread", 1), ("idle", "default", None), ("idle", "2 threads", 2)]
 
 
-def train(steps: int, threads, out: Path):
-    args = [sys.executable, str(ROOT / "train.py"), "task=lm", f"trainer.max_steps={steps}", "trainer.max_epochs=null",
+def train(task: str, steps: int, threads, out: Path):
+    args = [sys.executable, str(ROOT / "train.py"), f"task={task}", f"trainer.max_steps={steps}", "trainer.max_epochs=null",
             "test_after_training=false", "logger=none", "trainer.progress_bar=false", "trainer.plot=false",
             "trainer.eval_max_batches=1", f"trainer.num_threads={threads if threads else 'null'}",
             f"hydra.run.dir={out}"]
@@ -46,24 +47,28 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--task", default="lm")
+    ap.add_argument("--busy", type=int, default=1, help="busy loops in the busy setting (cores held)")
     args = ap.parse_args()
     rates = {(load, name): [] for load, name, _ in SETTINGS}
     chosen = {(load, name): [] for load, name, _ in SETTINGS}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for n, (load, name, threads) in enumerate(SETTINGS):
-                busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if load == "busy" else None
+                loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                         for _ in range(args.busy if load == "busy" else 0)]
                 try:
-                    rate, used = train(args.steps, threads, Path(tmp) / f"r{r}_{n}")
+                    rate, used = train(args.task, args.steps, threads, Path(tmp) / f"r{r}_{n}")
                 finally:
-                    if busy is not None:
-                        busy.kill()
-                        busy.wait()
+                    for loop in loops:
+                        loop.kill()
+                        loop.wait()
                 rates[(load, name)].append(rate)
                 chosen[(load, name)].append(used)
                 print(f"round {r + 1} {load} {name}: {rate:,.0f} tokens/s ({used} threads; load "
                       f"{os.getloadavg()[0]:.2f})", flush=True)
-    print("\n| machine | setting | threads used | tokens/s (median) | per round |\n|---|---|---|---|---|")
+    print(f"\ntask={args.task}, {args.steps} steps, busy setting: {args.busy} busy loop(s)")
+    print("| machine | setting | threads used | tokens/s (median) | per round |\n|---|---|---|---|---|")
     for load, name, _ in SETTINGS:
         per = ", ".join(f"{x:,.0f}" for x in rates[(load, name)])
         print(f"| {load} | {name} | {sorted(set(chosen[(load, name)]))} | "

@@ -22,6 +22,10 @@ from typing import Dict, Iterable, Sequence, Tuple
 
 BOS = -1  # the context before an utterance's first label
 EOS = -2  # the end of an utterance, predicted like a label
+# probabilities remembered at most (a few tens of MB): the beam asks for the same (history, label) pairs
+# many times within an utterance, but a long file brings ever new histories, so an unbounded memo would
+# grow with the audio's length; past this size it starts afresh
+MEMO_LIMIT = 1 << 18
 
 
 class CharNgramLM:
@@ -57,6 +61,8 @@ class CharNgramLM:
         else:
             types = len(nxt)
             p = (nxt.get(label, 0) + types * lower) / (self.totals[history] + types)
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
         self._memo[key] = p
         return p
 

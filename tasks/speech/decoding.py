@@ -15,12 +15,13 @@ clearly best (as in trained CTC models; a 51/49 frame can differ, since a prefix
 """
 from __future__ import annotations
 
+import heapq
 import math
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-from torch import Tensor
-
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from tasks.speech.char_lm import CharNgramLM
 
 NEG_INF = -math.inf
@@ -65,6 +66,68 @@ def _logadd(a: float, b: float) -> float:
     return hi + math.log1p(math.exp(lo - hi))
 
 
+# the widest beam accepted: the work per frame grows with beam x labels (a beam of 1000 took 26 s on a 2 s
+# clip) while CTC beams beyond a few dozen change almost nothing (task.beam_size, predict.py beam_size=)
+MAX_BEAM = 128
+
+
+def check_beam(beam: int) -> None:
+    if not 1 <= beam <= MAX_BEAM:
+        raise ValueError(f"task.beam_size: expected an integer from 1 to {MAX_BEAM}, received {beam}")
+
+
+def _extensions(beams, frame, candidates, blank):
+    """The next frame's prefixes: prefix -> [log p_blank, log p_nonblank], and each new prefix's
+    (parent, label)."""
+    nxt: Dict[Tuple[int, ...], List[float]] = {}
+    parents: Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]] = {}
+
+    def add(prefix, pb, pnb):
+        entry = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
+        entry[0], entry[1] = _logadd(entry[0], pb), _logadd(entry[1], pnb)
+
+    for prefix, (pb, pnb) in beams.items():
+        total = _logadd(pb, pnb)
+        add(prefix, total + frame[blank], NEG_INF)           # a blank keeps the prefix
+        last = prefix[-1] if prefix else None
+        for c in candidates:
+            lp, longer = frame[c], prefix + (c,)
+            parents[longer] = (prefix, c)
+            if c == last:
+                add(prefix, NEG_INF, pnb + lp)               # repeat without blank: merged into the prefix
+                add(longer, NEG_INF, pb + lp)                # repeat after a blank: a new label
+            else:
+                add(longer, NEG_INF, total + lp)
+    return nxt, parents
+
+
+def _best(nxt, parents, fused, beam, extend, bound_gain):
+    """The ``beam`` best prefixes of ``nxt`` by CTC + fusion score, best first, with their fusion scores.
+    A new prefix's fusion score is at most its parent's + ``bound_gain`` (the LM term is a weighted
+    log-probability, <= 0), so prefixes are scored in the order of that bound and the LM is asked only
+    until no bound can beat the beam's worst: the same beam as scoring all of them, with far fewer LM calls."""
+    bounded = []
+    for order, (prefix, (pb, pnb)) in enumerate(nxt.items()):
+        ctc = _logadd(pb, pnb)
+        known = fused.get(prefix)
+        bound = ctc + (known if known is not None else fused[parents[prefix][0]] + bound_gain)
+        bounded.append((bound, -order, prefix, ctc, known))
+    bounded.sort(key=lambda x: (x[0], x[1]), reverse=True)
+    kept: List[Tuple[float, int, Tuple[int, ...], float]] = []  # a min-heap: (score, -order, prefix, fusion)
+    for bound, rank, prefix, ctc, known in bounded:
+        if len(kept) == beam and bound <= kept[0][0]:
+            break
+        if known is None:
+            parent, label = parents[prefix]
+            known = extend(parent, fused[parent], label)
+        item = (ctc + known, rank, prefix, known)
+        if len(kept) < beam:
+            heapq.heappush(kept, item)
+        elif item[:2] > kept[0][:2]:
+            heapq.heapreplace(kept, item)
+    return [(prefix, fusion) for _, _, prefix, fusion in sorted(kept, key=lambda x: x[:2], reverse=True)]
+
+
 def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
                        lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0) -> List[int]:
     """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model, or with
@@ -73,43 +136,28 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
 
     ``prune``: labels whose frame log-probability is below it are not tried as extensions (they cannot
     change a beam's ranking meaningfully and cost most of the time).
+    Only the ``beam`` live prefixes and their scores are kept from frame to frame, so memory does not grow
+    with the utterance's length beyond the prefixes themselves.
     """
-    if beam < 1:
-        raise ValueError(f"task.beam_size: expected an integer >= 1, received {beam}")
+    check_beam(beam)
     frames = log_probs.detach().float().cpu().tolist()
     beams: Dict[Tuple[int, ...], Tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
-    # fusion score of each prefix (a function of the prefix alone): lm_weight * log P_lm + bonus * length
+    # fusion score of each live prefix (a function of the prefix alone): lm_weight * log P_lm + bonus * length
     fused: Dict[Tuple[int, ...], float] = {(): 0.0}
 
-    def fusion(prefix: Tuple[int, ...]) -> float:
-        if prefix not in fused:
-            step = lm_weight * lm.log_prob(prefix[:-1], prefix[-1]) if lm is not None else 0.0
-            fused[prefix] = fusion(prefix[:-1]) + step + bonus
-        return fused[prefix]
+    def extend(prefix: Tuple[int, ...], score: float, label: int) -> float:
+        return score + (lm_weight * lm.log_prob(prefix, label) if lm is not None else 0.0) + bonus
 
+    # a new prefix's fusion score is at most its parent's + this (a negative LM weight: no bound)
+    bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
     for frame in frames:
         candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
-        nxt: Dict[Tuple[int, ...], List[float]] = {}
-
-        def add(prefix, pb, pnb):
-            entry = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
-            entry[0], entry[1] = _logadd(entry[0], pb), _logadd(entry[1], pnb)
-
-        for prefix, (pb, pnb) in beams.items():
-            total = _logadd(pb, pnb)
-            add(prefix, total + frame[blank], NEG_INF)           # a blank keeps the prefix
-            last = prefix[-1] if prefix else None
-            for c in candidates:
-                lp = frame[c]
-                if c == last:
-                    add(prefix, NEG_INF, pnb + lp)               # repeat without blank: merged into the prefix
-                    add(prefix + (c,), NEG_INF, pb + lp)         # repeat after a blank: a new label
-                else:
-                    add(prefix + (c,), NEG_INF, total + lp)
-        ranked = sorted(nxt.items(), key=lambda kv: _logadd(*kv[1]) + fusion(kv[0]), reverse=True)[:beam]
-        beams = {prefix: (pb, pnb) for prefix, (pb, pnb) in ranked}
+        nxt, parents = _extensions(beams, frame, candidates, blank)
+        best = _best(nxt, parents, fused, beam, extend, bound_gain)
+        beams = {prefix: tuple(nxt[prefix]) for prefix, _ in best}
+        fused = dict(best)
 
     def final(kv) -> float:
         end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
-        return _logadd(*kv[1]) + fusion(kv[0]) + end
+        return _logadd(*kv[1]) + fused[kv[0]] + end
     return list(max(beams.items(), key=final)[0])

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional
 
 from tasks.engine.config.schema import SplitPaths, key
+from tasks.speech.decoding import MAX_BEAM
 
 Rate = dict(low=0, high=1, high_open=True)
 
@@ -99,7 +100,7 @@ class SpeechConfig:
     dropout: float = key(**Rate)
     monitor: Literal["wer", "cer"] = key()  # the validation rate that picks the best checkpoint
     decoder: Literal["greedy", "beam"] = key()  # of the test split (validation is decoded greedily)
-    beam_size: int = key(low=1)
+    beam_size: int = key(low=1, high=MAX_BEAM)  # decoding.py: the work grows with beam x labels
     lm_order: int = key(low=0)        # decoder=beam: a character n-gram LM of the training transcripts (0: none)
     lm_weight: float = key(low=0.0)  # its weight in the beam's score (shallow fusion)
     lm_bonus: float = key()           # per output character, against the LM's pull towards short outputs

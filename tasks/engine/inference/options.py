@@ -26,16 +26,20 @@ EVALUATE, PREDICT = "evaluate", "predict"
 BOTH = (EVALUATE, PREDICT)
 
 
+# the speech task's widest beam (tasks/speech/decoding.py's MAX_BEAM, which the engine cannot import)
+SPEECH_MAX_BEAM = 128
+
+
 class OptionError(RunError, ValueError):
     """A command-line option of evaluate.py / predict.py has a wrong type, value or pairing (exit status 2)."""
 
 
-def _integer(low: Optional[int]) -> Callable[[Any], int]:
+def _integer(low: Optional[int], high: Optional[int] = None) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         if isinstance(value, bool) or (not isinstance(value, int) and not str(value).strip().lstrip("+-").isdigit()):
             raise ValueError
         number = int(value)
-        if low is not None and number < low:
+        if (low is not None and number < low) or (high is not None and number > high):
             raise ValueError
         return number
     return parse
@@ -122,7 +126,8 @@ OPTIONS: Dict[str, Option] = {
     "nbest": Option(_integer(1), "an integer from 1 to beam", (PREDICT,), ("translation",)),
     "length_penalty": Option(_number(0.0, False), "a finite number >= 0", (PREDICT,), ("translation",)),
     "decoder": Option(_choice("greedy", "beam"), "greedy or beam", (PREDICT,), ("speech",)),
-    "beam_size": Option(_integer(1), "an integer >= 1", (PREDICT,), ("speech",), ("decoder", "beam")),
+    "beam_size": Option(_integer(1, SPEECH_MAX_BEAM), f"an integer from 1 to {SPEECH_MAX_BEAM}", (PREDICT,), ("speech",),
+                        ("decoder", "beam")),
     "precision": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8 (docs/inference.md#precision)"),
     "compare": Option(_choice(*INFERENCE_NAMES), "fp32, bf16 or int8: a second precision reported beside",
                       (EVALUATE,)),

@@ -36,6 +36,7 @@ from tasks.engine.training.divergence import DivergenceGuard
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate, evaluate_checkpoint
 from tasks.engine.run.context import RunContext
+from tasks.engine.run.threads import watch_for
 from tasks.engine.training.loggers import build_loggers, drop_records_after
 from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimizer_state
 from tasks.engine.training.step import TrainStep
@@ -110,6 +111,7 @@ class Trainer:
         self.train_step = TrainStep(self.task, self.model, self.optimizer, self.trainer_cfg, self.device,
                                     self.dist_info.world_size, self.scaler)
         self.plan()
+        self.thread_watch = watch_for(self.trainer_cfg.num_threads) if self.device.type == "cpu" else None
         self.loggers = build_loggers(self.run_dir, self.cfg["logger"], self.config_to_save,
                                      str(self.cfg["run_name"]), enabled=self.is_main)
         self.bar = self.progress_bar()
@@ -209,6 +211,7 @@ class Trainer:
                 self.train_seconds += now - step_start
                 self.train_cpu += now_cpu - step_cpu
             self.log_train(summed, lr, grad_norm)
+            self.follow_free_cores()
             every = self.trainer_cfg.eval_every_steps
             if every and p.step % every == 0:
                 self.validate()
@@ -227,6 +230,15 @@ class Trainer:
             self.validate()
             return self.early_stop()
         return False
+
+    def follow_free_cores(self) -> None:
+        """A CPU run on the default thread count follows other processes' load (tasks/engine/run/threads.py):
+        a team with more threads than free cores waits at every parallel region for the thread without one."""
+        threads = self.thread_watch.poll() if self.thread_watch is not None else None
+        if threads is not None:
+            torch.set_num_threads(threads)
+            print(f"[run] {threads} CPU threads from step {self.progress.step} on: the cores other processes leave "
+                  f"free changed", flush=True)
 
     def forward_backward(self, batch: Any, sync: bool) -> LoggingOutput:
         with distributed.maybe_no_sync(self.model, sync=sync):  # DDP all-reduces on the last micro-batch only
