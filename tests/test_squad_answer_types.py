@@ -30,6 +30,12 @@ def kinds(question):
     ("What is the total length of the Great Wall?", {"CARDINAL", "QUANTITY"}),
     ("What is the capital of Japan?", {"GPE", "LOC", "FAC"}),
     ("Which organization did Berners-Lee found?", {"ORG"}),
+    ("Which treaty ended the Crimean War?", {"EVENT", "LAW"}),
+    ("In which museum is the painting kept?", {"FAC", "ORG"}),
+    ("Which poem made Byron famous?", {"WORK_OF_ART"}),
+    ("Which emperor built the wall?", {"PERSON"}),
+    ("In which mountain range is the lake?", {"GPE", "LOC", "FAC"}),
+    ("How far does the village lie from Oxford?", {"CARDINAL", "QUANTITY"}),
 ])
 def test_expected_types_by_question_kind(question, expected):
     assert kinds(question) == expected

@@ -26,6 +26,11 @@ PARAGRAPHS = [
     "The Amazon flows into the Atlantic Ocean. The Yangtze River crosses China.",
     "Charles Darwin sailed around the world on the ship HMS Beagle. The space shuttle Discovery launched the "
     "telescope in 1990. Joyce wrote the novel Ulysses in 1922.",
+    "Mont Blanc rises 4,808 metres above sea level. Lake Superior has a maximum depth of 406 metres. "
+    "The Amazon rainforest covers 5.5 million square kilometres. The village of Grantchester lies 3 kilometres "
+    "south of Cambridge.",
+    "The Thirty Years' War began in 1618 and ended in 1648. The reign of Queen Victoria lasted from 1837 to 1901.",
+    "The Prado is an art museum in the centre of Madrid, Spain. Beethoven set Schiller's poem to music.",
 ]
 # (construction, question, answer): one or more per construction of the issue
 EXPECTED = [
@@ -35,7 +40,7 @@ EXPECTED = [
     ("subject", "Who invented the World Wide Web?", "Tim Berners-Lee"),
     ("object", "What did Alexander Fleming discover in 1928?", "penicillin"),             # do-support
     ("time", "When did Alexander Fleming discover penicillin?", "1928"),
-    ("passive_to_active", "Who designed the Eiffel Tower?", "company of Gustave Eiffel"),  # passive -> active
+    ("passive_to_active", "Who designed the Eiffel Tower?", "Gustave Eiffel"),  # passive -> active, no "company of"
     ("active_to_passive", "Who was penicillin discovered by?", "Alexander Fleming"),     # active -> passive
     ("which", "In which country does the Danube rise?", "Germany"),                      # which + noun
     ("which", "Into which ocean does the Amazon flow?", "the Atlantic Ocean"),           # ... from the name
@@ -48,6 +53,16 @@ EXPECTED = [
     ("how_many", "How many levels does the Eiffel Tower have?", "three"),
     ("how_measure", "How tall is the tower?", "330 metres"),
     ("how_measure", "How long did the war last?", "six years"),
+    ("how_measure", "How high does Mont Blanc rise above sea level?", "4,808 metres"),   # measure + its unit
+    ("how_measure", "How deep is Lake Superior?", "406 metres"),                        # not "a depth of ..."
+    ("how_measure", "How large is the Amazon rainforest?", "5.5 million square kilometres"),
+    ("how_measure", "How far does the village of Grantchester lie south of Cambridge?", "3 kilometres"),
+    ("time_boundary", "When did the Thirty Years' War end?", "1648"),                   # "... and ended in"
+    ("time_boundary", "When did the reign of Queen Victoria begin?", "1837"),           # "from 1837 to 1901"
+    ("time_boundary", "When did the reign of Queen Victoria end?", "1901"),
+    ("which", "In which city is the Prado?", "Madrid"),                                  # the place of the kind
+    ("which", "In which country is the Prado?", "Spain"),
+    ("whose", "Whose poem did Beethoven set to music?", "Schiller"),
 ]
 
 

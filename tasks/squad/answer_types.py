@@ -46,6 +46,16 @@ NOUN_TYPES = {
     "percentage": frozenset({"PERCENT"}), "percent": frozenset({"PERCENT"}),
     "person": frozenset({"PERSON"}),
 }
+WORK, EVENT, BUILDING, PERSON = (frozenset({"WORK_OF_ART"}), frozenset({"EVENT", "LAW"}), frozenset({"FAC", "ORG"}),
+                                 frozenset({"PERSON"}))
+# works, events, buildings and people named by their kind: "Which treaty ...?", "In which museum ...?"
+NOUN_TYPES.update({noun: WORK for noun in "poem painting novel book song album opera symphony play film".split()})
+NOUN_TYPES.update({noun: EVENT for noun in "war battle revolution treaty mission event".split()})
+NOUN_TYPES.update({noun: BUILDING for noun in "museum building bridge tower palace cathedral church stadium airport "
+                                              "spaceport".split()})
+NOUN_TYPES.update({noun: PERSON for noun in "emperor king queen artist architect writer composer painter".split()})
+NOUN_TYPES.update({"range": PLACE, "mountains": PLACE, "gulf": PLACE, "bay": PLACE, "body": PLACE,
+                   "agency": frozenset({"ORG"}), "coalition": frozenset({"ORG"}), "firm": frozenset({"ORG"})})
 # "What is the total length of the Great Wall?": a measure named by its noun
 MEASURE_NOUNS = {"length", "height", "area", "population", "size", "width", "depth", "distance", "weight",
                  "elevation", "altitude", "speed", "temperature", "cost", "price"}

@@ -35,7 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
+from .measures import boundary_questions, measure_questions
 from .named_class import named_class
+from .places import place_questions, whose_questions
 from .parse_spans import adjuncts, answer_range, answer_type, optional_parts, subtree_range
 from .question_checks import words
 from .question_words import (CLASS_NOUNS, DO_SUPPORT, DURATION_UNITS, MEASURE_ADJECTIVES, PARTICIPLE_OF_PAST,
@@ -53,7 +55,7 @@ class Candidate:
     question: str
     answer_start: int  # character offsets in the parsed document
     answer_end: int
-    construction: str  # subject, object, time, place, passive_to_active, active_to_passive, which, how_many, how_measure, nationality
+    construction: str  # subject, object, time, place, passive_to_active, active_to_passive, which, how_many, how_measure, nationality, time_boundary, whose
     answer_type: str   # NER label or NP
 
 
@@ -191,7 +193,9 @@ class SentenceQuestions:
         if self.root.pos_ not in ("VERB", "AUX") or self.subject is None:
             return out
         builders = (self._subject, self._object, self._time_place, self._passive_to_active,
-                    self._active_to_passive, self._how_many, self._how_measure, self._nationality)
+                    self._active_to_passive, self._how_many, self._how_measure, self._nationality,
+                    lambda: measure_questions(self), lambda: boundary_questions(self),
+                    lambda: place_questions(self), lambda: whose_questions(self))
         for build in builders:
             for made in build() or []:
                 if made is not None:

@@ -9,9 +9,21 @@ from .question_checks import words
 DROPPED_DEPS = {"relcl", "appos", "parataxis", "advcl", "acl", "conj", "cc", "dep", "meta", "intj", "discourse"}
 
 
+# a common noun naming a relation to the name after its "of": a person underlines the name ("the company of
+# Gustave Eiffel" -> "Gustave Eiffel", "a distance of 42 kilometres" -> "42 kilometres")
+RELATION_HEADS = {"company", "firm", "workshop", "studio", "family", "house", "distance", "height", "depth",
+                  "length", "width", "area", "elevation", "altitude", "total", "sum", "amount", "age"}
+
+
 def answer_range(head) -> range:
     """Token indices of the answer rooted at ``head``: its named entity, else the noun phrase without
-    relative clauses, appositions, coordinations and trailing punctuation."""
+    relative clauses, appositions, coordinations and trailing punctuation; a relation head before a name
+    ("the company of X") gives the name alone."""
+    if not head.ent_type_ and head.pos_ == "NOUN" and head.lower_ in RELATION_HEADS:
+        of = next((c for c in head.children if c.dep_ == "prep" and c.lower_ == "of" and c.i == head.i + 1), None)
+        pobj = None if of is None else next((c for c in of.children if c.dep_ == "pobj"), None)
+        if pobj is not None and pobj.ent_type_:
+            return answer_range(pobj)
     if head.ent_type_:
         for ent in head.doc.ents:
             if ent.start <= head.i < ent.end:

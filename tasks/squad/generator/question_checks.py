@@ -52,7 +52,7 @@ def rejection(question: str, answer: str, sentence: str) -> Optional[str]:
         return "length"
     if len(words(answer)) > 8 or not answer.strip():
         return "answer_length"
-    allowed = {"which", "who", "whom", "that"}
+    allowed = {"which", "who", "whom", "whose", "that"}
     if re.search(r"^\S+.*?\b[A-Z][\w'’-]*\b.*\b(his|her|its)\b", question):
         allowed |= {"his", "her", "its"}  # a possessive after a name the question holds: "did Agassi renew his"
     if set(q) & (UNRESOLVED - allowed) or " that ?" in question:

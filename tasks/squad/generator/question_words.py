@@ -46,12 +46,17 @@ michigan, minnesota, mississippi, missouri, montana, nebraska, nevada, new hamps
 north carolina, north dakota, ohio, oklahoma, oregon, pennsylvania, rhode island, south carolina, south dakota,
 tennessee, texas, utah, vermont, virginia, west virginia, wisconsin, wyoming""".split(",")}
 CONTINENTS = {"africa", "antarctica", "asia", "europe", "north america", "south america", "australia", "oceania"}
+MOUNTAIN_RANGES = {"the alps", "alps", "the andes", "andes", "the himalayas", "himalayas", "the rockies",
+                   "rocky mountains", "the rocky mountains", "the pyrenees", "pyrenees", "the urals", "urals",
+                   "the carpathians", "carpathians", "the appalachians", "appalachian mountains", "the caucasus",
+                   "caucasus", "atlas mountains", "the atlas mountains", "apennines", "the apennines"}
 
 
 def place_kind(name: str) -> Optional[str]:
-    """"country" / "city" / "state" / "continent" for a place name in the tables above, else None."""
+    """"country" / "city" / "state" / "continent" / "mountain range" for a place name in the tables above."""
     name = name.lower()
-    for kind, table in (("country", COUNTRIES), ("continent", CONTINENTS), ("state", US_STATES), ("city", CITIES)):
+    for kind, table in (("country", COUNTRIES), ("continent", CONTINENTS), ("state", US_STATES), ("city", CITIES),
+                        ("mountain range", MOUNTAIN_RANGES)):
         if name in table:
             return kind
     return None
