@@ -24,7 +24,7 @@ def eager_cpu(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> bool:
     products) and ``torch.jit.trace`` (traced sizes are tensors, and the direct kernel calls go through
     ctypes, which the tracer cannot see). Cheapest tests first: this runs before every projection."""
     # ``exporting()`` in two cheaper parts: ``torch.export`` / dynamo ONNX export (``is_exporting``), and the
-    # TorchScript-based ONNX exporter, which traces (``jit.is_tracing``; ``is_in_onnx_export`` costs ~1 µs)
+    # TorchScript-based ONNX exporter, which traces (``jit.is_tracing``; ``is_in_onnx_export`` is slower per call)
     return (type(a) in _PLAIN and a.is_cpu and (b is None or (type(b) in _PLAIN and b.is_cpu))
             and not torch.compiler.is_compiling() and not torch.compiler.is_exporting()
             and not torch._C._are_functorch_transforms_active()

@@ -1,8 +1,8 @@
 """Long audio for predict.py, read and transcribed window by window (docs/inference.md#long-audio).
 
 A whole file at once costs memory in proportion to its length at every stage (samples, log-mels, the
-encoder's activations, the beam's prefixes): a 3-hour file took 6.5 GB with the greedy decoder, and the
-beam + LM decoder had not finished a 20-minute one after 300 s at 12.4 GB. A file longer than
+encoder's activations, the beam's prefixes), so hours of audio would not fit in memory (docs/inference.md,
+"Long audio figures", has the measurements). A file longer than
 ``LONG_S`` is therefore never loaded whole: it is read in blocks, cut into windows of at most
 ``WINDOW_S`` seconds, each window ending at the quietest ``QUIET_MS`` of its last ``SEARCH_S`` seconds
 (a pause, so that a cut rarely splits a word), and each window is transcribed on its own (its own
