@@ -114,6 +114,7 @@ class _WatchAskingForOneThread:
         return 1 if self.polls == 2 else None
 
 
+@pytest.mark.slow
 def test_a_default_thread_run_sets_what_the_watch_asks_and_says_so(run_train, tmp_path, capsys, monkeypatch):
     from conftest import tiny_lm_overrides
 
