@@ -50,9 +50,9 @@ def _torch_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], call: Call)
 
 
 def _with_bias(out: Tensor, bias: Optional[Tensor]) -> Tensor:
-    if bias is None:  # in place without autograd (the product is a fresh tensor): a new one cost 5-14 %
-        return out
-    return out + bias if torch.is_grad_enabled() else out.add_(bias)  # of a 600 x 256 x 256 linear
+    if bias is None:  # in place without autograd (the product is a fresh tensor): a new one is a visible
+        return out    # share of a small linear's time
+    return out + bias if torch.is_grad_enabled() else out.add_(bias)
 
 
 # --- int8: an Int8Weight, float32 activations quantised per row, where the product is large enough -------------
