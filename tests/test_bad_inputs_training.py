@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from conftest import ROOT, compose
 
 from sru import SRU
-from tasks.engine.config.checks import usable_cores
+from tasks.engine.config.cores import usable_cores
 from tasks.engine.config.hydra_errors import check_composes
 from tasks.engine.errors import RunError
 from tasks.engine.runner import check_before_work, check_command_line

@@ -12,7 +12,6 @@ checked by ``Task.check_config()``, also before data loading.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -20,6 +19,7 @@ from typing import Any, Mapping, Optional
 import torch
 
 from tasks.engine.errors import ConfigError
+from tasks.engine.config.cores import usable_cores
 from tasks.engine.config.schema import check_number, typed
 from tasks.engine.config.trainer_schema import TrainerConfig, trainer_config
 
@@ -42,13 +42,6 @@ def check_trainer(trainer: Mapping[str, Any]) -> TrainerConfig:
         raise ConfigError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
     check_threads(t.num_threads)
     return t
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def check_threads(num_threads: Optional[int]) -> None:

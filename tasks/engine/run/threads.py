@@ -18,6 +18,8 @@ import os
 import time
 from typing import Dict, Optional, Sequence, Tuple
 
+from tasks.engine.config.cores import allowed_cpus, usable_cores
+
 SAMPLE_S = 0.2      # the window over which busy cores are measured
 BUSY_ROUNDING = 0.5  # a core busy more than half the window counts as taken
 RECHECK_S = 5.0     # during training, how often the free cores are measured again
@@ -38,13 +40,6 @@ def _cpu_times(cpus: Sequence[int]) -> Optional[Dict[int, Tuple[int, int]]]:
             idle = values[3] + values[4]  # idle + iowait
             times[int(name[3:])] = (sum(values) - idle, sum(values))
     return times
-
-
-def allowed_cpus() -> Sequence[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return list(range(os.cpu_count() or 1))
 
 
 def busy_cores(first: Dict[int, Tuple[int, int]], second: Dict[int, Tuple[int, int]]) -> float:
@@ -75,7 +70,7 @@ def free_cores(sample_s: float = SAMPLE_S) -> Tuple[int, int, float]:
 def choose_threads(configured: Optional[int]) -> Tuple[int, str]:
     """The thread count to use and the header line that says why."""
     if configured:
-        usable = len(allowed_cpus())
+        usable = usable_cores()
         if int(configured) > usable:  # more threads than cores only wait for each other
             return usable, (f"{usable} CPU threads: trainer.num_threads={configured} capped to the {usable} cores "
                             f"this process may use")
