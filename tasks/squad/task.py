@@ -142,7 +142,7 @@ class SquadTask(Task):
         data = self.encoded[split]
         t0 = time.perf_counter()
         for index in self._plan(split, epoch, seed)[start:]:
-            yield collate([data[i] for i in index], index, self.vocab.pad_id)
+            yield collate([data[i] for i in index], index, self.vocab.pad_id, self.task_cfg.answer_kinds)
         if split != "train":
             self.eval_seconds += time.perf_counter() - t0
 
@@ -342,7 +342,8 @@ class SquadTask(Task):
         device = next(model.parameters()).device
         results: List[Any] = [None] * len(inputs)
         for index in plan:
-            batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id), device)
+            batch = self.move_to_device(collate([encoded[i] for i in index], index, self.vocab.pad_id,
+                                                 t.answer_kinds), device)
             start, end = map(combine_scores, self._scores(model, batch))
             mask = batch["context_mask_pad"].t()
             best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"],
