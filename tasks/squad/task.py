@@ -30,6 +30,7 @@ from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse
 from .features import EncodedExample, collate, encode_split, num_features
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader, ReaderEnsemble, combine_scores
+from .span_edges import entity_edges
 from .tagger import check_tagger, default_cache
 
 
@@ -225,7 +226,8 @@ class SquadTask(Task):
         records = []
         for k, i in enumerate(batch["index"].tolist()):
             ex = self.encoded[split][i]
-            s, e = ex.spans[int(best_start[k])][0], ex.spans[int(best_end[k])][1]
+            bs, be = self._edges(ex, batch, k, int(best_start[k]), int(best_end[k]))
+            s, e = ex.spans[bs][0], ex.spans[be][1]
             answer = ex.example.context[s:e]  # an exact substring of the context
             em, f = score(answer, ex.example.answers)
             out["em"] += em
@@ -233,6 +235,12 @@ class SquadTask(Task):
             out["n"] += 1
             records.append({"id": ex.example.qid, "answer": answer})
         return out, records
+
+    def _edges(self, ex: EncodedExample, batch: Mapping[str, Tensor], k: int, start: int, end: int) -> Tuple[int, int]:
+        """The decoded span, widened to the names it cuts with ``task.entity_edges`` (span_edges.py)."""
+        if not self.task_cfg.entity_edges:
+            return start, end
+        return entity_edges(ex.tags, start, end, batch["sentence_end"][k].tolist(), self.task_cfg.max_answer_len)
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("sample_size", 0.0), 1.0)}
@@ -351,7 +359,8 @@ class SquadTask(Task):
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
             e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
             for k, i in enumerate(index):
-                ex, bs, be = encoded[i], int(best_start[k]), int(best_end[k])
+                ex = encoded[i]
+                bs, be = self._edges(ex, batch, k, int(best_start[k]), int(best_end[k]))
                 a, b = ex.spans[bs][0], ex.spans[be][1]
                 results[i] = {"id": ex.example.qid, "answer": ex.example.context[a:b], "start": a, "end": b,
                               "score": round(float((s_lp[k, bs] + e_lp[k, be]).exp()), 6)}
