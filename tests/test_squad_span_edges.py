@@ -35,3 +35,13 @@ def test_the_widening_stops_at_a_sentence_end_and_at_max_len():
     run = torch.tensor([[NER_LABELS.index("DATE"), 0]] * 6, dtype=torch.uint8)
     assert entity_edges(run, 3, 3, [False, True, False, False, False, False]) == (2, 5)
     assert entity_edges(run, 3, 3, [False] * 6, max_len=4) == (3, 3)  # widening would pass max_len: kept
+
+
+def test_a_how_many_answer_ends_before_the_noun_the_question_gives():
+    from tasks.squad.data import tokenize
+    from tasks.squad.span_edges import without_asked_noun
+    context = ["It", "stood", "for", "28", "years", "and", "had", "one", "gate", "."]
+    assert without_asked_noun(tokenize("For how many years did it stand?")[0], context, 3, 4) == (3, 3)
+    assert without_asked_noun(tokenize("How many gates did it have?")[0], context, 7, 8) == (7, 7)  # singular too
+    assert without_asked_noun(tokenize("How long did it stand?")[0], context, 3, 4) == (3, 4)
+    assert without_asked_noun(tokenize("How many years?")[0], context, 4, 4) == (4, 4)  # never empty

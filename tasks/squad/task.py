@@ -30,7 +30,7 @@ from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse
 from .features import EncodedExample, collate, encode_split, num_features
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader, ReaderEnsemble, combine_scores
-from .span_edges import entity_edges
+from .span_edges import entity_edges, without_asked_noun
 from .tagger import check_tagger, default_cache
 
 
@@ -237,10 +237,11 @@ class SquadTask(Task):
         return out, records
 
     def _edges(self, ex: EncodedExample, batch: Mapping[str, Tensor], k: int, start: int, end: int) -> Tuple[int, int]:
-        """The decoded span, widened to the names it cuts with ``task.entity_edges`` (span_edges.py)."""
-        if not self.task_cfg.entity_edges:
+        """The decoded span with ``task.span_edges``: widened to the names it cuts, without the asked noun (span_edges.py)."""
+        if not self.task_cfg.span_edges:
             return start, end
-        return entity_edges(ex.tags, start, end, batch["sentence_end"][k].tolist(), self.task_cfg.max_answer_len)
+        start, end = entity_edges(ex.tags, start, end, batch["sentence_end"][k].tolist(), self.task_cfg.max_answer_len)
+        return without_asked_noun(ex.question_words, ex.context_words, start, end)
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("sample_size", 0.0), 1.0)}
