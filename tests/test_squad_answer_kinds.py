@@ -67,3 +67,34 @@ def test_the_switch_narrows_the_decoding_mask_and_leaves_the_features():
     assert [w for w, m in zip(words, narrow["type_match"][0].tolist()) if m] == ["Paris"]
     assert {"Paris", "France"} <= {w for w, m in zip(words, broad["type_match"][0].tolist()) if m}
     assert torch.equal(broad["features"], narrow["features"])
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How high is Kilimanjaro?", "measures"), ("What is the length of the Rhine?", "measures"),
+    ("When did the Thirty Years' War end?", "time boundaries"), ("When did the reign begin?", "time boundaries"),
+    ("In which city is the Louvre?", "places by kind"), ("Into which sea does the Rhine flow?", "places by kind"),
+    ("Which treaty ended the war?", "works and events"), ("Whose poem did Beethoven set?", "works and events"),
+    ("Who painted The Night Watch?", "other"), ("When was Sputnik 1 launched?", "other"),
+])
+def test_question_kinds_come_from_the_question_words(question, kind):
+    from tasks.squad.question_kinds import question_kind
+    assert question_kind(question) == kind
+
+
+def test_scores_by_kind_add_up_to_the_whole(tmp_path, capsys):
+    import json
+
+    from conftest import ROOT
+    from tasks.squad.data import load_squad_file
+    from tasks.squad.score_predictions import main
+    data = ROOT / "tasks" / "squad" / "human_report-v1.1.json"
+    examples = load_squad_file(data)
+    answers = {ex.qid: ex.answers[0] if k % 2 else "nothing" for k, ex in enumerate(examples)}  # every other right
+    (tmp_path / "p.json").write_text(json.dumps(answers), encoding="utf-8")
+    main([str(data), str(tmp_path / "p.json"), "--by-kind"])
+    out = json.loads(capsys.readouterr().out)
+    kinds = {k: g for k, g in out["groups"].items() if k.startswith("kind: ")}
+    assert sum(g["questions"] for g in kinds.values()) == len(examples) == 231
+    assert out["groups"]["ids: human"]["questions"] == 81 and out["groups"]["ids: human-report"]["questions"] == 150
+    right = sum(g["exact_match"] * g["questions"] for g in kinds.values()) / 100
+    assert right == pytest.approx(len(examples) // 2, abs=0.05) == pytest.approx(out["exact_match"] * 2.31, abs=0.05)
