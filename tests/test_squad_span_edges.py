@@ -45,3 +45,22 @@ def test_a_how_many_answer_ends_before_the_noun_the_question_gives():
     assert without_asked_noun(tokenize("How many gates did it have?")[0], context, 7, 8) == (7, 7)  # singular too
     assert without_asked_noun(tokenize("How long did it stand?")[0], context, 3, 4) == (3, 4)
     assert without_asked_noun(tokenize("How many years?")[0], context, 4, 4) == (4, 4)  # never empty
+
+
+def test_the_task_widens_decoded_spans_only_with_the_switch():
+    from conftest import compose
+
+    from tasks.common.text import PAD, UNK, Vocabulary
+    from tasks.engine.base import build_task
+    from tasks.squad.data import SquadExample
+    from tasks.squad.features import collate, encode_split
+    text = "The telescope is named after the astronomer Edwin Hubble. It was launched in 1990."
+    ex = SquadExample("q1", "", text, "Who is the telescope named after?", ["Edwin Hubble"], [text.index("Edwin")])
+    enc = encode_split([ex], tagger="spacy_en_md", type_match=True)[0]
+    enc = enc.with_ids(Vocabulary(sorted(set(enc.context_words)), (PAD, UNK)))
+    batch = collate([enc], [0], 0)
+    edwin = [text[s:e] for s, e in enc.spans].index("Edwin")
+    for switch, expected in (("true", "Edwin Hubble"), ("false", "Edwin")):
+        task = build_task(compose(["task=squad", f"task.span_edges={switch}"]))
+        s, e = task._edges(enc, batch, 0, edwin, edwin)
+        assert text[enc.spans[s][0]:enc.spans[e][1]] == expected
