@@ -9,6 +9,13 @@ Candidates, per batch size, all in eval mode without autograd:
     sru (no_grad)            the same under torch.no_grad()
     sru-official             the official ``sru`` package (2.x), when ``--official DIR`` holds it
     lstm                     nn.LSTM of the same width and depth, (h, c) carried
+    srupp-matmuls            SRU++ (``SRUpp(512, 512, proj_size=128, num_layers=2)``): the products
+                             of its layers at L = 1 (x·W1, z·W2, z·W3 per layer): its floor
+    srupp                    its one-step decoding (``sru.srupp_decode.decode``), cache carried with a
+                             sliding window of SRUPP_CONTEXT positions (so every step sees as many)
+
+``srupp`` is judged against ``srupp-matmuls`` as ``sru`` against ``matmuls``. Then a profile of the SRU
+step (``bench.decode_profile``): where its microseconds go.
 
 The official package is also named ``sru``; to time it beside this one without installing it
 over this package, install it into its own directory and pass that:
@@ -26,10 +33,12 @@ from typing import Callable, Dict, List
 import torch
 from torch import nn
 
+from bench import decode_profile
 from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
 
 DECODE_BATCHES = (1, 32)
 DECODE_WIDTH, DECODE_LAYERS = 512, 2
+SRUPP_PROJ, SRUPP_CONTEXT = 128, 64
 
 
 def load_official(directory: str):
@@ -93,10 +102,39 @@ def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[]
         module = nn.LSTM(d, d, num_layers=layers).to(device).eval()
         return _stepper(module, x, (c0.clone(), c0.clone()), torch.inference_mode)
 
+    def srupp_model():
+        from sru import SRUpp
+        return SRUpp(d, d, proj_size=SRUPP_PROJ, num_layers=layers).to(device).eval()
+
+    def srupp():
+        from sru.srupp_decode import decode
+        model = srupp_model()
+        with torch.inference_mode():  # a full window of context before the timed steps
+            _, cache = decode(model, torch.randn(SRUPP_CONTEXT, batch, d, generator=gen).to(device))
+        box, step_input = [cache], x.view(batch, d)
+
+        def step() -> None:
+            with torch.inference_mode():
+                _, box[0] = decode(model, step_input, box[0], max_context=SRUPP_CONTEXT)
+        return step
+
+    def srupp_matmuls():
+        transforms = [cell.transform_module for cell in srupp_model().rnn_lst]
+        weights = [[lin.weight.detach().t() for lin in (t.linear1, t.linear2, t.linear3)] for t in transforms]
+        rows = x.view(batch, d)
+
+        def step() -> None:
+            with torch.inference_mode():
+                for w1, w2, w3 in weights:
+                    z = rows.mm(w1)
+                    z.mm(w2)
+                    z.mm(w3)
+        return step
+
     builders = {"matmuls": matmuls,
                 "sru (inference_mode)": lambda: ours(torch.inference_mode),
                 "sru (no_grad)": lambda: ours(torch.no_grad),
-                "lstm": lstm}
+                "lstm": lstm, "srupp-matmuls": srupp_matmuls, "srupp": srupp}
     if official is not None:
         builders["sru-official"] = lambda: _stepper(
             official.SRU(d, d, num_layers=layers).to(device).eval(), x, c0, torch.inference_mode)
@@ -104,7 +142,8 @@ def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[]
 
 
 def run(args, timer) -> List[Dict]:
-    """Time every candidate round-robin per batch size; ratios paired per round."""
+    """Time every candidate round-robin per batch size; ratios paired per round, each against its floor
+    (``matmuls`` for the SRU and the LSTM, ``srupp-matmuls`` for SRU++)."""
     official = None if not args.official else load_official(args.official)
     rows = []
     for batch in DECODE_BATCHES:
@@ -116,12 +155,13 @@ def run(args, timer) -> List[Dict]:
         samples = interleaved(steps, timer, args.repeats, numbers)
         stats = {name: summarize(samples[name]) for name in steps}
         for name in steps:
+            floor = "srupp-matmuls" if name.startswith("srupp") else "matmuls"
             # Interference from other processes only ever adds time: the minimum over rounds is
             # the least disturbed sample, a second view beside the paired median on a busy machine.
             row = {"batch": batch, "candidate": name, **stats[name],
                    "min_ms": min(stats[name]["samples_ms"]),
-                   "vs_matmuls": paired_ratio(stats[name], stats["matmuls"]),
-                   "vs_matmuls_min": min(stats[name]["samples_ms"]) / min(stats["matmuls"]["samples_ms"])}
+                   "floor": floor, "vs_matmuls": paired_ratio(stats[name], stats[floor]),
+                   "vs_matmuls_min": min(stats[name]["samples_ms"]) / min(stats[floor]["samples_ms"])}
             if "sru-official" in stats:
                 row["vs_official"] = paired_ratio(stats[name], stats["sru-official"])
             rows.append(row)
@@ -131,7 +171,7 @@ def run(args, timer) -> List[Dict]:
 def markdown(rows: List[Dict]) -> str:
     head = [f"One decoding step, SRU {DECODE_LAYERS} x {DECODE_WIDTH} (L = 1, state carried), "
             "µs per step: median [IQR]; ratios: median over rounds of the per-round ratio",
-            "(min: the fastest round of each, and their ratio)", ""]
+            "(min: the fastest round of each, and their ratio); SRU++ rows against srupp-matmuls", ""]
     cells = [[r["batch"], r["candidate"],
               f"{r['median_ms'] * 1e3:.1f} [{r['q25_ms'] * 1e3:.1f}–{r['q75_ms'] * 1e3:.1f}]",
               f"{r['min_ms'] * 1e3:.1f}", f"{r['vs_matmuls']:.3f}x", f"{r['vs_matmuls_min']:.3f}x",
@@ -140,10 +180,24 @@ def markdown(rows: List[Dict]) -> str:
         ["B", "candidate", "µs / step [IQR]", "min µs", "/ matmuls", "min / min matmuls", "/ official"], cells)
 
 
+def step_profiles(args, timer) -> Dict[int, List[Dict]]:
+    """``bench.decode_profile`` of the SRU step at every batch size."""
+    from sru import SRU
+
+    profiles = {}
+    for batch in DECODE_BATCHES:
+        module = SRU(DECODE_WIDTH, DECODE_WIDTH, num_layers=DECODE_LAYERS).to(args.device).eval()
+        x = torch.randn(1, batch, DECODE_WIDTH, device=args.device)
+        c0 = torch.zeros(DECODE_LAYERS, batch, DECODE_WIDTH, device=args.device)
+        profiles[batch] = decode_profile.profile(module, x, c0, timer, args.repeats, args.min_ms)
+    return profiles
+
+
 def decode_main(args, timer, out: Path, info: Dict) -> List[Dict]:
     rows = run(args, timer)
-    table = markdown(rows)
-    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows}, indent=1))
+    profiles = step_profiles(args, timer) if args.device == "cpu" else {}
+    table = markdown(rows) + ("\n\n" + decode_profile.markdown(profiles) if profiles else "")
+    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows, "profile": profiles}, indent=1))
     (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
                                    f"{info.get('gpu', info['cpu_model'])}, {info['threads']} threads, "
                                    f"torch {info['torch']}, {info['date']}\n\n{table}\n")
