@@ -15,7 +15,7 @@ Candidates, per batch size, all in eval mode without autograd:
                              sliding window of SRUPP_CONTEXT positions (so every step sees as many)
 
 ``srupp`` is judged against ``srupp-matmuls`` as ``sru`` against ``matmuls``. Then a profile of the SRU
-step (``bench.decode_profile``): where its microseconds go.
+step (``profile_step``): where its microseconds go.
 
 The official package is also named ``sru``; to time it beside this one without installing it
 over this package, install it into its own directory and pass that:
@@ -23,6 +23,7 @@ over this package, install it into its own directory and pass that:
     pip install --no-deps --target ~/.cache/sru-official sru==2.6.0
     python -m bench.speed --decode --official ~/.cache/sru-official
 """
+import ctypes
 import importlib.util
 import json
 import sys
@@ -33,7 +34,6 @@ from typing import Callable, Dict, List
 import torch
 from torch import nn
 
-from bench import decode_profile
 from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
 
 DECODE_BATCHES = (1, 32)
@@ -180,8 +180,104 @@ def markdown(rows: List[Dict]) -> str:
         ["B", "candidate", "µs / step [IQR]", "min µs", "/ matmuls", "min / min matmuls", "/ official"], cells)
 
 
+# Where the microseconds of one SRU decoding step go (``python -m bench.speed --decode`` prints it).
+#
+# A step of a plain stack in inference is: ``nn.Module.__call__``, ``SRU.forward``'s first tests (scripting,
+# tracing), the stack path's entry checks (``sru.ops.cpu.paths.stack_inference``: grad mode, autocast and
+# eager guards, shapes, the cached plan's validity and GEMM route), two output allocations and one C call
+# (the matmuls and the recurrence of every layer). Each part is timed alone here, the parts interleaved
+# in rounds with the whole step, so the table reads as one budget: the parts' medians against the
+# whole's, with the remainder (argument filling, ``contiguous``, the call's Python frames) left over.
+#
+# Routing decisions are made once per model: the plan (the C layer array, the route) is cached on the
+# module and only *checked* per call (``StackPlan.current``: one tuple compare over the cells' state and
+# parameter identities; ``StackPlan.gemm_is_mkl``: a dict hit). Those two checks are rows here.
+
+
+def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable[[], object]]:
+    """The step and each of its parts as a no-argument function, all under inference_mode."""
+    from sru.ops.backends import cpu_paths as paths, cpu_stack
+
+    with torch.inference_mode():
+        module(x, c0)  # builds and caches the plan
+    plan = module.__dict__["_stack_plan"]
+    cells = list(module.rnn_lst._modules.values())
+    rows = x.shape[0] * x.shape[1]
+    h = x.new_empty(x.shape[0], x.shape[1], plan.width)
+    c_last = x.new_empty(plan.num_layers, x.shape[1], plan.width)
+    workspace = x.new_empty(rows * plan.per_row)
+    args = cpu_stack.StackArgs(layers=plan.layers, num_layers=plan.num_layers, x=x.data_ptr(), c0=c0.data_ptr(),
+                     h=h.data_ptr(), c_last=c_last.data_ptr(), workspace=workspace.data_ptr(),
+                     length=x.shape[0], batch=x.shape[1], num_threads=torch.get_num_threads())
+    ref = ctypes.byref(args)
+    buffers = (h, c_last, workspace)  # the C call writes through the pointers: keep them alive
+
+    def c_call():
+        return plan.call(ref), buffers
+
+    def inference(fn):
+        def run():
+            with torch.inference_mode():
+                fn()
+        return run
+
+    width, layers = plan.width, plan.num_layers
+    parts = {
+        "whole step: module(x, c)": lambda: module(x, c0),
+        "SRU.forward (no nn.Module.__call__)": lambda: module.forward(x, c0),
+        "stack path (paths.stack_inference)": lambda: paths.stack_inference(module, x, c0, None),
+        "grad / autocast / eager guards": lambda: (torch.is_grad_enabled(), paths._eager_cpu(x)),
+        "plan check (StackPlan.current)": lambda: plan.current(cells, x.dtype),
+        "GEMM routing (StackPlan.gemm_is_mkl)": lambda: plan.gemm_is_mkl(rows),
+        "StackPlan.run (allocations, products, recurrence)": lambda: plan.run(x, c0, None),
+        "  allocations (h, c)": lambda: (x.new_empty(x.shape[0], x.shape[1], width),
+                                         x.new_empty(layers, x.shape[1], width)),
+    }
+    if plan.gemm_is_mkl(rows):  # the products and the recurrence in one C call
+        parts["  the C call (products + recurrence)"] = c_call
+    else:  # a layer routed to oneDNN: per layer its routed product, then one kernel call
+        from sru.ops import matmul
+        weights = [(cell.weight, cell.gemm) for cell in cells]
+        flat = x.view(rows, x.shape[2])
+        parts["  the products alone, routed (sru.ops.matmul)"] = lambda: [matmul(flat, w, g) for w, g in weights]
+    return {name: inference(fn) for name, fn in parts.items()}
+
+
+def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int, min_ms: float) -> List[Dict]:
+    """Median µs per call of every part, interleaved in ``repeats`` rounds; ``share`` of the whole step."""
+    parts = _step_parts(module, x, c0)
+    numbers = {name: calls_per_sample(fn, timer, min_ms, 50, least=20) for name, fn in parts.items()}
+    samples = interleaved(parts, timer, repeats, numbers)
+    us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
+    whole = us["whole step: module(x, c)"]
+    # the nesting: module() > forward() > stack_inference() > its checks, allocations and the C call
+    derived = {
+        "nn.Module.__call__": whole - us["SRU.forward (no nn.Module.__call__)"],
+        "SRU.forward before the stack path": us["SRU.forward (no nn.Module.__call__)"]
+        - us["stack path (paths.stack_inference)"],
+        "rest of the stack path (arguments, contiguous, frames)": us["stack path (paths.stack_inference)"]
+        - sum(us[k] for k in list(parts)[3:7]),
+        "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
+        us["StackPlan.run (allocations, products, recurrence)"] - sum(us[k] for k in list(parts)[7:]),
+    }
+    rows = [{"part": name, "us": value, "share": value / whole} for name, value in us.items()]
+    rows += [{"part": f"= {name}", "us": value, "share": value / whole} for name, value in derived.items()]
+    return rows
+
+
+def profile_markdown(profiles: Dict[int, List[Dict]]) -> str:
+    """One table: a row per part, a column per batch size."""
+    batches = list(profiles)
+    parts = [r["part"] for r in profiles[batches[0]]]
+    cells = [[part] + [f"{profiles[b][i]['us']:.1f} ({profiles[b][i]['share']:.0%})" for b in batches]
+             for i, part in enumerate(parts)]
+    head = ("Where one step's µs go (each part timed alone, interleaved with the whole step; median µs, "
+            "share of the whole; rows with '=' are differences of the rows above)")
+    return head + "\n\n" + markdown_table(["part"] + [f"B = {b}" for b in batches], cells)
+
+
 def step_profiles(args, timer) -> Dict[int, List[Dict]]:
-    """``bench.decode_profile`` of the SRU step at every batch size."""
+    """``profile_step`` of the SRU step at every batch size."""
     from sru import SRU
 
     profiles = {}
@@ -189,14 +285,14 @@ def step_profiles(args, timer) -> Dict[int, List[Dict]]:
         module = SRU(DECODE_WIDTH, DECODE_WIDTH, num_layers=DECODE_LAYERS).to(args.device).eval()
         x = torch.randn(1, batch, DECODE_WIDTH, device=args.device)
         c0 = torch.zeros(DECODE_LAYERS, batch, DECODE_WIDTH, device=args.device)
-        profiles[batch] = decode_profile.profile(module, x, c0, timer, args.repeats, args.min_ms)
+        profiles[batch] = profile_step(module, x, c0, timer, args.repeats, args.min_ms)
     return profiles
 
 
 def decode_main(args, timer, out: Path, info: Dict) -> List[Dict]:
     rows = run(args, timer)
     profiles = step_profiles(args, timer) if args.device == "cpu" else {}
-    table = markdown(rows) + ("\n\n" + decode_profile.markdown(profiles) if profiles else "")
+    table = markdown(rows) + ("\n\n" + profile_markdown(profiles) if profiles else "")
     (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows, "profile": profiles}, indent=1))
     (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
                                    f"{info.get('gpu', info['cpu_model'])}, {info['threads']} threads, "

@@ -3,7 +3,7 @@ old one, per round, and the median over rounds.
 
     python -m bench.versions --old /work/main --new . --rounds 4
 
-Each process is ``bench/versions_probe.py`` (this tree's copy, run as a script) with PYTHONPATH set to one
+Each process is ``bench/versions/probe.py`` (this tree's copy, run as a script) with PYTHONPATH set to one
 tree, so that ``import sru`` loads that tree's layer: fp32 training and inference, a packed training
 step, int8 inference and the decode steps of SRU and SRU++, one thread, this thread's CPU time (time
 descheduled by other processes is not counted: the machine may be shared). Rounds alternate which tree
@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 from bench.harness import machine_info, markdown_table
 
-PROBE = Path(__file__).resolve().parent / "versions_probe.py"
+PROBE = Path(__file__).resolve().parent / "probe.py"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -1,5 +1,5 @@
 """One process of ``bench.versions``: time the workloads of whichever ``sru`` is first on PYTHONPATH and
-print one JSON line {workload: seconds per call}. Run as a script (``python bench/versions_probe.py``),
+print one JSON line {workload: seconds per call}. Run as a script (``python bench/versions/probe.py``),
 never imported from the tree under test: it imports nothing of bench/, so an old tree without this
 file is measured by the same code as the new one.
 """
