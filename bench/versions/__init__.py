@@ -1,13 +1,15 @@
-"""Old tree against new tree, in alternating fresh processes: each workload's time in the new tree over the
-old one, per round, and the median over rounds.
+"""Old tree against new tree, interleaved: each workload's time in the new tree over the old one, per
+round, and the median over rounds.
 
-    python -m bench.versions --old /work/main --new . --rounds 4
+    python -m bench.versions --old /work/main --new . --rounds 15
 
-Each process is ``bench/versions/probe.py`` (this tree's copy, run as a script) with PYTHONPATH set to one
-tree, so that ``import sru`` loads that tree's layer: fp32 training and inference, a packed training
-step, int8 inference and the decode steps of SRU and SRU++, one thread, this thread's CPU time (time
-descheduled by other processes is not counted: the machine may be shared). Rounds alternate which tree
-runs first. Writes OUT/versions.json and OUT/versions.md.
+Two worker processes run ``bench/versions/probe.py`` (this tree's copy, run as a script), each with
+PYTHONPATH set to one tree, so that ``import sru`` loads that tree's layer: fp32 training and inference,
+a packed training step, int8 inference and the decode steps of SRU and SRU++, one thread, this thread's
+CPU time (time descheduled by other processes is not counted: the machine may be shared). Both stay
+alive, and each round asks each of them for one sample of every workload in turn (the order flipping
+every round), so load that drifts over seconds falls on both alike; fresh processes one after another
+differed by up to 1.8x on a loaded 2-core machine. Writes OUT/versions.json and OUT/versions.md.
 """
 import argparse
 import json
@@ -27,8 +29,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", required=True, help="root of the old tree (holds sru/)")
     parser.add_argument("--new", default=".", help="root of the new tree (default: here)")
-    parser.add_argument("--rounds", type=int, default=4, help="pairs of processes (old, new)")
-    parser.add_argument("--min-s", type=float, default=0.2, help="CPU seconds per sample of a workload")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds: one sample of each workload on each tree")
+    parser.add_argument("--min-s", type=float, default=0.05, help="CPU seconds per sample of a workload")
     parser.add_argument("--out", default="outputs/bench_versions")
     args = parser.parse_args(argv)
     for tree in (args.old, args.new):
@@ -39,28 +41,50 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def probe(tree: str, min_s: float) -> Dict[str, float]:
-    """Seconds per call of every workload, measured in a fresh process on ``tree``."""
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, str(PROBE), str(min_s)], env=env, capture_output=True,
-                          text=True, check=False, cwd=str(Path(tree).resolve()))
-    if done.returncode != 0:
-        raise RuntimeError(f"bench.versions: the probe failed on {tree}:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+class Worker:
+    """One probe process on one tree: ``sample(name)`` is one sample's seconds per call."""
+
+    def __init__(self, tree: str, min_s: float):
+        root = str(Path(tree).resolve())
+        env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1")
+        self.tree = tree
+        self.process = subprocess.Popen([sys.executable, str(PROBE), str(min_s)], env=env, cwd=root, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.calls = json.loads(self._line())
+
+    def _line(self) -> str:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"bench.versions: the probe on {self.tree} exited "
+                               f"(status {self.process.wait()}); its error is above")
+        return line
+
+    def sample(self, name: str) -> float:
+        self.process.stdin.write(name + "\n")
+        self.process.stdin.flush()
+        return json.loads(self._line())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def compare(args) -> Dict[str, Dict]:
-    """Per workload: both trees' per-round times and the median of the per-round new / old ratio."""
-    rounds = []
-    for i in range(args.rounds):
-        order = [("old", args.old), ("new", args.new)][:: 1 if i % 2 == 0 else -1]
-        times = {side: probe(tree, args.min_s) for side, tree in order}
-        print(f"round {i + 1}: " + ", ".join(f"{k} {times['new'][k] / times['old'][k]:.3f}"
-                                              for k in times["new"] if k != "sru"), flush=True)
-        rounds.append(times)
-    names = [k for k in rounds[0]["new"] if k != "sru"]
-    return {name: {"old_s": [r["old"][name] for r in rounds], "new_s": [r["new"][name] for r in rounds],
-                   "ratio": statistics.median(r["new"][name] / r["old"][name] for r in rounds)}
+    """Per workload: both trees' per-round seconds per call and the median of the per-round new / old ratio."""
+    workers = {"old": Worker(args.old, args.min_s), "new": Worker(args.new, args.min_s)}
+    names = [name for name in workers["new"].calls if name in workers["old"].calls]
+    times = {side: {name: [] for name in names} for side in workers}
+    try:
+        for i in range(args.rounds):
+            for name in names:
+                for side in (("old", "new") if i % 2 == 0 else ("new", "old")):
+                    times[side][name].append(workers[side].sample(name))
+            print(f"round {i + 1}/{args.rounds}", flush=True)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return {name: {"old_s": times["old"][name], "new_s": times["new"][name],
+                   "ratio": statistics.median(n / o for n, o in zip(times["new"][name], times["old"][name]))}
             for name in names}
 
 
@@ -76,7 +100,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Dict]:
     table = markdown_table(["workload", "old ms", "new ms", "new / old (median of rounds)"], cells)
     (out / "versions.json").write_text(json.dumps({"machine": info, "results": result}, indent=1))
     (out / "versions.md").write_text(f"Command: `{info['command']}`  \nold {args.old}, new {args.new}, "
-                                     f"{args.rounds} rounds, 1 thread, thread CPU time, load {info['load']}\n\n"
+                                     f"{args.rounds} interleaved rounds, 1 thread, thread CPU time, load {info['load']}\n\n"
                                      f"{table}\n")
     print(table, flush=True)
     return result

@@ -1,7 +1,8 @@
-"""One process of ``bench.versions``: time the workloads of whichever ``sru`` is first on PYTHONPATH and
-print one JSON line {workload: seconds per call}. Run as a script (``python bench/versions/probe.py``),
-never imported from the tree under test: it imports nothing of bench/, so an old tree without this
-file is measured by the same code as the new one.
+"""A worker of ``bench.versions``: builds the workloads with whichever ``sru`` is first on PYTHONPATH, prints
+one JSON line {workload: calls per sample}, then for every workload name read from stdin times one
+sample and prints its seconds per call. Run as a script (``python bench/versions/probe.py``), never
+imported from the tree under test: it imports nothing of bench/, so an old tree without this file is
+measured by the same code as the new one.
 """
 import json
 import sys
@@ -13,21 +14,21 @@ from torch.nn.utils.rnn import pack_padded_sequence
 WIDTH, LAYERS, LENGTH, BATCH = 512, 2, 64, 32
 
 
-def per_call(fn, min_s: float, samples: int = 3) -> float:
-    """Seconds per call: the least of ``samples`` samples, each enough calls to last ``min_s`` (this
-    thread's CPU time: time descheduled by other processes is not counted)."""
+def calls_for(fn, min_s: float) -> int:
+    """Calls that make a sample last about ``min_s`` of this thread's CPU time, after a warm-up."""
     for _ in range(3):
         fn()
     start = time.thread_time()
     fn()
-    calls = max(1, int(min_s / max(time.thread_time() - start, 1e-6)))
-    best = float("inf")
-    for _ in range(samples):
-        start = time.thread_time()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.thread_time() - start) / calls)
-    return best
+    return max(1, int(min_s / max(time.thread_time() - start, 1e-6)))
+
+
+def sample(fn, calls: int) -> float:
+    """Seconds per call over ``calls`` calls, in this thread's CPU time (descheduled time not counted)."""
+    start = time.thread_time()
+    for _ in range(calls):
+        fn()
+    return (time.thread_time() - start) / calls
 
 
 def no_grad(fn):
@@ -93,12 +94,13 @@ def workloads() -> dict:
 
 def main() -> None:
     torch.set_num_threads(1)
-    min_s = float(sys.argv[1]) if len(sys.argv) > 1 else 0.2
-    import sru
-    result = {"sru": sru.__file__}
-    for name, fn in workloads().items():
-        result[name] = per_call(fn, min_s)
-    print(json.dumps(result), flush=True)
+    min_s = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
+    fns = workloads()
+    calls = {name: calls_for(fn, min_s) for name, fn in fns.items()}
+    print(json.dumps(calls), flush=True)
+    for line in sys.stdin:
+        name = line.strip()
+        print(json.dumps(sample(fns[name], calls[name])), flush=True)
 
 
 if __name__ == "__main__":
