@@ -21,6 +21,24 @@ def test_every_config_folder_is_installed_as_data_files():
     assert project["project"]["scripts"]["sru-train"] == "tasks.engine.train_cmd:main"
 
 
+def test_every_kernel_source_is_installed_as_package_data():
+    """A regular install compiles the CPU kernels on first use from their sources: each .cpp / .h under a
+    package must match its package's [tool.setuptools.package-data] patterns."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    package_data = project["tool"]["setuptools"]["package-data"]
+    sources = [p for top in ("sru", "tasks", "bench") for p in (ROOT / top).rglob("*") if p.suffix in (".cpp", ".h")]
+    assert any(p.name == "decode_attention.cpp" for p in sources)  # the scan saw the decoding kernels
+    missing = []
+    for path in sources:
+        owners = [package for package in package_data
+                  if path.relative_to(ROOT).as_posix().startswith(package.replace(".", "/") + "/")]
+        shipped = any(path.relative_to(ROOT / owner.replace(".", "/")).match(pattern)
+                      for owner in owners for pattern in package_data[owner])
+        if not shipped:
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"add these to [tool.setuptools.package-data] (a regular install cannot build them): {missing}"
+
+
 IMPORTS_TRAIN = re.compile(r"^\s*(import train\b|from train import)", re.M)
 EDITS_SYS_PATH = re.compile(r"sys\.path\.(insert|append)")
 
