@@ -41,7 +41,7 @@ import torch
 from omegaconf import OmegaConf
 from reproduce.tables import TABLES, cells_at
 
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.run.devices import machine
 from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.runner import compose, run

@@ -111,7 +111,7 @@ def check_attention_lm_run(run_dir: Path, summary) -> None:
 
     import torch
 
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
     losses = [r["loss"] for r in read_metrics(run_dir, "train")]
     assert len(losses) == 24 and all(math.isfinite(x) for x in losses)
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5

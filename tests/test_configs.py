@@ -152,7 +152,7 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
     import torch
     from conftest import tiny_lm_overrides
 
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
 
     overrides = tiny_lm_overrides(steps=2)
     assert "seed=0" in overrides

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 import sru
 from tasks.engine.errors import DataError, ResumeError, override, resume_command
-from tasks.engine.results import json_safe
+from tasks.engine.run_metrics import json_safe
 
 
 # ---- debug=smoke keeps the chosen logger; classification's smoke vectors are the tiny set ---------------

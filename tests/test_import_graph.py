@@ -17,7 +17,7 @@ Inside ``tasks/``:
     tasks/<task>/   imports tasks.engine, tasks.common, tasks.corpora, sru and its own folder only
 
 Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
-``errors`` and ``results`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
+``errors`` and ``run_metrics`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
 and the registry), ``training/`` and ``sweeps/``, ``inference/``, and at the top the train command
 (``runner``, ``run_start``, ``train_cmd``).
 
@@ -91,10 +91,10 @@ ALLOWED = {
 
 
 ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps")
-_GROUND = {"errors", "results"}
+_GROUND = {"errors", "run_metrics"}
 ENGINE_ALLOWED = {
     "errors": set(),
-    "results": set(),
+    "run_metrics": set(),
     "config": {"errors"},
     "run": {"config", "errors"},
     "base": {"run", "config", "errors"},

@@ -19,7 +19,7 @@ from tasks.engine import runner
 from tasks.engine.training.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
 from tasks.engine.errors import (CheckpointWriteError, DataError, NonFiniteError, ResumeError,
                                  RunLockedError)
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.run.lock import RunLock
 
 

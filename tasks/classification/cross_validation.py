@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
-from tasks.engine.results import format_mean_std as mean_std
+from tasks.engine.run_metrics import format_mean_std as mean_std
 from tasks.engine.runner import compose, run
 
 

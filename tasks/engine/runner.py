@@ -35,7 +35,7 @@ from tasks.engine.inference.loader import export_run_model
 from tasks.engine.inference.overrides import check_read_by_source
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.base import build_task, task_class
-from tasks.engine.results import json_safe, shown
+from tasks.engine.run_metrics import json_safe, shown
 from tasks.engine.run.dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run.context import RunContext, open_run
 from tasks.engine.run.start_signals import FRESH_RUN_DIRS, run_app, stopped_before_training
