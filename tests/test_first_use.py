@@ -1,4 +1,4 @@
-"""First-use rough edges (issue 28), in-process: the real pipeline (tasks.engine.runner.run) on the tiny LM
+"""First-use rough edges (issue 28), in-process: the real pipeline (tasks.engine.train.runner.run) on the tiny LM
 fixture, the real config tree, the real sru modules. The rows about a process (signals, exit lines,
 run dirs, train.log, read-only / full disks) are in tests/test_reliability_processes.py.
 """

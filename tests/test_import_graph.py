@@ -19,7 +19,7 @@ Inside ``tasks/``:
 Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
 ``errors`` and ``run_metrics`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
 and the registry), ``training/`` and ``sweeps/``, ``inference/``, and at the top the train command
-(``runner``, ``run_start``, ``train_cmd``).
+(``train/``: ``runner``, ``run_start``, ``start_signals``, ``command``).
 
 (The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/base.py``:
 a plugin lookup, not an import.)
@@ -90,7 +90,7 @@ ALLOWED = {
 }
 
 
-ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps")
+ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps", "train")
 _GROUND = {"errors", "run_metrics"}
 ENGINE_ALLOWED = {
     "errors": set(),
@@ -101,9 +101,7 @@ ENGINE_ALLOWED = {
     "training": {"base", "run", "config"} | _GROUND,
     "sweeps": {"run"} | _GROUND,
     "inference": {"training", "base", "run", "config"} | _GROUND,
-    "runner": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,
-    "run_start": {"runner", "training", "run"} | _GROUND,
-    "train_cmd": {"runner", "run"},  # sru-train: the signal handler (run.interrupts) first
+    "train": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,  # the train command
 }
 
 
