@@ -1,63 +1,63 @@
 """Schemas of the shared encoders' ``model`` config groups (conf/model/{sru,srupp,transformer_lm,lstm,cnn}.yaml):
 each key's type and range (values live in the YAML files; see ``tasks/engine/config/schema.py``). A key an encoder
-does not take is refused before any data is loaded."""
+does not take is refused before any data is loaded.
+
+The layer's two encoders (``model=sru``, ``model=srupp``) have no hand-written schema: ``layer_schema`` reads it
+from the encoder's and the layer's constructors, and the encoder passes the layer's keys on as ``**layer_args``. So
+``model.hidden_size`` is declared once, in ``sru.SRU``'s signature, and valued once, in conf/model/sru.yaml (the
+range tables below bound it)."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from dataclasses import dataclass
-from typing import List, Literal, Optional
+from typing import Dict, List, Literal, Optional
 
-from sru.ops.backends import BACKENDS
+from sru import SRU, SRUpp
+from sru.ops import BACKENDS, LIBRARIES
+from tasks.common.rnn_encoders import SRUEncoder
+from tasks.common.srupp_encoder import SRUppEncoder
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)  # a dropout probability: [0, 1)
 
 
-@dataclass(kw_only=True)
-class SRUConfig:
-    """sru.SRU's constructor arguments (conf/model/sru.yaml), plus the encoder's forget_bias."""
-    name: Literal["sru"]
-    hidden_size: int = key(low=1)
-    num_layers: int = key(low=1)
-    dropout: float = key(**Rate)
-    rnn_dropout: float = key(**Rate)
-    bidirectional: bool = key()
-    layer_norm: bool = key()
-    highway_bias: float = key()
-    forget_bias: float = key()
-    rescale: bool = key()
-    use_tanh: bool = key()
-    projection_size: int = key(low=0)
-    has_skip_term: bool = key()
-    project_skip: bool = key()   # highway input W_h x_t at every layer (k = 4), the CNTK speech SRU
-    v1: bool = key()
-    proj_input_to_hidden_first: bool = key()
-    normalize_after: bool = key()
-    weight_c_init: Optional[float] = key()
-    amp_recurrence_fp16: bool = key()
-    backend: Literal[BACKENDS] = key()  # the names of sru/ops/backends.py's table
-    gemm: Literal["auto", "mkl", "onednn"] = key()  # CPU GEMM library (sru/ops/cpu/gemm.py LIBRARIES)
+def layer_schema(name: str, encoder: type, layer: type, ranges: Dict[str, dict], choices: Dict[str, tuple]) -> type:
+    """The schema of ``model=<name>``, read from the constructors it configures: the encoder's own arguments
+    (``forget_bias``, ``mem_len``, ...), then the layer's, which the encoder passes through as ``**layer_args``.
+    Each key's type is its argument's annotation; ``ranges`` (``key``'s bounds) and ``choices`` (a Literal's
+    values) add what an annotation cannot say. So a new layer argument is one edit to the layer and its value
+    in conf/model/<name>.yaml: nothing between them names it (tests/test_encoder_schemas.py)."""
+    fields = [("name", Literal[name])]
+    for owner in (encoder, layer):
+        hints = typing.get_type_hints(owner.__init__)
+        for arg in inspect.signature(owner).parameters.values():
+            if (arg.name in ("causal", *NOT_CONFIG) or arg.kind is arg.VAR_KEYWORD
+                    or any(arg.name == field[0] for field in fields)):
+                continue
+            if arg.name not in hints and arg.name not in choices:
+                raise TypeError(f"{owner.__name__}'s argument {arg.name!r} has no type annotation: model={name}'s "
+                                f"schema reads each key's type from it (tasks/common/model_schemas.py)")
+            tp = Literal[choices[arg.name]] if arg.name in choices else hints[arg.name]
+            fields.append((arg.name, tp, key(**ranges.get(arg.name, {}))))
+    doc = f"{encoder.__name__}'s and {layer.__name__}'s arguments (conf/model/{name}.yaml), read from their signatures."
+    return dataclasses.make_dataclass(f"{layer.__name__}Config", fields, kw_only=True,
+                                      namespace={"__doc__": doc, "__module__": __name__})
 
 
-@dataclass(kw_only=True)
-class SRUppConfig:
-    """sru.SRUpp's constructor arguments (conf/model/srupp.yaml), plus the encoder's mem_len."""
-    name: Literal["srupp"]
-    hidden_size: int = key(low=1)
-    proj_size: int = key(low=0)
-    num_layers: int = key(low=1)
-    num_heads: int = key(low=1)
-    dropout: float = key(**Rate)
-    attn_dropout: float = key(**Rate)
-    bidirectional: bool = key()
-    layer_norm: bool = key()
-    normalize_after: bool = key()
-    attn_layer_norm: bool = key()
-    highway_bias: float = key()
-    attention_every_n_layers: int = key(low=1)
-    attention_last_n_layers: int = key(low=-1)
-    rescale: bool = key()
-    mem_len: Optional[int] = key(low=0)
+# The layer's arguments that are not config keys: the task gives the input width, and the encoder fixes
+# the layout (time-major, ``(h, c)`` returned) and builds its modules itself.
+NOT_CONFIG = ("input_size", "batch_first", "nn_rnn_compatible_return", "custom_m")
+CPU_KERNELS = dict(backend=BACKENDS, gemm=LIBRARIES)  # the names of sru/ops/backends.py's table; GEMM libraries
+SRU_RANGES = dict(hidden_size=dict(low=1), num_layers=dict(low=1), dropout=Rate, rnn_dropout=Rate,
+                  projection_size=dict(low=0))
+SRUPP_RANGES = dict(hidden_size=dict(low=1), proj_size=dict(low=0), num_layers=dict(low=1), num_heads=dict(low=1),
+                    dropout=Rate, attn_dropout=Rate, attention_every_n_layers=dict(low=1),
+                    attention_last_n_layers=dict(low=-1), mem_len=dict(low=0))
+SRUConfig = layer_schema("sru", SRUEncoder, SRU, SRU_RANGES, CPU_KERNELS)
+SRUppConfig = layer_schema("srupp", SRUppEncoder, SRUpp, SRUPP_RANGES, CPU_KERNELS)
 
 
 def check_srupp_keys(cfg: SRUppConfig) -> None:
