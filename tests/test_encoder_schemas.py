@@ -1,6 +1,6 @@
-"""The layer's encoders (``model=sru``, ``model=srupp``) take their config keys from the constructors themselves
-(tasks/common/model_schemas.py ``layer_schema``): the schema's keys are the encoder's and the layer's arguments,
-the YAML sets exactly those, and a new layer argument reaches the layer from the YAML with no other edit."""
+"""The shared encoders take their config keys from the constructors themselves (tasks/common/model_schemas.py
+``signature_schema``): a schema's keys are the encoder's arguments and, for ``model=sru`` / ``model=srupp``, the
+layer's; the YAML sets exactly those, and a new layer argument reaches the layer from the YAML with no other edit."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,33 +14,46 @@ from omegaconf import OmegaConf
 import sru
 from sru import SRU, SRUpp
 from tasks.common import encoders
-from tasks.common.model_schemas import (CPU_KERNELS, NOT_CONFIG, SRU_RANGES, SRUConfig, SRUppConfig, layer_schema)
-from tasks.common.rnn_encoders import SRUEncoder
+from tasks.common.cnn_encoder import CNNEncoder
+from tasks.common.model_schemas import CPU_KERNELS, NOT_CONFIG, SRU_RANGES, signature_schema
+from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
+from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
 
-LAYERS = [("sru", SRUConfig, SRUEncoder, SRU), ("srupp", SRUppConfig, SRUppEncoder, SRUpp)]
+# model=<name> -> the constructors its keys reach (the encoder, and the layer it passes **layer_args on to)
+CONSTRUCTORS = {"sru": (SRUEncoder, SRU), "srupp": (SRUppEncoder, SRUpp), "lstm": (LSTMEncoder,),
+                "cnn": (CNNEncoder,), "transformer_lm": (TransformerLMEncoder,)}
 
 
 def arguments(constructor) -> set:
     return {p.name for p in inspect.signature(constructor).parameters.values() if p.kind is not p.VAR_KEYWORD}
 
 
-@pytest.mark.parametrize("name,schema,encoder,layer", LAYERS, ids=[row[0] for row in LAYERS])
-def test_the_schema_keys_are_the_encoder_and_layer_arguments(name, schema, encoder, layer):
+def test_every_encoder_schema_is_read_from_its_constructors():
+    assert set(CONSTRUCTORS) == set(encoders.ENCODERS) == set(encoders.MODEL_SCHEMAS)
+    assert all(encoders.ENCODERS[name] is owners[0] for name, owners in CONSTRUCTORS.items())
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCTORS))
+def test_the_schema_keys_are_the_constructor_arguments(name):
+    schema, owners = encoders.MODEL_SCHEMAS[name], CONSTRUCTORS[name]
     keys = {f.name for f in dataclasses.fields(schema)} - {"name"}
-    assert keys == (arguments(encoder) | arguments(layer)) - set(NOT_CONFIG) - {"causal"}
-    assert arguments(layer) - keys <= set(NOT_CONFIG)  # every other layer argument is a config key
+    assert keys == set().union(*map(arguments, owners)) - set(NOT_CONFIG)
+    assert arguments(owners[-1]) - keys <= set(NOT_CONFIG)  # every other argument of the layer is a config key
     hints = typing.get_type_hints(schema)
-    assert hints["hidden_size"] is int and typing.get_args(hints["backend"]) == sru.ops.BACKENDS
+    if name in ("sru", "srupp"):
+        assert hints["hidden_size"] is int and typing.get_args(hints["backend"]) == sru.ops.BACKENDS
 
 
-@pytest.mark.parametrize("name,schema,encoder,layer", LAYERS, ids=[row[0] for row in LAYERS])
-def test_the_yaml_sets_exactly_the_schema_keys(name, schema, encoder, layer):
-    model = compose(["task=lm", f"model={name}"]).model
-    assert set(model) == {f.name for f in dataclasses.fields(schema)}
-    built = encoders.build_encoder(model, 12, causal=True)
-    assert isinstance(built.rnn, layer) and built.rnn.hidden_size == model.hidden_size
+@pytest.mark.parametrize("name", sorted(CONSTRUCTORS))
+def test_the_yaml_sets_exactly_the_schema_keys(name):
+    model = compose(["task=classification" if name == "cnn" else "task=lm", f"model={name}"]).model
+    assert set(model) == {f.name for f in dataclasses.fields(encoders.MODEL_SCHEMAS[name])}
+    built = encoders.build_encoder(model, 12, causal=name != "cnn")
+    assert isinstance(built, CONSTRUCTORS[name][0])
+    if name in ("sru", "srupp"):
+        assert isinstance(built.rnn, CONSTRUCTORS[name][1]) and built.rnn.hidden_size == model.hidden_size
 
 
 class SRUWithANewArgument(SRU):
@@ -63,8 +76,8 @@ def test_a_new_sru_argument_reaches_the_layer_from_the_yaml_with_no_other_edit(m
     """The schema is rebuilt from the changed layer exactly as model_schemas.py builds it at import; the only
     other change is the argument's value in the config (the line conf/model/sru.yaml would gain)."""
     monkeypatch.setattr(sru, "SRU", SRUWithANewArgument)  # what SRUEncoder builds
-    monkeypatch.setitem(encoders.MODEL_SCHEMAS, "sru", layer_schema("sru", SRUEncoder, SRUWithANewArgument,
-                                                                    SRU_RANGES, CPU_KERNELS))
+    monkeypatch.setitem(encoders.MODEL_SCHEMAS, "sru", signature_schema("sru", (SRUEncoder, SRUWithANewArgument),
+                                                                        SRU_RANGES, CPU_KERNELS))
     model = compose(["task=lm", "model=sru"]).model
     with pytest.raises(ConfigError, match="model.gate_temperature: missing"):
         encoders.build_encoder(model, 12)
@@ -82,7 +95,7 @@ def test_a_layer_argument_without_a_type_is_named():
             super().__init__(input_size, hidden_size)
 
     with pytest.raises(TypeError, match="'scale' has no type annotation"):
-        layer_schema("sru", SRUEncoder, Untyped, SRU_RANGES, CPU_KERNELS)
+        signature_schema("sru", (SRUEncoder, Untyped), SRU_RANGES, CPU_KERNELS)
 
 
 def test_the_ranges_still_refuse_bad_values_before_any_data():

@@ -2,62 +2,72 @@
 each key's type and range (values live in the YAML files; see ``tasks/engine/config/schema.py``). A key an encoder
 does not take is refused before any data is loaded.
 
-The layer's two encoders (``model=sru``, ``model=srupp``) have no hand-written schema: ``layer_schema`` reads it
-from the encoder's and the layer's constructors, and the encoder passes the layer's keys on as ``**layer_args``. So
-``model.hidden_size`` is declared once, in ``sru.SRU``'s signature, and valued once, in conf/model/sru.yaml (the
-range tables below bound it)."""
+No schema here is written by hand: ``signature_schema`` reads each from the constructors its config reaches, the
+encoder's and, for the layer's encoders (``model=sru``, ``model=srupp``), the layer's, which the encoder passes
+on as ``**layer_args``. So ``model.hidden_size`` is declared once, in ``sru.SRU``'s signature (or the encoder's),
+and valued once, in conf/model/<name>.yaml; the tables below add the ranges and choices an annotation cannot say."""
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import typing
-from dataclasses import dataclass
-from typing import Dict, List, Literal, Optional
+from typing import Dict, Literal, Sequence
 
 from sru import SRU, SRUpp
 from sru.ops import BACKENDS, LIBRARIES
-from tasks.common.rnn_encoders import SRUEncoder
+from tasks.common.cnn_encoder import CNNEncoder
+from tasks.common.rnn_encoders import LSTMEncoder, SRUEncoder
 from tasks.common.srupp_encoder import SRUppEncoder
+from tasks.common.transformer_lm_encoder import TransformerLMEncoder
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import key
 
 Rate = dict(low=0, high=1, high_open=True)  # a dropout probability: [0, 1)
+# The constructors' arguments that are not config keys: the task gives the input width and whether it is causal,
+# and the encoder fixes the layer's layout (time-major, ``(h, c)`` returned) and builds its modules itself.
+NOT_CONFIG = ("input_size", "causal", "batch_first", "nn_rnn_compatible_return", "custom_m")
 
 
-def layer_schema(name: str, encoder: type, layer: type, ranges: Dict[str, dict], choices: Dict[str, tuple]) -> type:
-    """The schema of ``model=<name>``, read from the constructors it configures: the encoder's own arguments
-    (``forget_bias``, ``mem_len``, ...), then the layer's, which the encoder passes through as ``**layer_args``.
+def signature_schema(name: str, constructors: Sequence[type], ranges: Dict[str, dict],
+                     choices: Dict[str, tuple]) -> type:
+    """The schema of ``model=<name>``, read from the constructors its keys reach, in order: the encoder's own
+    arguments (``forget_bias``, ``mem_len``, ...), then the layer's, which the encoder passes on as ``**layer_args``.
     Each key's type is its argument's annotation; ``ranges`` (``key``'s bounds) and ``choices`` (a Literal's
     values) add what an annotation cannot say. So a new layer argument is one edit to the layer and its value
     in conf/model/<name>.yaml: nothing between them names it (tests/test_encoder_schemas.py)."""
     fields = [("name", Literal[name])]
-    for owner in (encoder, layer):
+    for owner in constructors:
         hints = typing.get_type_hints(owner.__init__)
         for arg in inspect.signature(owner).parameters.values():
-            if (arg.name in ("causal", *NOT_CONFIG) or arg.kind is arg.VAR_KEYWORD
-                    or any(arg.name == field[0] for field in fields)):
+            if arg.name in NOT_CONFIG or arg.kind is arg.VAR_KEYWORD or any(arg.name == f[0] for f in fields):
                 continue
             if arg.name not in hints and arg.name not in choices:
                 raise TypeError(f"{owner.__name__}'s argument {arg.name!r} has no type annotation: model={name}'s "
                                 f"schema reads each key's type from it (tasks/common/model_schemas.py)")
             tp = Literal[choices[arg.name]] if arg.name in choices else hints[arg.name]
             fields.append((arg.name, tp, key(**ranges.get(arg.name, {}))))
-    doc = f"{encoder.__name__}'s and {layer.__name__}'s arguments (conf/model/{name}.yaml), read from their signatures."
-    return dataclasses.make_dataclass(f"{layer.__name__}Config", fields, kw_only=True,
-                                      namespace={"__doc__": doc, "__module__": __name__})
+    names = " and ".join(f"{c.__name__}'s" for c in constructors)
+    return dataclasses.make_dataclass(
+        f"{constructors[-1].__name__.removesuffix('Encoder')}Config", fields, kw_only=True,
+        namespace={"__doc__": f"{names} arguments (conf/model/{name}.yaml), read from the signatures.",
+                   "__module__": __name__})
 
 
-# The layer's arguments that are not config keys: the task gives the input width, and the encoder fixes
-# the layout (time-major, ``(h, c)`` returned) and builds its modules itself.
-NOT_CONFIG = ("input_size", "batch_first", "nn_rnn_compatible_return", "custom_m")
 CPU_KERNELS = dict(backend=BACKENDS, gemm=LIBRARIES)  # the names of sru/ops/backends.py's table; GEMM libraries
 SRU_RANGES = dict(hidden_size=dict(low=1), num_layers=dict(low=1), dropout=Rate, rnn_dropout=Rate,
                   projection_size=dict(low=0))
 SRUPP_RANGES = dict(hidden_size=dict(low=1), proj_size=dict(low=0), num_layers=dict(low=1), num_heads=dict(low=1),
                     dropout=Rate, attn_dropout=Rate, attention_every_n_layers=dict(low=1),
                     attention_last_n_layers=dict(low=-1), mem_len=dict(low=0))
-SRUConfig = layer_schema("sru", SRUEncoder, SRU, SRU_RANGES, CPU_KERNELS)
-SRUppConfig = layer_schema("srupp", SRUppEncoder, SRUpp, SRUPP_RANGES, CPU_KERNELS)
+SRUConfig = signature_schema("sru", (SRUEncoder, SRU), SRU_RANGES, CPU_KERNELS)
+SRUppConfig = signature_schema("srupp", (SRUppEncoder, SRUpp), SRUPP_RANGES, CPU_KERNELS)
+TransformerLMConfig = signature_schema("transformer_lm", (TransformerLMEncoder,), dict(
+    hidden_size=dict(low=1), num_layers=dict(low=1), num_heads=dict(low=1), ffn_size=dict(low=0), dropout=Rate,
+    attn_dropout=Rate, mem_len=dict(low=0)), {})
+LSTMConfig = signature_schema("lstm", (LSTMEncoder,), dict(hidden_size=dict(low=1), num_layers=dict(low=1),
+                                                           dropout=Rate), dict(init=("torch", "keras")))
+CNNConfig = signature_schema("cnn", (CNNEncoder,), dict(widths=dict(low=1), filters=dict(low=1)),
+                             dict(activation=("relu", "tanh")))
 
 
 def check_srupp_keys(cfg: SRUppConfig) -> None:
@@ -77,40 +87,6 @@ def check_srupp_keys(cfg: SRUppConfig) -> None:
     if every != 1 and last != -1:
         raise ConfigError(f"model.attention_every_n_layers={every} and model.attention_last_n_layers={last}: set at "
                           f"most one of them, leave the other at its default (1 / -1)")
-
-
-
-
-@dataclass(kw_only=True)
-class TransformerLMConfig:
-    """tasks/common/transformer_lm_encoder.py's arguments (conf/model/transformer_lm.yaml)."""
-    name: Literal["transformer_lm"]
-    hidden_size: int = key(low=1)
-    num_layers: int = key(low=1)
-    num_heads: int = key(low=1)
-    ffn_size: int = key(low=0)
-    dropout: float = key(**Rate)
-    attn_dropout: float = key(**Rate)
-    bidirectional: bool = key()
-    mem_len: Optional[int] = key(low=0)
-
-
-@dataclass(kw_only=True)
-class LSTMConfig:
-    name: Literal["lstm"]
-    hidden_size: int = key(low=1)
-    num_layers: int = key(low=1)
-    dropout: float = key(**Rate)
-    bidirectional: bool = key()
-    init: Literal["torch", "keras"] = key()
-
-
-@dataclass(kw_only=True)
-class CNNConfig:
-    name: Literal["cnn"]
-    widths: List[int] = key(low=1)
-    filters: int = key(low=1)
-    activation: Literal["relu", "tanh"] = key()
 
 
 def check_transformer_lm_keys(cfg: TransformerLMConfig) -> None:
