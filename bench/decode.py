@@ -194,6 +194,10 @@ def markdown(rows: List[Dict]) -> str:
 # parameter identities; ``StackPlan.gemm_is_mkl``: a dict hit). Those two checks are rows here.
 
 
+# the products' row: in the one C call (with the recurrence), or, where a layer routes to oneDNN, alone
+PRODUCTS = "  the products (one C call: with the recurrence; routed: alone, sru.ops.matmul)"
+
+
 def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable[[], object]]:
     """The step and each of its parts as a no-argument function, all under inference_mode."""
     from sru.ops.backends import cpu_paths as paths, cpu_stack
@@ -234,12 +238,12 @@ def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable
                                          x.new_empty(layers, x.shape[1], width)),
     }
     if plan.gemm_is_mkl(rows):  # the products and the recurrence in one C call
-        parts["  the C call (products + recurrence)"] = c_call
+        parts[PRODUCTS] = c_call
     else:  # a layer routed to oneDNN: per layer its routed product, then one kernel call
         from sru.ops import matmul
         weights = [(cell.weight, cell.gemm) for cell in cells]
         flat = x.view(rows, x.shape[2])
-        parts["  the products alone, routed (sru.ops.matmul)"] = lambda: [matmul(flat, w, g) for w, g in weights]
+        parts[PRODUCTS] = lambda: [matmul(flat, w, g) for w, g in weights]
     return {name: inference(fn) for name, fn in parts.items()}
 
 
@@ -260,7 +264,8 @@ def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int,
         "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
         us["StackPlan.run (allocations, products, recurrence)"] - sum(us[k] for k in list(parts)[7:]),
     }
-    rows = [{"part": name, "us": value, "share": value / whole} for name, value in us.items()]
+    path = "one C call" if module.__dict__["_stack_plan"].gemm_is_mkl(x.shape[0] * x.shape[1]) else "routed"
+    rows = [{"part": name, "us": value, "share": value / whole, "path": path} for name, value in us.items()]
     rows += [{"part": f"= {name}", "us": value, "share": value / whole} for name, value in derived.items()]
     return rows
 
@@ -271,7 +276,8 @@ def profile_markdown(profiles: Dict[int, List[Dict]]) -> str:
     parts = [r["part"] for r in profiles[batches[0]]]
     cells = [[part] + [f"{profiles[b][i]['us']:.1f} ({profiles[b][i]['share']:.0%})" for b in batches]
              for i, part in enumerate(parts)]
-    head = ("Where one step's µs go (each part timed alone, interleaved with the whole step; median µs, "
+    paths = ", ".join(f"B = {b}: {profiles[b][0]['path']}" for b in batches)
+    head = (f"Where one step's µs go ({paths}; each part timed alone, interleaved with the whole step; median µs, "
             "share of the whole; rows with '=' are differences of the rows above)")
     return head + "\n\n" + markdown_table(["part"] + [f"B = {b}" for b in batches], cells)
 
