@@ -31,6 +31,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--new", default=".", help="root of the new tree (default: here)")
     parser.add_argument("--rounds", type=int, default=15, help="rounds: one sample of each workload on each tree")
     parser.add_argument("--min-s", type=float, default=0.05, help="CPU seconds per sample of a workload")
+    parser.add_argument("--workloads", default=None,
+                        help="comma list of workload names to time (default: all the probe builds)")
     parser.add_argument("--out", default="outputs/bench_versions")
     args = parser.parse_args(argv)
     for tree in (args.old, args.new):
@@ -73,6 +75,14 @@ def compare(args) -> Dict[str, Dict]:
     """Per workload: both trees' per-round seconds per call and the median of the per-round new / old ratio."""
     workers = {"old": Worker(args.old, args.min_s), "new": Worker(args.new, args.min_s)}
     names = [name for name in workers["new"].calls if name in workers["old"].calls]
+    if args.workloads:
+        wanted = args.workloads.split(",")
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            for worker in workers.values():
+                worker.close()
+            raise SystemExit(f"--workloads: unknown {unknown}; expected names from {names}")
+        names = [name for name in names if name in wanted]
     times = {side: {name: [] for name in names} for side in workers}
     try:
         for i in range(args.rounds):
