@@ -74,6 +74,19 @@ def test_train_step_fills_grads_of_parameters_and_input(name):
     assert all(t.grad is not None and t.grad.shape == t.shape for t in cand.leaves)
 
 
+def test_the_cpu_grid_has_eight_shapes_and_its_bound_reads_the_layers_widths():
+    """--shapes grid: 8 shapes, one bidirectional and one with layer norm; the GEMM bound's products are
+    the SRU's own (a bidirectional first layer is d x 2 * 4d, k = 4 as its input is narrower than its output)."""
+    grid = bench_registry.shapes_for("grid", "cpu")
+    assert len(grid) == 8 and len({s.label for s in grid}) == 8
+    assert sum(s.bidirectional for s in grid) == 1 and sum(s.layer_norm for s in grid) == 1
+    bidir = bench_registry.Shape(4, 2, 8, 2, bidirectional=True)
+    assert bench_registry.sru_projection_widths(bidir) == [(8, 64), (16, 48)]
+    cand = bench_registry.build_candidates(bidir, "cpu", "fp32", backends=["cpu"])["sru-cpu"]()
+    cand.train_step()
+    assert all(t.grad is not None for t in cand.leaves)
+
+
 def test_unknown_shape_grid_is_one_clear_error():
     with pytest.raises(ValueError, match="expected one of"):
         bench_registry.shapes_for("huge", "cpu")
