@@ -189,6 +189,17 @@ class RecurrentCellBase(nn.Module):
         return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
 
 
+def per_cell(name: str, doc: str) -> property:
+    """A stack option that belongs to its layers: read from the first, set on every one."""
+    def get(stack):
+        return getattr(stack.rnn_lst[0], name)
+
+    def set_all(stack, value) -> None:
+        for cell in stack.rnn_lst:
+            setattr(cell, name, value)
+    return property(get, set_all, doc=doc)
+
+
 class StackBase(nn.Module):
     """A stack of cells in ``rnn_lst`` with one backend."""
 
@@ -206,23 +217,8 @@ class StackBase(nn.Module):
         for name, value in options.items():
             setattr(self, name, value)
 
-    @property
-    def backend(self) -> str:
-        return self.rnn_lst[0].backend
-
-    @backend.setter
-    def backend(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.backend = value
-
-    @property
-    def gemm(self) -> str:
-        return self.rnn_lst[0].gemm
-
-    @gemm.setter
-    def gemm(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.gemm = value
+    backend = per_cell("backend", "The recurrence backend of every layer (``sru.ops.BACKENDS``).")
+    gemm = per_cell("gemm", "The CPU GEMM library of every layer's projections: auto / mkl / onednn.")
 
     def _stack_c(self, c_last, batch: int) -> Tensor:
         """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with
