@@ -135,34 +135,40 @@ def resolve(backend: str, U: Tensor) -> ModuleType:
 
 # The whole-layer / whole-stack entry points, asked of the backend that serves the input's device
 # (each checks the cells' own ``backend`` and returns None / False when its path does not apply).
+def _paths(input: Tensor):
+    """The entry points for ``input``'s device, or None. ``is_cpu`` first: ``.device`` builds an object, a
+    few hundred ns at every decoding step."""
+    return _PATHS.get("cpu" if input.is_cpu else input.device.type)
+
+
 def inference_plan(cells, input: Tensor):
-    paths = _PATHS.get(input.device.type)
+    paths = _paths(input)
     return None if paths is None else paths.inference_plan(cells, input)
 
 
 def run_inference_path(plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
-    return _PATHS[input.device.type].run_inference_path(plan, input, c0, mask_pad)
+    return _paths(input).run_inference_path(plan, input, c0, mask_pad)
 
 
 def fuse_layer(cell, input: Tensor, c0: Optional[Tensor]) -> bool:
-    paths = _PATHS.get(input.device.type)
+    paths = _paths(input)
     return paths is not None and paths.fuse_layer(cell, input, c0)
 
 
 def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
                       masks, spec, packing=None, gemm: str = "auto"):
-    return _PATHS[x.device.type].linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
+    return _paths(x).linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
 
 
 def stack_plan(sru, input, c0, mask_pad):
     if type(input) is not Tensor:  # a PackedSequence: the packed path
         return None
-    paths = _PATHS.get(input.device.type)
+    paths = _paths(input)
     return None if paths is None else paths.stack_plan(sru, input, c0, mask_pad)
 
 
 def run_stack(sru, plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
-    return _PATHS[input.device.type].run_stack(sru, plan, input, c0, mask_pad)
+    return _paths(input).run_stack(sru, plan, input, c0, mask_pad)
 
 
 # The projection entry points (sru/ops/cpu/routes.py, one table of routes: int8 with an ``Int8Weight``, bf16,
