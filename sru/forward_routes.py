@@ -40,11 +40,11 @@ def choose_route(module, input, c0: Optional[Tensor] = None, mask_pad: Optional[
     time-major input, or packed rows with their ``layout``). ``plan`` is what the route runs with (the stack
     plan, the per-layer inference arguments) or None."""
     if isinstance(module, StackBase):
-        if isinstance(input, PackedSequence):
-            return Route.PACKED, None
-        plan = stack_plan(module, input, c0, mask_pad)
+        plan = stack_plan(module, input, c0, mask_pad)  # first: at one decoding step it is all there is
         if plan is not None:
             return Route.STACK, plan
+        if isinstance(input, PackedSequence):
+            return Route.PACKED, None
         # input_to_hidden runs before the layers: under autocast its output is no longer the input's dtype
         if type(input) is Tensor and (module.input_to_hidden is None or not torch.is_autocast_enabled("cpu")):
             plan = inference_plan(module.rnn_lst, input)

@@ -164,12 +164,12 @@ def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor,
 def stack_plan(sru, input, c0, mask_pad):
     if type(input) is not Tensor:  # a PackedSequence: the packed path
         return None
-    paths = _paths(input)
+    paths = _PATHS.get("cpu" if input.is_cpu else input.device.type)  # _paths, inlined: every decoding step
     return None if paths is None else paths.stack_plan(sru, input, c0, mask_pad)
 
 
 def run_stack(sru, plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
-    return _paths(input).run_stack(sru, plan, input, c0, mask_pad)
+    return _PATHS["cpu" if input.is_cpu else input.device.type].run_stack(sru, plan, input, c0, mask_pad)
 
 
 # The projection entry points (sru/ops/cpu/routes.py, one table of routes: int8 with an ``Int8Weight``, bf16,
