@@ -110,7 +110,7 @@ def direct_recurrence(cell, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Te
         return cell.apply_recurrence(U, residual, c0, None, None)
     skip = _skip_mode(cell)
     options = cpu_kernel.KernelOptions(cell.hidden_size, cell.num_directions, skip,
-                                       bool(cell.activation_type), float(cell._skip_scale))
+                                       bool(cell.activation_type), float(cell.skip_scale))
     inputs = (U.contiguous(), residual.contiguous() if skip == 1 else None, weight_c.contiguous(),
               bias.contiguous(), c0.contiguous(), None, None)
     h, c_last, _ = cpu_kernel.forward(lib, inputs, options, False)

@@ -46,7 +46,7 @@ def layer_args(cell) -> tuple:
     params = cell._parameters
     return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
             cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
-            cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale,
+            cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
             cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"))
 
 

@@ -103,7 +103,7 @@ class StackPlan:
             slot.in_features, slot.hidden = cell.input_size, cell.hidden_size
             slot.dirs, slot.k = cell.num_directions, cell.num_matrices
             slot.skip_mode = skip_mode(cell)
-            slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
+            slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell.skip_scale)
         self.num_layers = len(cells)
         # (in, out, library) per layer: the stack's C code calls MKL's sgemm, so the plan runs
         # only where the GEMM dispatch picks MKL for every layer (``gemm_is_mkl``)
