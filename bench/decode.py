@@ -183,9 +183,9 @@ def markdown(rows: List[Dict]) -> str:
 # Where the microseconds of one SRU decoding step go (``python -m bench.speed --decode`` prints it).
 #
 # A step of a plain stack in inference is: ``nn.Module.__call__``, ``SRU.forward``'s first tests (scripting,
-# tracing), the stack path's entry checks (``sru.ops.cpu.paths.stack_inference``: grad mode, autocast and
-# eager guards, shapes, the cached plan's validity and GEMM route), two output allocations and one C call
-# (the matmuls and the recurrence of every layer). Each part is timed alone here, the parts interleaved
+# tracing), the route choice (``sru.ops.cpu.paths.stack_plan``: grad mode, autocast and eager guards,
+# shapes, the cached plan's validity), then the run (the GEMM route, two output allocations and one C call:
+# the matmuls and the recurrence of every layer). Each part is timed alone here, the parts interleaved
 # in rounds with the whole step, so the table reads as one budget: the parts' medians against the
 # whole's, with the remainder (argument filling, ``contiguous``, the call's Python frames) left over.
 #
@@ -229,11 +229,12 @@ def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable
     parts = {
         "whole step: module(x, c)": lambda: module(x, c0),
         "SRU.forward (no nn.Module.__call__)": lambda: module.forward(x, c0),
-        "stack path (paths.stack_inference)": lambda: paths.stack_inference(module, x, c0, None),
-        "grad / autocast / eager guards": lambda: (torch.is_grad_enabled(), paths._eager_cpu(x)),
-        "plan check (StackPlan.current)": lambda: plan.current(cells, x.dtype),
-        "GEMM routing (StackPlan.gemm_is_mkl)": lambda: plan.gemm_is_mkl(rows),
-        "StackPlan.run (allocations, products, recurrence)": lambda: plan.run(x, c0, None),
+        "route choice (paths.stack_plan)": lambda: paths.stack_plan(module, x, c0, None),
+        "  grad / autocast / eager guards": lambda: (torch.is_grad_enabled(), paths._eager_cpu(x)),
+        "  plan check (StackPlan.current)": lambda: plan.current(cells, x.dtype),
+        "the run (paths.run_stack)": lambda: paths.run_stack(module, plan, x, c0, None),
+        "  StackPlan.run (routing, allocations, products, recurrence)": lambda: plan.run(x, c0, None),
+        "  GEMM routing (StackPlan.gemm_is_mkl)": lambda: plan.gemm_is_mkl(rows),
         "  allocations (h, c)": lambda: (x.new_empty(x.shape[0], x.shape[1], width),
                                          x.new_empty(layers, x.shape[1], width)),
     }
@@ -254,15 +255,18 @@ def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int,
     samples = interleaved(parts, timer, repeats, numbers)
     us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
     whole = us["whole step: module(x, c)"]
-    # the nesting: module() > forward() > stack_inference() > its checks, allocations and the C call
+    # the nesting: module() > forward() > the route choice (its guards, the plan check) and the run
+    # (StackPlan.run: the GEMM route, the allocations, the products and the recurrence)
+    forward, choice, run = (us[k] for k in ("SRU.forward (no nn.Module.__call__)", "route choice (paths.stack_plan)",
+                                            "the run (paths.run_stack)"))
+    plan_run = us["  StackPlan.run (routing, allocations, products, recurrence)"]
     derived = {
-        "nn.Module.__call__": whole - us["SRU.forward (no nn.Module.__call__)"],
-        "SRU.forward before the stack path": us["SRU.forward (no nn.Module.__call__)"]
-        - us["stack path (paths.stack_inference)"],
-        "rest of the stack path (arguments, contiguous, frames)": us["stack path (paths.stack_inference)"]
-        - sum(us[k] for k in list(parts)[3:7]),
+        "nn.Module.__call__": whole - forward,
+        "SRU.forward around the route (scripting / tracing tests, the route table)": forward - choice - run,
+        "rest of the route choice (shapes, c0, the plan lookup)": choice - sum(us[k] for k in list(parts)[3:5]),
+        "rest of run_stack (batch_first, contiguous)": run - plan_run,
         "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
-        us["StackPlan.run (allocations, products, recurrence)"] - sum(us[k] for k in list(parts)[7:]),
+        plan_run - sum(us[k] for k in list(parts)[7:]),
     }
     path = "one C call" if module.__dict__["_stack_plan"].gemm_is_mkl(x.shape[0] * x.shape[1]) else "routed"
     rows = [{"part": name, "us": value, "share": value / whole, "path": path} for name, value in us.items()]
