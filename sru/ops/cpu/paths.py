@@ -21,7 +21,7 @@ from ..precision import Precision
 from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
-from .inference import forward_stack, kernel_cell, skip_mode
+from .inference import forward_stack, kernel_cell, layer_args
 from .routes import autocast_precision
 from .stack import StackPlan
 
@@ -63,10 +63,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
                 or (proj is not None and proj.dtype != dtype)
                 or (norm is not None and norm.weight is not None and norm.weight.dtype != dtype)):
             return None
-        plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
-                     cell.normalize_after, cell.hidden_size, cell.num_directions,
-                     cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
-                     cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8")))
+        plan.append(layer_args(cell))
     return plan if cpu_kernel_available() else None
 
 
@@ -129,7 +126,7 @@ def stack_plan(sru, input, c0, mask_pad) -> Optional[StackPlan]:
             return None
         plan = StackPlan(lib, cells, input.dtype)
         sru._stack_plan = plan
-    if not plan.usable or not plan.gemm_is_mkl(length * batch):  # oneDNN: the inference path
+    if not plan.usable:
         return None
     return plan
 
@@ -142,7 +139,7 @@ def run_stack(sru, plan: StackPlan, input: Tensor, c0: Optional[Tensor],
     if mask_pad is not None:
         mask_pad = mask_pad.transpose(0, 1) if sru.batch_first else mask_pad
         mask_pad = mask_pad.ne(0).to(torch.uint8).contiguous()
-    out = plan.run(x.contiguous(), c0, mask_pad)
+    out = plan.run(x.contiguous(), c0, mask_pad)  # a layer routed to oneDNN: the plan's per-layer calls
     if out is None or not sru.batch_first:
         return out
     return out[0].transpose(0, 1), out[1]
