@@ -153,7 +153,7 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
         # Half precision: h back in the input's dtype (the next layer's matmul runs in it); c
-        # stays in the float32 the recurrence accumulated it in (see state_dtype).
+        # stays in the float32 the recurrence accumulated it in (sru.ops.precision.recurrence_dtype).
         h = h.to(residual.dtype)
         return (h.squeeze(0) if single_step else h), c
 

@@ -13,16 +13,16 @@ running. A bidirectional layer starts each sequence's backward direction at its 
 What still pads: a ``custom_m`` layer (its module may expect (L, B, d) input), handled by
 padding the PackedSequence and passing ``mask_pad``, as before.
 """
-from contextlib import nullcontext
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.checks import check_float_tensor, shape_of, state_dtype
+from sru.checks import check_float_tensor, shape_of
 from sru.ops.backends import linear_recurrence
 from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
+from sru.ops.precision import recurrence_dtype, without_autocast
 from sru.ops.spec import Masks
 
 
@@ -52,11 +52,10 @@ def cell_forward_packed(cell, x: Tensor, layout: PackedLayout,
     else:
         U = x if cell.weight_proj is None else cell.project(x, "weight_proj")
         U = cell.project(U)
-        dtype = state_dtype(U.dtype, cell.amp_recurrence_fp16)  # as SRUCell.apply_recurrence
+        dtype = recurrence_dtype(U.dtype, cell.amp_recurrence_fp16)  # as SRUCell.apply_recurrence
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
         skip_x = residual if cell.has_skip_term and U.size(-1) == 3 * cell.output_size else None
-        autocast_on = torch.is_autocast_enabled(U.device.type)
-        with torch.autocast(U.device.type, enabled=False) if autocast_on else nullcontext():
+        with without_autocast(U.device.type):
             h, c = elementwise_recurrence_packed(
                 cast(U), cast(skip_x), cast(cell.weight_c), cast(cell.bias), cast(c0),
                 cell.hidden_size, layout, bidirectional=cell.bidirectional,

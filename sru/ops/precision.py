@@ -5,6 +5,7 @@ autocast dtype of each.
 A ``str`` enum, so a member equals its name (``Precision.BF16 == "bf16"``) and configs, command lines
 and saved records keep plain strings. Where each precision runs in the layer: docs/ops.md#precision-routes-sruopscpuroutespy.
 """
+import contextlib
 from enum import Enum
 from typing import Iterable, Optional, Tuple
 
@@ -25,6 +26,23 @@ class Precision(str, Enum):
         """The dtype ``torch.autocast`` runs this precision under; None: no autocast."""
         return _AUTOCAST_DTYPES.get(self)
 
+    def autocast(self, device_type: str):
+        """The context a whole model runs under in this precision (training): ``torch.autocast`` with its
+        dtype, else none."""
+        dtype = self.autocast_dtype
+        return contextlib.nullcontext() if dtype is None else torch.autocast(device_type, dtype=dtype)
+
+    def check_device(self, device_type: str) -> None:
+        """One line naming the fix where this precision cannot train on ``device_type``."""
+        if self is Precision.FP16 and device_type != "cuda":
+            raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 "
+                             "or fp32")
+
+    @property
+    def scales_loss(self) -> bool:
+        """fp16 training scales the loss (GradScaler), which skips steps with inf/NaN gradients by design."""
+        return self is Precision.FP16
+
 
 _AUTOCAST_DTYPES = {Precision.BF16: torch.bfloat16, Precision.FP16: torch.float16}  # asked per projection
 
@@ -42,6 +60,47 @@ def names(precisions: Iterable[Precision]) -> Tuple[str, ...]:
 TRAINING_NAMES, INFERENCE_NAMES, AUTOCAST_NAMES = names(TRAINING), names(INFERENCE), names(AUTOCAST)
 
 
+def under_autocast(device_type: str = "cpu") -> bool:
+    """Whether ``torch.autocast`` is on for ``device_type`` right now: the one read of that global state."""
+    return torch.is_autocast_enabled(device_type)
+
+
+def of_autocast(device_type: str = "cpu") -> Precision:
+    """The precision ``torch.autocast`` asks for on ``device_type`` right now (FP32 outside autocast)."""
+    if not under_autocast(device_type):
+        return Precision.FP32
+    return Precision.BF16 if torch.get_autocast_dtype(device_type) is torch.bfloat16 else Precision.FP16
+
+
+def without_autocast(device_type: str):
+    """A context that turns autocast off where it is on (the recurrence runs in the dtype it chose)."""
+    return torch.autocast(device_type, enabled=False) if under_autocast(device_type) else contextlib.nullcontext()
+
+
+def half_recurrence(dtype: torch.dtype, amp_recurrence_fp16: bool) -> bool:
+    """Whether the recurrence runs in float16: only for float16 U when ``amp_recurrence_fp16`` asks for it
+    (the official package's rule)."""
+    return amp_recurrence_fp16 and dtype == torch.float16
+
+
+def recurrence_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> torch.dtype:
+    """The dtype the recurrence runs and keeps c in: float32 for half-precision inputs (c is accumulated
+    over time), float16 where ``half_recurrence`` says so. TorchScript compiles it (sru/scripting/)."""
+    if dtype == torch.float16 or dtype == torch.bfloat16:
+        return torch.float16 if half_recurrence(dtype, amp_recurrence_fp16) else torch.float32
+    return dtype
+
+
+def explicit_float_precision(value, owner: str) -> Optional["Precision"]:
+    """A layer's own precision as it stores it: None for FP32 (then a surrounding autocast still applies),
+    BF16 / FP16 as given; INT8 is a weight's type, not a flag: one line naming how to get it."""
+    precision = parse(value, (Precision.FP32, Precision.BF16, Precision.FP16, Precision.INT8), f"{owner}.precision")
+    if precision is Precision.INT8:
+        raise ValueError(f"{owner}.precision=int8: int8 weights come from sru.quantize_dynamic(model) or "
+                         "sru.to_precision(model, 'int8'), not from setting the attribute")
+    return None if precision is Precision.FP32 else precision
+
+
 def parse(value, allowed: Iterable[Precision] = tuple(Precision), option: str = "precision") -> Precision:
     """``value`` as a ``Precision`` among ``allowed``, else one line naming the choices."""
     allowed = tuple(allowed)
@@ -52,4 +111,5 @@ def parse(value, allowed: Iterable[Precision] = tuple(Precision), option: str = 
 
 
 __all__ = ["AUTOCAST", "AUTOCAST_NAMES", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING",
-           "TRAINING_NAMES", "names", "parse"]
+           "TRAINING_NAMES", "explicit_float_precision", "half_recurrence", "names", "of_autocast", "parse",
+           "recurrence_dtype", "under_autocast", "without_autocast"]

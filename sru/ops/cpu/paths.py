@@ -18,12 +18,11 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..precision import Precision
+from ..precision import Precision, of_autocast, under_autocast
 from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
 from .inference import forward_stack, kernel_cell, skip_mode
-from .routes import autocast_precision
 from .stack import StackPlan
 
 __all__ = ["fuse_layer", "inference_plan", "linear_recurrence", "run_inference_path", "stack_inference"]
@@ -34,13 +33,13 @@ _KERNEL_DTYPES = (torch.float32, torch.float64)
 def _eager_cpu(input: Tensor) -> bool:
     """The one eager-CPU guard (``sru.ops.tracing.eager_cpu``: under ``torch.jit.trace`` the direct kernel
     calls would record only the empty outputs), outside autocast."""
-    return not torch.is_autocast_enabled("cpu") and eager_cpu(input)
+    return not under_autocast("cpu") and eager_cpu(input)
 
 
 def _bf16_inference(input: Tensor) -> bool:
     """float32 CPU inference under bf16 autocast: the inference path runs with U from the projection's
     bf16 route (sru/ops/cpu/routes.py) and the recurrence in fp32, as the general path would."""
-    return input.dtype is torch.float32 and autocast_precision() is Precision.BF16 and eager_cpu(input)
+    return input.dtype is torch.float32 and of_autocast() is Precision.BF16 and eager_cpu(input)
 
 
 def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
@@ -67,7 +66,8 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
         plan.append((params["weight"], params["weight_c"], params["bias"], proj, norm,
                      cell.normalize_after, cell.hidden_size, cell.num_directions,
                      cell.num_matrices, skip_mode(cell), cell.activation_type, cell._skip_scale,
-                     cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8")))
+                     cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"),
+                     cell._precision))
     return plan if cpu_kernel_available() else None
 
 
@@ -87,11 +87,12 @@ def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> b
 
     Only when training in eager mode (under torch.compile the custom ops make one graph),
     with the plain weight (no projection, no custom_m), k = 3 and the skip input being
-    the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast.
+    the matmul's own input (no pre-layer-norm, no rnn_dropout), one float dtype, no autocast and no
+    precision of the layer's own (``sru.to_precision``: its projections take the bf16 route).
     """
     return (input is residual and _eager_cpu(input)
             and cell.num_matrices == 3 and cell.has_skip_term
-            and cell.custom_m is None and cell.weight_proj is None
+            and cell.custom_m is None and cell.weight_proj is None and cell._precision is None
             and cell.backend in ("auto", "cpu")
             and torch.is_grad_enabled() and input.dtype in _KERNEL_DTYPES
             and input.dtype == cell.weight.dtype == cell.weight_c.dtype == cell.bias.dtype
