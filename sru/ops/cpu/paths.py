@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..precision import Precision, of_autocast, under_autocast
+from ..precision import under_autocast
 from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
@@ -36,10 +36,11 @@ def _eager_cpu(input: Tensor) -> bool:
     return not under_autocast("cpu") and eager_cpu(input)
 
 
-def _bf16_inference(input: Tensor) -> bool:
-    """float32 CPU inference under bf16 autocast: the inference path runs with U from the projection's
-    bf16 route (sru/ops/cpu/routes.py) and the recurrence in fp32, as the general path would."""
-    return input.dtype is torch.float32 and of_autocast() is Precision.BF16 and eager_cpu(input)
+def _autocast_inference(input: Tensor) -> bool:
+    """float32 CPU inference under autocast: the inference path runs with U from the route the autocast's
+    precision picks (sru/ops/cpu/routes.py: float32 U in inference) and the recurrence in fp32, as the
+    general path would."""
+    return input.dtype is torch.float32 and eager_cpu(input)
 
 
 def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
@@ -53,7 +54,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
     budget of a few) and checks and gathers in one pass.
     """
     dtype = input.dtype
-    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not (_eager_cpu(input) or _bf16_inference(input)):
+    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not (_eager_cpu(input) or _autocast_inference(input)):
         return None
     plan = []
     for cell in cells:

@@ -79,6 +79,16 @@ def _autocast_matmul(x: Tensor, weight: Tensor, call: Call) -> Tensor:
     return out if torch.is_grad_enabled() else out.float()
 
 
+def _autocast_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], call: Call) -> Tensor:
+    """torch's ``F.linear`` under autocast; asked for explicitly (no autocast around the model), the output
+    goes back to the input's dtype, which the model's other (float32) layers expect."""
+    if under_autocast(x.device.type):
+        return F.linear(x, weight, bias)
+    with torch.autocast(x.device.type, dtype=call.precision.autocast_dtype):
+        out = F.linear(x, weight, bias)
+    return out.to(x.dtype)
+
+
 # --- fp32: MKL or oneDNN, whichever is faster for the shape (gemm.py measures) -----------------------------------
 def _onednn_applies(x: Tensor, weight: Tensor, call: Call) -> bool:
     return (call.precision is Precision.FP32 and x.dtype is torch.float32 and weight.dtype is torch.float32
@@ -98,7 +108,8 @@ ROUTES = (
     # an int8 weight where int8 does not pay (few rows, autograd, export): its dequantised float copy
     Route("int8 as float", lambda x, w, call: call.int8 is not None, _mm, _torch_linear),
     Route("bf16 prepacked", _bf16_applies, lambda x, w, call: gemm.bf16_matmul(x, w, call.oi), None),
-    Route("autocast", lambda x, w, call: call.precision.autocast_dtype is not None, _autocast_matmul, _torch_linear),
+    Route("autocast", lambda x, w, call: call.precision.autocast_dtype is not None, _autocast_matmul,
+          _autocast_linear),
     Route("onednn", _onednn_applies, _onednn_matmul, _onednn_linear),
     Route("torch", lambda x, w, call: True, _mm, _torch_linear),  # MKL on CPU; every other device and dtype
 )
@@ -123,13 +134,13 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: st
            precision: Optional[Precision] = None) -> Tensor:
     """``F.linear`` (weight (out, in)) through the same table, for any leading dimensions."""
     call = Call(library, of_autocast() if precision is None else precision, int8, True)
-    if x.dim() < 2:
+    if x.dim() == 0:  # torch's own error
         return _torch_linear(x, weight, bias, call)
     flat = x.reshape(-1, x.shape[-1])
     run = route(flat, weight, call, linear=True).linear
     if run is _torch_linear:  # torch's own op on the input as given
         return F.linear(x, weight, bias)
-    return run(flat, weight, bias, call).view(*x.shape[:-1], weight.shape[0])
+    return run(flat, weight, bias, call).view(*x.shape[:-1], weight.shape[0])  # 1-D x: one row
 
 
 __all__ = ["ROUTES", "Call", "Route", "linear", "matmul", "route"]
