@@ -28,7 +28,7 @@ from torch import nn
 from sru.cell_base import RecurrentCellBase
 from sru.linear import DispatchedLinear
 from sru.ops.backends import int8_engine
-from sru.ops.precision import Precision, parse
+from sru.ops.precision import Precision, bf16_native, parse  # noqa: F401  (bf16_native: public here too)
 from sru.ops.quantized import quantize_weight  # noqa: F401  (sru.quantize's public API)
 
 _warned = set()
@@ -45,21 +45,13 @@ def check_int8_device(device) -> None:
                          "use precision=fp32 or bf16")
 
 
-def bf16_native() -> bool:
-    """Whether this CPU computes bf16 matmuls natively (AVX512-BF16 or AMX)."""
-    cpu = torch.cpu
-    return bool(getattr(cpu, "_is_avx512_bf16_supported", lambda: False)()
-                or getattr(cpu, "_is_amx_tile_supported", lambda: False)())
-
-
 def warn_if_bf16_emulated() -> bool:
     """Warn once when bf16 is emulated here (then slower than fp32). Returns ``bf16_native()``."""
-    native = bf16_native()
-    if not native and "bf16-emulated" not in _warned:
+    slower = Precision.BF16.slower_than_fp32("cpu")
+    if slower and "bf16-emulated" not in _warned:
         _warned.add("bf16-emulated")
-        warnings.warn(f"this CPU ({torch.backends.cpu.get_cpu_capability()}) has no native bf16 (AVX512-BF16 / "
-                      "AMX): bf16 is emulated and runs slower than fp32", stacklevel=2)
-    return native
+        warnings.warn(slower, stacklevel=2)
+    return not slower
 
 
 def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[str, ...]:

@@ -1,12 +1,10 @@
 """The worker of ``bench.precision.ab``: run by path with ``PYTHONPATH`` at one checkout, it builds the SRU
-candidates from that checkout's public API only (``sru.SRU``, ``sru.quantize_dynamic``, ``sru.to_precision``
-where it exists) and answers, one line each on stdin/stdout:
+candidates the way that checkout's commands run them (``tasks.engine.inference.precision.apply_precision`` and
+the run's ``autocast`` from ``tasks.engine.run.devices``: predict.py / evaluate.py ``precision=``, and the
+trainer's ``trainer.precision``) and answers, one line each on stdin/stdout:
 
     build THREADS        -> the candidate names, comma-separated
     time NAME CALLS      -> this thread's CPU seconds per call of NAME, CALLS times in a row
-
-bf16 inference runs the way that checkout's commands run it: ``sru.to_precision(model, "bf16")`` where it
-exists, else under ``torch.autocast`` (the commands before it). Training runs under autocast in both.
 """
 import copy
 import sys
@@ -15,28 +13,27 @@ import time
 import torch
 
 import sru
+from sru.ops.precision import Precision
+from tasks.engine.inference.precision import apply_precision
+from tasks.engine.run.devices import autocast
 
 L, B, D, LAYERS = 64, 32, 512, 2
+CPU = torch.device("cpu")
 
 
-def _inference(model, x):
+def _inference(base, precision: Precision, x):
+    model, under = apply_precision(base, precision, CPU)
+
     def run():
-        with torch.no_grad():
+        with torch.no_grad(), autocast(CPU, under):
             model(x)
     return run
 
 
-def _autocast_inference(model, x):
-    def run():
-        with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
-            model(x)
-    return run
-
-
-def _step(model, x, autocast):
+def _step(model, x, precision: str):
     def run():
         model.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        with autocast(CPU, precision):
             h = model(x)[0]
         h.float().sum().backward()
     return run
@@ -45,17 +42,13 @@ def _step(model, x, autocast):
 def candidates():
     torch.manual_seed(0)
     base = sru.SRU(D, D, num_layers=LAYERS).eval()
-    int8 = sru.quantize_dynamic(base)
     x, x1 = torch.randn(L, B, D), torch.randn(1, 1, D)
-    if hasattr(sru, "to_precision"):
-        bf16 = sru.to_precision(base, "bf16")
-        bf16_run, bf16_step = _inference(bf16, x), _inference(bf16, x1)
-    else:
-        bf16_run, bf16_step = _autocast_inference(base, x), _autocast_inference(base, x1)
+    fns = {}
+    for p in (Precision.FP32, Precision.INT8, Precision.BF16):
+        fns[p.value], fns[f"decode {p.value}"] = _inference(base, p, x), _inference(base, p, x1)
     train = copy.deepcopy(base).train()
-    return {"fp32": _inference(base, x), "int8": _inference(int8, x), "bf16": bf16_run,
-            "decode fp32": _inference(base, x1), "decode int8": _inference(int8, x1), "decode bf16": bf16_step,
-            "train fp32": _step(train, x, False), "train bf16 (autocast)": _step(train, x, True)}
+    fns.update({"train fp32": _step(train, x, "fp32"), "train bf16": _step(train, x, "bf16")})
+    return fns
 
 
 def main():

@@ -38,6 +38,15 @@ class Precision(str, Enum):
             raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 "
                              "or fp32")
 
+    def slower_than_fp32(self, device_type: str) -> Optional[str]:
+        """Why this precision runs slower than fp32 on ``device_type`` (one line naming the reason), else None:
+        bf16 on a CPU without native bf16 products, where oneDNN emulates them (``bench.precision.training``
+        measures the step; with native bf16 it pays, AMX or not)."""
+        if self is Precision.BF16 and device_type == "cpu" and not bf16_native():
+            return (f"this CPU ({torch.backends.cpu.get_cpu_capability()}) has neither avx512_bf16 nor amx_bf16 in "
+                    "its flags, so bf16 products are emulated, slower than fp32")
+        return None
+
     @property
     def scales_loss(self) -> bool:
         """fp16 training scales the loss (GradScaler), which skips steps with inf/NaN gradients by design."""
@@ -58,6 +67,29 @@ def names(precisions: Iterable[Precision]) -> Tuple[str, ...]:
 
 
 TRAINING_NAMES, INFERENCE_NAMES, AUTOCAST_NAMES = names(TRAINING), names(INFERENCE), names(AUTOCAST)
+
+
+_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def bf16_flags() -> Tuple[str, ...]:
+    """The native-bf16 flags of this CPU (``/proc/cpuinfo``; elsewhere as torch's cpuinfo reports them)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    if flags is not None:
+        return tuple(flag for flag in _BF16_FLAGS if flag in flags)
+    cpu = torch.cpu
+    found = (getattr(cpu, "_is_avx512_bf16_supported", lambda: False)(),
+             getattr(cpu, "_is_amx_tile_supported", lambda: False)())
+    return tuple(flag for flag, present in zip(_BF16_FLAGS, found) if present)
+
+
+def bf16_native() -> bool:
+    """Whether this CPU computes bf16 products natively (AVX512-BF16 or AMX)."""
+    return bool(bf16_flags())
 
 
 def under_autocast(device_type: str = "cpu") -> bool:
@@ -110,6 +142,6 @@ def parse(value, allowed: Iterable[Precision] = tuple(Precision), option: str = 
     raise ValueError(f"{option}={value}: expected one of {list(names(allowed))}")
 
 
-__all__ = ["AUTOCAST", "AUTOCAST_NAMES", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING",
+__all__ = ["AUTOCAST", "AUTOCAST_NAMES", "bf16_flags", "bf16_native", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING",
            "TRAINING_NAMES", "explicit_float_precision", "half_recurrence", "names", "of_autocast", "parse",
            "recurrence_dtype", "under_autocast", "without_autocast"]

@@ -93,6 +93,10 @@ class Trainer:
                 stale.unlink()
         self.precision = self.trainer_cfg.precision
         autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
+        slower = Precision(self.precision).slower_than_fp32(self.device.type)  # bf16 without native bf16
+        if slower and self.is_main:
+            print(f"[trainer] warning: trainer.precision={self.precision} trains slower than fp32 here: {slower}; "
+                  "use trainer.precision=fp32", flush=True)
         self.accumulate = self.trainer_cfg.accumulate
         self.seed = run_seed(cfg)
         self.progress = Progress()
