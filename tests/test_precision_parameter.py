@@ -16,11 +16,6 @@ from sru.ops.cpu import routes
 from tasks.engine.inference.precision import apply_precision
 
 
-def _model():
-    torch.manual_seed(0)
-    return nn.Sequential(sru.SRU(32, 32, num_layers=2), ).eval()
-
-
 class _Head(nn.Module):
     def __init__(self):
         super().__init__()
@@ -87,13 +82,8 @@ def test_the_precision_survives_copies_pickles_and_scripting():
     assert sru.to_precision(model, "fp32").rnn_lst[0].precision is Precision.FP32
 
 
-def test_int8_is_not_a_flag_and_bad_names_get_one_line():
-    cell = sru.SRUCell(8, 8)
-    with pytest.raises(ValueError, match=r"^SRUCell.precision=int8: int8 weights come from sru.quantize_dynamic"):
-        cell.precision = "int8"
-    with pytest.raises(ValueError, match=r"^to_precision=fp8: expected one of \['fp32', 'bf16', 'int8'\]$"):
-        sru.to_precision(cell, "fp8")
-    assert sru.to_precision(cell, "int8").precision is Precision.INT8
+def test_int8_through_to_precision_is_quantize_dynamic():  # its refusals: tests/test_bad_inputs_layer.py
+    assert sru.to_precision(sru.SRUCell(8, 8), "int8").precision is Precision.INT8
 
 
 def test_the_commands_convert_the_model_instead_of_entering_autocast():
