@@ -1,7 +1,7 @@
 """Two checkouts of the layer timed against each other in one paired, interleaved run: fp32, int8 and bf16
 inference of ``SRU(512, 512, num_layers=2)`` at L=64 B=32, a decode step (L=1 B=1) in each, and the fp32 and
-bf16 training step, each as that checkout's commands run it. Each checkout runs in its own worker process (``ab_worker.py``, run by path
-with ``PYTHONPATH`` at that checkout, so both import ``sru``); this process asks them in turn, one
+bf16 training step, each as that checkout's commands run it. Each checkout runs in its own worker process
+(``ab_worker.py``, run by path with ``PYTHONPATH`` at that checkout, so both import ``sru``); this process asks them in turn, one
 candidate at a time, the order swapped every round, so that load from other processes falls on both alike.
 Time is each worker's CPU time (1 thread: time spent descheduled does not count). Prints, per candidate,
 the median over rounds of new/old time and its range.

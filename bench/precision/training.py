@@ -14,6 +14,7 @@ import sru
 from bench.harness import (bench_parser, calls_per_sample, fmt, interleaved, machine_info, make_timer,
                            markdown_table, paired_ratio, summarize)
 from sru import Precision
+from sru.ops.precision import names
 from sru.quantize import bf16_native
 
 
@@ -89,9 +90,10 @@ def main(argv=None) -> None:
           f"{args.threads} thread(s), {args.clock} clock, torch {info['torch']}, L={args.length} B={args.batch} "
           f"d={args.width} x 2 layers, {args.repeats} rounds; `{info['command']}`\n")
     rows = [[p, fmt(_ms(s, f"SRU {p}"), ".2f"), fmt(_ms(s, f"GEMM bound {p}"), ".2f"),
-             fmt(_ratio(s, f"SRU {p}", f"GEMM bound {p}"), ".2f", "×"), fmt(_ratio(s, "SRU fp32", f"SRU {p}"), ".2f", "×"),
+             fmt(_ratio(s, f"SRU {p}", f"GEMM bound {p}"), ".2f", "×"),
+             fmt(_ratio(s, "SRU fp32", f"SRU {p}"), ".2f", "×"),
              fmt(_ms(s, f"nn.LSTM {p}"), ".2f"), fmt(_ratio(s, "nn.LSTM fp32", f"nn.LSTM {p}"), ".2f", "×"),
-             fmt(_ratio(s, f"nn.LSTM {p}", f"SRU {p}"), ".2f", "×")] for p in ("fp32", "bf16")]
+             fmt(_ratio(s, f"nn.LSTM {p}", f"SRU {p}"), ".2f", "×")] for p in names((Precision.FP32, Precision.BF16))]
     print(markdown_table(["precision", "SRU step ms", "its GEMMs ms", "step / GEMMs", "SRU speed-up vs fp32",
                           "nn.LSTM step ms", "nn.LSTM speed-up vs fp32", "nn.LSTM / SRU"], rows, "lrrrrrrr"))
     for name, error in failed.items():

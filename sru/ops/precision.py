@@ -1,9 +1,12 @@
 """``Precision``: the one definition of the precision names (fp32, bf16, fp16, int8) that the layer,
-the engine's commands and config, and the bench share (``sru.Precision``); which of them each use accepts; and the
-autocast dtype of each.
+the engine's commands and config, and the bench share (``sru.Precision``); which of them each use accepts; and
+what follows from each, asked here instead of decided where it is used: its autocast dtype and context, the
+device it trains on, whether it scales the loss, whether it runs slower than fp32 on this CPU; the dtype the
+recurrence runs in; the one read of the global autocast state (``under_autocast``, ``of_autocast``).
 
 A ``str`` enum, so a member equals its name (``Precision.BF16 == "bf16"``) and configs, command lines
-and saved records keep plain strings. Where each precision runs in the layer: docs/ops.md#precision-routes-sruopscpuroutespy.
+and saved records keep plain strings. Where each precision runs in the layer:
+docs/ops.md#precision-routes-sruopscpuroutespy. tests/test_precision_design.py counts the files that decide.
 """
 import contextlib
 from enum import Enum
@@ -142,6 +145,6 @@ def parse(value, allowed: Iterable[Precision] = tuple(Precision), option: str = 
     raise ValueError(f"{option}={value}: expected one of {list(names(allowed))}")
 
 
-__all__ = ["AUTOCAST", "AUTOCAST_NAMES", "bf16_flags", "bf16_native", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING",
-           "TRAINING_NAMES", "explicit_float_precision", "half_recurrence", "names", "of_autocast", "parse",
+__all__ = ["AUTOCAST", "AUTOCAST_NAMES", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING", "TRAINING_NAMES",
+           "bf16_flags", "bf16_native", "explicit_float_precision", "half_recurrence", "names", "of_autocast", "parse",
            "recurrence_dtype", "under_autocast", "without_autocast"]

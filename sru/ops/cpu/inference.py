@@ -51,7 +51,8 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
     """Run the layers of ``plan`` on x (L, B, d_in), in order.
 
     plan: per layer ``(weight, weight_c, bias, weight_proj, layer_norm, normalize_after,
-    hidden_size, dirs, k, skip_mode, use_tanh, scale_x, gemm, proj_int8, int8, precision)`` (``sru.ops.cpu.paths.inference_plan``),
+    hidden_size, dirs, k, skip_mode, use_tanh, scale_x, gemm, proj_int8, int8, precision)``
+    (``sru.ops.cpu.paths.inference_plan``),
     tensors in x's dtype; x contiguous; c0 None or contiguous (layers, B, dirs*d); mask_pad
     None or a contiguous uint8 (L, B). Returns h (L, B, dirs*d) and the last c of every layer
     (layers, B, dirs*d). Layer norm (pre or post) runs as a plain torch op.

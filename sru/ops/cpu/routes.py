@@ -5,7 +5,8 @@ runs. docs/ops.md#precision-routes-sruopscpuroutespy lists them.
 
 The precision reaches this entry point as arguments: ``precision`` (a ``sru.Precision``: the layer's own, set
 by ``sru.to_precision``; None: what CPU autocast says, the way training's ``trainer.precision=bf16`` enters) and
-``int8`` (the weight's ``sru.ops.quantized.Int8Weight``, which makes the product int8 wherever int8 pays). ``library`` names the fp32 GEMM library only (auto / mkl / onednn).
+``int8`` (the weight's ``sru.ops.quantized.Int8Weight``, which makes the product int8 wherever int8 pays).
+``library`` names the fp32 GEMM library only (auto / mkl / onednn).
 """
 from typing import Callable, NamedTuple, Optional
 
