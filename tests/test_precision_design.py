@@ -1,5 +1,5 @@
-"""Precision is decided in few places (issue 67): the files of sru/, tasks/ and bench/ that branch on a
-precision themselves, rather than through ``sru.Precision`` (sru/ops/precision.py) and the route table
+"""Precision is decided in few places (issue 67): the files of sru/, tasks/, bench/ (and reproduce/, hydra_plugins/,
+scripts/) that branch on a precision themselves, rather than through ``sru.Precision`` (sru/ops/precision.py) and the route table
 (sru/ops/cpu/routes.py), stay at most five.
 
 A *precision decision*, read from the syntax tree (comments and docstrings do not count):
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("sru", "tasks", "bench")
+SCANNED = ("sru", "tasks", "bench", "reproduce", "hydra_plugins", "scripts")  # every package
 NAMES = {"fp32", "bf16", "fp16", "int8"}
 HALF_DTYPES = {"bfloat16", "float16", "half"}
 AUTOCAST_API = {"autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled",
