@@ -3,10 +3,11 @@ inference of ``SRU(512, 512, num_layers=2)`` at L=64 B=32, a decode step (L=1 B=
 bf16 training step, each as that checkout's commands run it. Each checkout runs in its own worker process
 (``ab_worker.py``, run by path with ``PYTHONPATH`` at that checkout, so both import ``sru``); this process asks them in turn, one
 candidate at a time, the order swapped every round, so that load from other processes falls on both alike.
-Time is each worker's CPU time (1 thread: time spent descheduled does not count). Prints, per candidate,
-the median over rounds of new/old time and its range.
+Time is each worker's CPU time (1 thread: time spent descheduled does not count). ``--control`` adds a second
+worker of the old checkout: its control/old ratio is what two processes of the same code differ by in this run
+(the noise floor of new/old). Prints, per candidate, the median over rounds of new/old time and its range.
 
-    python -m bench.precision.ab --old /work/main --rounds 8
+    python -m bench.precision.ab --old /work/main --rounds 16 --control
 """
 import argparse
 import os
@@ -51,17 +52,22 @@ def calls_for(worker: Worker, name: str, min_ms: float) -> int:
     return max(1, round(min_ms / 1e3 / max(per_call, 1e-6)))
 
 
-def run(old: Path, new: Path, rounds: int, threads: int, min_ms: float) -> dict:
+def run(old: Path, new: Path, rounds: int, threads: int, min_ms: float, control: bool = False) -> dict:
+    """{side: {candidate: [side/old time of each round]}} for new (and control)."""
     workers = {"old": Worker(old, threads), "new": Worker(new, threads)}
+    if control:
+        workers["control"] = Worker(old, threads)
     try:
         names = [n for n in workers["new"].names if n in workers["old"].names]
         calls = {n: calls_for(workers["old"], n, min_ms) for n in names}
-        ratios = {n: [] for n in names}
+        sides = list(workers)
+        ratios = {side: {n: [] for n in names} for side in sides if side != "old"}
         for r in range(rounds):
+            order = sides[r % len(sides):] + sides[:r % len(sides)]  # each side first, middle and last alike
             for n in names:
-                order = ("old", "new") if r % 2 == 0 else ("new", "old")
-                took = {side: workers[side].seconds(n, calls[n]) for side in order}
-                ratios[n].append(took["new"] / took["old"])
+                took = {side: workers[side].seconds(n, calls[n]) for side in (order if r % 2 else order[::-1])}
+                for side in ratios:
+                    ratios[side][n].append(took[side] / took["old"])
         return ratios
     finally:
         for worker in workers.values():
@@ -75,13 +81,18 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--min-ms", type=float, default=60.0, help="CPU time per sample")
+    parser.add_argument("--control", action="store_true", help="a second worker of the old checkout beside")
     args = parser.parse_args(argv)
-    ratios = run(args.old.resolve(), args.new.resolve(), args.rounds, args.threads, args.min_ms)
+    ratios = run(args.old.resolve(), args.new.resolve(), args.rounds, args.threads, args.min_ms, args.control)
     info = machine_info()
     print(f"{info['cpu_model']}, {args.threads} thread(s), torch {info['torch']}, {args.rounds} rounds; "
           f"old {args.old}, new {args.new}; `{info['command']}`\n")
-    rows = [[n, f"{statistics.median(r):.3f}", f"{min(r):.3f}-{max(r):.3f}"] for n, r in ratios.items()]
-    print(markdown_table(["candidate", "new / old time (median of rounds)", "range"], rows, "lrr"))
+    header, rows = ["candidate"], [[n] for n in ratios["new"]]
+    for side, by_name in ratios.items():
+        header += [f"{side} / old time (median of rounds)", "range"]
+        for row, r in zip(rows, by_name.values()):
+            row += [f"{statistics.median(r):.3f}", f"{min(r):.3f}-{max(r):.3f}"]
+    print(markdown_table(header, rows, "l" + "r" * (len(header) - 1)))
 
 
 if __name__ == "__main__":
