@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional, Sequence
 
 from bench.harness import ROOT, machine_info, markdown_table
 
@@ -52,13 +53,14 @@ def calls_for(worker: Worker, name: str, min_ms: float) -> int:
     return max(1, round(min_ms / 1e3 / max(per_call, 1e-6)))
 
 
-def run(old: Path, new: Path, rounds: int, threads: int, min_ms: float, control: bool = False) -> dict:
+def run(old: Path, new: Path, rounds: int, threads: int, min_ms: float, control: bool = False,
+        only: Optional[Sequence[str]] = None) -> dict:
     """{side: {candidate: [side/old time of each round]}} for new (and control)."""
     workers = {"old": Worker(old, threads), "new": Worker(new, threads)}
     if control:
         workers["control"] = Worker(old, threads)
     try:
-        names = [n for n in workers["new"].names if n in workers["old"].names]
+        names = [n for n in workers["new"].names if n in workers["old"].names and (not only or n in only)]
         calls = {n: calls_for(workers["old"], n, min_ms) for n in names}
         sides = list(workers)
         ratios = {side: {n: [] for n in names} for side in sides if side != "old"}
@@ -82,8 +84,10 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--min-ms", type=float, default=60.0, help="CPU time per sample")
     parser.add_argument("--control", action="store_true", help="a second worker of the old checkout beside")
+    parser.add_argument("--only", help="comma-separated candidate names (default: all)")
     args = parser.parse_args(argv)
-    ratios = run(args.old.resolve(), args.new.resolve(), args.rounds, args.threads, args.min_ms, args.control)
+    only = args.only.split(",") if args.only else None
+    ratios = run(args.old.resolve(), args.new.resolve(), args.rounds, args.threads, args.min_ms, args.control, only)
     info = machine_info()
     print(f"{info['cpu_model']}, {args.threads} thread(s), torch {info['torch']}, {args.rounds} rounds; "
           f"old {args.old}, new {args.new}; `{info['command']}`\n")
