@@ -26,7 +26,7 @@ def real_config(**real):
     cfg = {"sources": ["libreoffice", "gnome", "fillets", "dictionary"], "libreoffice_help": str(LO),
            "gnome_help": str(REAL / "help"), "fillets_scripts": str(REAL / "fillets"), "dictionary_block_lines": 4,
            "min_words": 1, "max_words": 60, "valid_fraction": 0.0, "test_fraction": 0.0, "min_valid": 1,
-           "min_test": 2, "max_pairs": None}
+           "min_test": 2, "max_pairs": None, "train_extra": None}
     cfg.update(real)
     return typed_data("translation", TranslationDataConfig, source="real", real=RealCorpusConfig(**cfg),
                       dictionary_path=str(FIX / "de-en.ding"), min_words=5, split_seed=1234)
