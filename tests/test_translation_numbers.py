@@ -85,3 +85,29 @@ def test_number_check_set_is_large_enough_and_its_references_carry_every_number(
 def test_other_check_sets_read(name):
     rows = read_check_set(CHECKS / name)
     assert len(rows) >= 20 and all(r["en"] and r["de"] for r in rows)
+
+
+NUMBER_PAIRS = [{"en": "I have 3 apples.", "de": "Ich habe 3 Äpfel."},
+                {"en": "The train leaves at 7:45.", "de": "Der Zug fährt um 7:45 ab."},
+                {"en": "We waited five minutes.", "de": "Wir warteten fünf Minuten."}]
+
+
+@pytest.mark.slow
+def test_a_trained_model_carries_numbers_it_never_saw(run_train, tmp_path):
+    """Memorised pairs with numbers: new numbers in the same sentences come out through predict.py's path."""
+    import json
+
+    from conftest import ROOT
+    from tasks.engine.inference.predict_cmd import load_predictor
+    from test_translation_e2e import tiny_translation_overrides
+
+    pairs = tmp_path / "pairs.jsonl"
+    sample = (ROOT / "tasks" / "translation" / "sample_pairs.jsonl").read_text(encoding="utf-8")
+    pairs.write_text(sample + "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in NUMBER_PAIRS * 3),
+                     encoding="utf-8")
+    overrides = [o.replace(str(ROOT / "tasks" / "translation" / "sample_pairs.jsonl"), str(pairs))
+                 for o in tiny_translation_overrides("transformer", tmp_path / "cache", steps=200)]
+    run_train(overrides + ["trainer.eval_every_steps=200"], tmp_path / "run")
+    out = load_predictor(tmp_path / "run", beam=1).predict(["I have 912 apples.", "The train leaves at 11:20.",
+                                                            "We waited twenty minutes."])
+    assert out == ["Ich habe 912 Äpfel.", "Der Zug fährt um 11:20 ab.", "Wir warteten zwanzig Minuten."]
