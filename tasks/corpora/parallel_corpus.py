@@ -2,10 +2,11 @@
 
 Built from whichever of these Debian packages are installed (``parallel_text.py`` reads their formats):
 
-    libreoffice   LibreOffice help pages, aligned by par_id / hd_id   libreoffice-help-en-us libreoffice-help-de
-    gnome         GNOME help (Mallard pages), block by block            gnome-user-docs
-    fillets       Fish Fillets game dialogue, line by line              fillets-ng-data
-    dictionary    example sentences of the Ding De-En dictionary        trans-de-en
+    libreoffice   LibreOffice help pages, aligned by par_id / hd_id   libreoffice-help-en-us libreoffice-help-de  MPL-2.0
+    gnome         GNOME help (Mallard pages), block by block            gnome-user-docs                             CC-BY-SA-3.0
+    fillets       Fish Fillets game dialogue, line by line              fillets-ng-data                             GPL-2+
+    dictionary    example sentences of the Ding De-En dictionary        trans-de-en                                 GPL-2+
+                  (everyday phrases: besides the capped share in the split, ``real.train_extra`` more for train only)
 
 Steps: read documents -> clean and filter every pair (``parallel_text.keep_pair``) -> deduplicate on normalised
 text across the whole corpus (``parallel_text.dedupe``) -> split by document per source (``parallel_text.split_by_document``)
