@@ -33,10 +33,11 @@ def test_placeholders_follow_the_source_order_and_repeated_values():
     assert target == "Seite <n1>: <n0> von <n2>"   # the first unused source number of the same value
 
 
-def test_restore_writes_words_in_german_and_drops_invented_placeholders():
+def test_restore_writes_words_in_german_and_drops_invented_and_repeated_placeholders():
     _, numbers = mask_source("forty-five minutes and 7 days", "en")
     assert restore("Nach <n0> Minuten und <n1> Tagen <n5>", numbers, "de") == "Nach fünfundvierzig Minuten und 7 Tagen"
     assert restore("<n0> Minuten", numbers, "de") == "Fünfundvierzig Minuten"   # the sentence's first word
+    assert restore("um <n1>:<n1><n1> Uhr", numbers, "de") == "um 7: Uhr"   # a repeated placeholder is a stutter
     assert [german_word(v) for v in (21, 30, 101, 2500)] == ["einundzwanzig", "dreißig", "einhunderteins",
                                                               "zweitausendfünfhundert"]
 

@@ -140,12 +140,16 @@ def mask_pair(source: str, target: str, src_lang: str, tgt_lang: str) -> Tuple[s
 
 def restore(text: str, numbers: Sequence[Number], tgt_lang: str) -> str:
     """The decoded ``text`` with every ``<nk>`` replaced by the k-th source number: digits as written, a word
-    in ``tgt_lang`` (German: ``german_word``, capitalised at the start of the sentence); a placeholder with no
-    source number (the model invented it) is dropped."""
+    in ``tgt_lang`` (German: ``german_word``, capitalised at the start of the sentence). A placeholder with no
+    source number (the model invented it) is dropped, and so is a placeholder's repetition: every training
+    target holds each placeholder at most once (``mask_target``), so a second one is the decoder stuttering."""
+    used = set()
+
     def render(m: re.Match) -> str:
         k = int(m.group(1))
-        if k >= len(numbers):
+        if k >= len(numbers) or k in used:
             return ""
+        used.add(k)
         n = numbers[k]
         if not n.word:
             return n.text
