@@ -6,6 +6,8 @@ Groups, each from summed edit counts (as the overall rates):
     voice      wer_voice_cs-small, ...        voices without an engine prefix, when there are at most 40
     engine     wer_espeak, cer_espeak, ...    synthetic voices "engine:voice" (the offline corpus)
     kind       wer_digits, cer_sentence, ...  the offline corpus's text kinds
+and ``language_accuracy`` (percent of utterances decoded in their own language, tasks/speech/languages.py)
+where the records have both a language and the language they were decoded in.
 """
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ def group_rates(records: List[Record]) -> Dict[str, float]:
         for name in sorted(names):
             r = rates(error_counts((x["reference"], x["hypothesis"]) for x in groups[name]))
             out[f"wer_{name}"], out[f"cer_{name}"] = r["wer"], r["cer"]
+    known = [r for r in records if r.get("language") and r.get("decoded_language")]
+    if known:
+        out["language_accuracy"] = 100.0 * sum(r["language"] == r["decoded_language"] for r in known) / len(known)
     return out
 
 
@@ -69,6 +74,8 @@ def test_report(records: List[Record], metrics: Mapping[str, float], extra: Mapp
     if groups:
         lines.append("[speech] test WER / CER by " + ", ".join(f"{g} {extra['wer_' + g]:.1f} / {extra['cer_' + g]:.1f}"
                                                               for g in groups))
+    if "language_accuracy" in extra:
+        lines.append(f"[speech] language identified correctly: {extra['language_accuracy']:.1f}%")
     if voices:
         lines.append("[speech] test WER / CER by voice: " + ", ".join(
             f"{v} ({counts.get(v, 0)}) {extra['wer_voice_' + v]:.1f} / {extra['cer_voice_' + v]:.1f}" for v in voices))

@@ -31,6 +31,7 @@ from tasks.speech.inference import (audio_info, batched_log_probs, char_lm_from_
 from tasks.speech.long_audio import LONG_S, LongAudio, check_long_audio, windows
 from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
+from tasks.speech.languages import AUTO, DecodeSettings, LanguageDecoders
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
 from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
@@ -64,6 +65,10 @@ class SpeechRecognitionTask(Task):
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
         self.char_lm: Optional[CharNgramLM] = None  # fitted in setup() when task.decoder=beam and task.lm_order > 0
+        # per-language alphabets and LMs (tasks/speech/languages.py), for a corpus whose utterances name their
+        # language; the test split and predict.py decode in ``language`` (auto: identified per utterance)
+        self.languages: Optional[LanguageDecoders] = None
+        self.language = AUTO
         self.frequent_word = ""  # the most frequent training word (a trivial baseline)
         self.train_chars_per_step: Optional[float] = None
         self._plans = PlanCache(self._make_plan)
@@ -131,6 +136,9 @@ class SpeechRecognitionTask(Task):
             print(f"[speech] character {t.lm_order}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
                   f"(weight {t.lm_weight:g}, bonus {t.lm_bonus:g})", flush=True)
+        if "train" in self.data and not self.restored:
+            self.languages = LanguageDecoders.fit(self.data["train"]["target"], self.data["train"]["language"],
+                                                  t.lm_order, len(self.vocab))
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
 
@@ -244,12 +252,24 @@ class SpeechRecognitionTask(Task):
 
     def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
                greedy: Optional[List[List[int]]] = None) -> List[str]:
-        """Transcripts of a batch; the beam decoder (task.decoder=beam) only for test: validation runs every
-        epoch and only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy
-        label ids when already computed; the LM's length bonus is withheld where they are nearly empty
+        return [text for text, _ in self.decode_languages(log_probs, lengths, split, greedy)]
+
+    def decode_languages(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
+                         greedy: Optional[List[List[int]]] = None) -> List[Tuple[str, Optional[str]]]:
+        """Transcripts of a batch and the language each was decoded in (None: a model without languages);
+        the beam decoder (task.decoder=beam) and the languages only for test: validation runs every epoch and
+        only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy label ids
+        when already computed; the LM's length bonus is withheld where they are nearly empty
         (tasks/speech/decoding.py, gated_bonus)."""
         t = self.task_cfg
         greedy = greedy_decode(log_probs, lengths) if greedy is None else greedy
+        if self.languages is not None and split == "test":
+            beam = t.beam_size if t.decoder == "beam" else None
+            bonus, rate = (t.lm_bonus if beam else 0.0), self.chars_per_step()
+            decoded = [self.languages.decode(log_probs[: int(n), b], self.language,
+                                             DecodeSettings(beam, t.lm_weight, gated_bonus(greedy[b], int(n), bonus, rate)))
+                       for b, n in enumerate(lengths.tolist())]
+            return [(self.transcript(ids), lang) for ids, lang in decoded]
         if t.decoder == "beam" and split == "test":
             weight, bonus = (t.lm_weight, t.lm_bonus) if self.char_lm is not None else (0.0, 0.0)
             rate = self.chars_per_step()
@@ -258,7 +278,7 @@ class SpeechRecognitionTask(Task):
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy
-        return [self.transcript(seq) for seq in ids]
+        return [(self.transcript(seq), None) for seq in ids]
 
     def chars_per_step(self) -> float:
         """Reference characters per model input step in the training data (what a trained model emits);
@@ -276,7 +296,7 @@ class SpeechRecognitionTask(Task):
         _, log_probs, logging_output = self._forward(model, batch)
         d = self.data[split]
         greedy = greedy_decode(log_probs, batch["lengths"].cpu())
-        hyps = self.decode(log_probs, batch["lengths"].cpu(), split, greedy)
+        hyps, chosen = zip(*self.decode_languages(log_probs, batch["lengths"].cpu(), split, greedy))
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
         if self.task_cfg.decoder == "beam" and split == "test":
@@ -284,7 +304,8 @@ class SpeechRecognitionTask(Task):
             greedy_counts = error_counts(zip(refs, (self.transcript(g) for g in greedy)))
             logging_output.update({f"greedy_{k}": v for k, v in greedy_counts.items()})
         records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
-                    "language": d["language"][i], "audio": d["audio"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
+                    "language": d["language"][i], "audio": d["audio"][i], "decoded_language": lang}
+                   for i, ref, hyp, lang in zip(batch["index"], refs, hyps, chosen)]
         return logging_output, records
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
@@ -310,7 +331,8 @@ class SpeechRecognitionTask(Task):
             path = Path(run_dir) / f"transcripts_{split}.jsonl"
             with open(path, "w", encoding="utf-8") as out:
                 for r in records:
-                    keys = ("id", "reference", "hypothesis") + (("audio",) if r.get("audio") else ())
+                    keys = ("id", "reference", "hypothesis") + (("audio",) if r.get("audio") else ()) + \
+                        (("language", "decoded_language") if r.get("decoded_language") else ())
                     out.write(json.dumps({k: r[k] for k in keys}, ensure_ascii=False) + "\n")
             if split != "test":
                 print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
@@ -336,6 +358,8 @@ class SpeechRecognitionTask(Task):
         state = {**self.state_dict(), "frequent_word": self.frequent_word, "chars_per_step": self.chars_per_step()}
         if self.char_lm is not None:
             state["char_lm"] = char_lm_state(self.char_lm)
+        if self.languages is not None:
+            state["languages"] = self.languages.state()
         return state
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
@@ -349,6 +373,8 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
         if t.lm_order and t.decoder == "beam":
             self.char_lm = char_lm_from_state(state["char_lm"])
+        # a model saved before per-language decoding has none: it decodes all languages as one
+        self.languages = LanguageDecoders.from_state(state["languages"]) if state.get("languages") else None
 
     def parse_input(self, line: str) -> Any:
         """An audio file's path -> (path, mono samples at the model's rate, seconds); a file longer than
