@@ -26,9 +26,7 @@ from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
-from tasks.speech.inference import (audio_info, batched_log_probs, char_lm_from_state, char_lm_state,
-                                   read_audio_file)
-from tasks.speech.long_audio import LONG_S, LongAudio, check_long_audio, windows
+from tasks.speech.inference import char_lm_from_state, char_lm_state, read_input, transcribe
 from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.languages import AUTO, DecodeSettings, LanguageDecoders
@@ -379,51 +377,31 @@ class SpeechRecognitionTask(Task):
     def parse_input(self, line: str) -> Any:
         """An audio file's path -> (path, mono samples at the model's rate, seconds); a file longer than
         long_audio.LONG_S -> (path, LongAudio, seconds), read window by window when transcribed."""
-        path = super().parse_input(line).strip()
-        rate, win_ms = self.task_cfg.data.sample_rate, self.task_cfg.features.win_ms
-        info = audio_info(path)
-        if info is not None and info.duration > LONG_S:
-            return path, check_long_audio(Path(path).expanduser(), info), float(info.duration)
-        wave, seconds = read_audio_file(path, rate)
-        if not np.isfinite(wave).all():
-            raise ValueError(f"{path}: {int((~np.isfinite(wave)).sum())} samples are NaN or infinite; a damaged or "
-                             f"floating-point file out of range (re-encode it, e.g. `sox {path} -b 16 out.wav`)")
-        if len(wave) < rate * win_ms / 1000:
-            raise ValueError(f"{path}: {len(wave)} samples ({1000 * seconds:.1f} ms), shorter than one feature frame "
-                             f"(task.features.win_ms={win_ms} ms): nothing to transcribe")
-        return path, wave, seconds
+        return read_input(super().parse_input(line).strip(), self.task_cfg.data.sample_rate,
+                          self.task_cfg.features.win_ms)
 
     def predict(self, model: nn.Module, inputs: List[Any], options: SpeechPredictOptions, progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
-        character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise. Long files go
-        window by window (tasks/speech/long_audio.py), after the others."""
-        # predict.py's options replace the test decoding settings of this task (decode() reads task_cfg)
-        chosen = {k: v for k, v in dataclasses.asdict(options).items() if v is not None}
-        self._task_cfg = t = dataclasses.replace(self.task_cfg, **chosen)
-        f = t.features
-        logmel = LogMel(t.data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
-        short = [i for i, (_, wave, _) in enumerate(inputs) if not isinstance(wave, LongAudio)]
-        xs = [self._features(inputs[i][1], logmel) for i in short]
-        plan = bucket_batches([x.size(0) for x in xs], max_tokens=t.eval_max_frames, max_examples=None)
-        device = next(model.parameters()).device
-        results: List[Any] = [None] * len(inputs)
-        for index, log_probs, lengths in batched_log_probs(model, xs, plan, device):
-            for k, text in zip(index, self.decode(log_probs, lengths, "test")):
-                i = short[k]
-                results[i] = {"audio": inputs[i][0], "text": text, "seconds": round(inputs[i][2], 3)}
-            progress(len(index))
-        for i, (path, audio, seconds) in enumerate(inputs):
-            if isinstance(audio, LongAudio):
-                texts: List[str] = []
-                for wave in windows(audio, t.data.sample_rate):
-                    x = self._features(wave, logmel)
-                    for _, log_probs, lengths in batched_log_probs(model, [x], [[0]], device):
-                        texts += self.decode(log_probs, lengths, "test")
-                results[i] = {"audio": path, "text": " ".join(x for x in texts if x), "seconds": round(seconds, 3)}
-                progress(1)
-        return results
+        character LM) in the language chosen or identified, unless the options say otherwise; one
+        ``{"audio", "text", "seconds", "language"}`` per file (tasks/speech/inference.py)."""
+        self.use_options(options)
+        return transcribe(self, model, inputs, progress)
 
-    def _features(self, wave: np.ndarray, logmel: LogMel) -> Tensor:
+    def use_options(self, options: SpeechPredictOptions) -> SpeechConfig:
+        """predict.py's / evaluate.py's options replace the test decoding settings (decode() reads task_cfg
+        and ``language``); a language the model was not trained on is one line."""
+        chosen = {k: v for k, v in dataclasses.asdict(options).items() if v is not None and k != "language"}
+        self._task_cfg = dataclasses.replace(self.task_cfg, **chosen)
+        if self.languages is not None:
+            self.languages.check(options.language)
+        elif options.language != AUTO:
+            raise ValueError(f"language={options.language}: this model's training data names no languages, so it "
+                             f"has one alphabet and LM; leave language= out (auto)")
+        self.language = options.language
+        return self._task_cfg
+
+    def features_of(self, wave: np.ndarray, logmel: LogMel) -> Tensor:
+        """The model input of one clip's samples, as the training's features."""
         f = self.task_cfg.features
         m = logmel(torch.from_numpy(wave))
         m = cmvn(m) if f.cmvn == "utterance" else cmvn(m, *self.global_stats) if f.cmvn == "global" else m
