@@ -256,3 +256,23 @@ def test_predict_and_evaluate_take_the_language(pack, run_train, tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert refused.value.code == 2 and err[-1] == ("[predict] error: language=cs: this model was trained on nl; give "
                                                    "language=nl or language=auto")
+
+
+@pytest.mark.slow
+def test_add_languages_gives_an_older_model_its_languages(pack, run_train, tmp_path):
+    """A model saved before per-language decoding (its inference state without languages) gets them from its
+    own training transcripts in a new file, the weights unchanged; the old file is only read."""
+    import torch
+
+    from tasks.speech.add_languages import main as add_languages
+    run_train(_run_overrides(pack, tmp_path / "cache"), tmp_path / "run")
+    saved = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    languages = saved["inference"].pop("languages")
+    torch.save(saved, tmp_path / "old.pt")
+    add_languages([str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+    new = torch.load(tmp_path / "new.pt", weights_only=True)
+    assert new["inference"]["languages"] == languages and "languages" not in torch.load(tmp_path / "old.pt")["inference"]
+    assert all(torch.equal(new["model"][k], saved["model"][k]) for k in saved["model"])
+    with pytest.raises(SystemExit) as refused:  # never overwritten
+        add_languages([str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+    assert refused.value.code == 2
