@@ -134,3 +134,19 @@ def test_greedy_scores_are_the_best_path_within_the_alphabet(decoders):
     expected = sum(max(row[[0, *decoders.by_language["cs"].labels]].tolist()) for row in x)
     _, score = decoders._decode_one(x, decoders.by_language["cs"], DecodeSettings(None, 0.0, 0.0))
     assert chosen == "cs" and math.isclose(score, expected, rel_tol=1e-5)
+
+
+def test_the_new_voice_check_set_is_new_text_in_new_voices(real_lines):
+    """No check-set sentence is a transcript of the voice packs (any split), and no voice of it is in a
+    training split of the synthesised corpus (the only corpus with espeak-ng voices)."""
+    from tasks.corpora.speech_synthesis import VOICES
+    from tasks.speech.new_voices import LANGUAGES, VARIANTS, plan, sentences
+
+    transcripts = {text for split in real_lines.values() for _, text in split}
+    for lang in LANGUAGES:
+        written = [normalize_transcript(s, "cs+nl") for s in sentences(lang)]
+        assert len(set(written)) == len(written) == 40 and not set(written) & transcripts
+    trained_variants = {voice.partition("+")[2] for engine, voice, _, split in VOICES if split == "train"}
+    assert not {v.lstrip("+") for v in VARIANTS if v} & trained_variants
+    clips = plan()
+    assert len(clips) == 240 and sum(c["half"] == "report" for c in clips) == 120

@@ -25,7 +25,7 @@ from tasks.corpora.speech_synthesis import check_tools, default_cache_dir, synth
 
 SENTENCES = Path(__file__).with_name("new_voice_sentences")
 LANGUAGES = ("cs", "nl")
-VARIANTS = ("", "+f2", "+m5")   # espeak-ng's own voice of the language and two variants of it
+VARIANTS = ("", "+f4", "+m6")   # the language's own voice and two variants no training split of any corpus uses
 TUNE_SENTENCES = 20             # the first sentences of each file; the rest is the report half
 HALVES = ("tune", "report")
 
