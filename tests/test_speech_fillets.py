@@ -249,6 +249,10 @@ def test_predict_and_evaluate_take_the_language(pack, run_train, tmp_path, capsy
     test = [json.loads(line) for line in (tmp_path / "e" / "transcripts_test.jsonl").read_text().splitlines()]
     assert {r["decoded_language"] for r in test} == {"cs"}
     assert metrics["language_accuracy"] == pytest.approx(100 * sum(r["language"] == "cs" for r in test) / len(test))
+    from tasks.speech.identify_grid import main as identify_grid
+    identify_grid([str(tmp_path / "run" / "model.pt")])  # each rule's share of the test split's languages right
+    out = capsys.readouterr().out
+    assert "3 utterances; language right: greedy-lm " in out and ", beam " in out and "greedy-masked " in out
     run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[nl]"]), tmp_path / "nl")
     capsys.readouterr()
     with pytest.raises(SystemExit) as refused:
