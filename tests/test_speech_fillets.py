@@ -249,8 +249,8 @@ def test_predict_and_evaluate_take_the_language(pack, run_train, tmp_path, capsy
     test = [json.loads(line) for line in (tmp_path / "e" / "transcripts_test.jsonl").read_text().splitlines()]
     assert {r["decoded_language"] for r in test} == {"cs"}
     assert metrics["language_accuracy"] == pytest.approx(100 * sum(r["language"] == "cs" for r in test) / len(test))
-    from tasks.speech.identify_grid import main as identify_grid
-    identify_grid([str(tmp_path / "run" / "model.pt")])  # each rule's share of the test split's languages right
+    from tasks.speech.language_tools import main as language_tools
+    language_tools(["identify", str(tmp_path / "run" / "model.pt")])  # each rule's share of languages right
     out = capsys.readouterr().out
     assert "3 utterances; language right: greedy-lm " in out and ", beam " in out and "greedy-masked " in out
     run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[nl]"]), tmp_path / "nl")
@@ -268,15 +268,15 @@ def test_add_languages_gives_an_older_model_its_languages(pack, run_train, tmp_p
     own training transcripts in a new file, the weights unchanged; the old file is only read."""
     import torch
 
-    from tasks.speech.add_languages import main as add_languages
+    from tasks.speech.language_tools import main as language_tools
     run_train(_run_overrides(pack, tmp_path / "cache"), tmp_path / "run")
     saved = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
     languages = saved["inference"].pop("languages")
     torch.save(saved, tmp_path / "old.pt")
-    add_languages([str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+    language_tools(["add", str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
     new = torch.load(tmp_path / "new.pt", weights_only=True)
     assert new["inference"]["languages"] == languages and "languages" not in torch.load(tmp_path / "old.pt")["inference"]
     assert all(torch.equal(new["model"][k], saved["model"][k]) for k in saved["model"])
     with pytest.raises(SystemExit) as refused:  # never overwritten
-        add_languages([str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+        language_tools(["add", str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
     assert refused.value.code == 2

@@ -140,7 +140,7 @@ def test_the_new_voice_check_set_is_new_text_in_new_voices(real_lines):
     """No check-set sentence is a transcript of the voice packs (any split), and no voice of it is in a
     training split of the synthesised corpus (the only corpus with espeak-ng voices)."""
     from tasks.corpora.speech_synthesis import VOICES
-    from tasks.speech.new_voices import LANGUAGES, VARIANTS, plan, sentences
+    from tasks.corpora.new_voices import LANGUAGES, VARIANTS, plan, sentences
 
     transcripts = {text for split in real_lines.values() for _, text in split}
     for lang in LANGUAGES:

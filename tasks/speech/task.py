@@ -31,10 +31,9 @@ from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.languages import AUTO, DecodeSettings, LanguageDecoders
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
-from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
 from tasks.corpora.speech_synthesis import default_cache_dir
-from tasks.speech.report import group_rates, test_report
+from tasks.speech.report import error_counts, group_rates, rates, test_report
 from tasks.speech.schema import SpeechConfig, SpeechPredictOptions
 from tasks.corpora.transcripts import normalize_transcript
 from tasks.speech.text import ALPHABETS, char_vocabulary

@@ -1,8 +1,8 @@
-"""A new-voice check set in Czech and Dutch: sentences written for it (``tasks/speech/new_voice_sentences/
+"""A new-voice check set in Czech and Dutch: sentences written for it (``tasks/corpora/new_voice_sentences/
 <lang>.txt``, everyday language, none of them a transcript of the voice-pack corpus) spoken by espeak-ng
 voices that no training corpus of the project uses, written as manifests evaluate.py scores.
 
-    python -m tasks.speech.new_voices [--out DIR]          # prints the two manifests' paths
+    python -m tasks.corpora.new_voices [--out DIR]          # prints the two manifests' paths
     python evaluate.py run=<run>/model.pt file=<DIR>/new_voices_report.jsonl  # CER per language, language_accuracy
 
 Each language's 40 sentences are split once: the first 20 are the ``tune`` half (decoding settings may be
@@ -77,7 +77,7 @@ def prepare(cache_root: Optional[Path] = None, quiet: bool = False) -> Dict[str,
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tasks.speech.new_voices", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tasks.corpora.new_voices", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="cache root (default: $SRU_DATA_DIR/speech or "
                                                                "~/.cache/sru-experiments/speech)")
     args = parser.parse_args(argv)
