@@ -150,3 +150,18 @@ def test_the_new_voice_check_set_is_new_text_in_new_voices(real_lines):
     assert not {v.lstrip("+") for v in VARIANTS if v} & trained_variants
     clips = plan()
     assert len(clips) == 240 and sum(c["half"] == "report" for c in clips) == 120
+
+
+def test_a_model_without_languages_refuses_one_and_decodes_auto_as_before():
+    from conftest import compose
+
+    from tasks.engine.base import build_task
+    from tasks.speech.schema import SpeechPredictOptions
+
+    task = build_task(compose(["task=speech", "task.data.source=offline"]))
+    assert task.languages is None
+    with pytest.raises(ValueError, match=r"^language=nl: this model's training data names no languages, so it has "
+                                         r"one alphabet and LM; leave language= out \(auto\)$"):
+        task.use_options(SpeechPredictOptions(language="nl"))
+    task.use_options(SpeechPredictOptions())
+    assert task.language == AUTO
