@@ -43,7 +43,7 @@ def add_languages(old: Path, new: Path) -> LanguageDecoders:
     if not trained.data_loaded:
         task.setup()  # the training split: its transcripts and languages
     train = task.data["train"]
-    languages = LanguageDecoders.fit(train["target"], train["language"], task.task_cfg.lm_order, task.vocab.itos)
+    languages = LanguageDecoders.fit(train["target"], train["language"], task.task_cfg.lm_order, len(task.vocab))
     if languages is None:
         raise InferenceInputError(f"{old}: its training data names no language per utterance; a model of one "
                                   f"language decodes as it is (language=auto)")

@@ -3,14 +3,11 @@
 utterance is decoded in the language it is told (``language=cs``) or the one it is identified as
 (``language=auto``, the default).
 
-    langs = LanguageDecoders.fit(targets, languages, 8, vocab.itos)   # setup(): None without languages
+    langs = LanguageDecoders.fit(targets, languages, order=8, vocab_size=58)   # setup(): None without languages
     ids, lang = langs.decode(log_probs, "auto", settings)                     # one utterance (T, V)
 
 Identification: the utterance is decoded under every language (its alphabet and its LM) and the language
-whose decoding scores best wins. Before a language decodes, the probability of each letter outside its
-alphabet whose base letter is in it moves onto that letter (``folds``: á onto a for Dutch, ë onto e for
-Czech): the shared model's evidence for "á" is evidence for a Dutch "a", so neither the transcript nor the
-language's score loses it. The score is what the decoder ranks hypotheses by: log P_ctc of the
+whose decoding scores best wins. The score is what the decoder ranks hypotheses by: log P_ctc of the
 transcript within that alphabet + lm_weight x log P_lm (end of utterance included) + bonus x characters
 (the beam, tasks/speech/decoding.py), or for greedy the best path's log-probability within the alphabet +
 lm_weight x log P_lm. Dutch heard as Czech then pays both for the letters Dutch never writes and for the
@@ -18,7 +15,6 @@ Czech LM's surprise at Dutch words; nothing is trained for it, and a language is
 """
 from __future__ import annotations
 
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -45,15 +41,6 @@ class DecodeSettings:
 class LanguageDecoder:
     labels: Tuple[int, ...]          # the labels its training transcripts use (blank always allowed)
     lm: Optional[CharNgramLM]        # its own character LM (None: task.lm_order=0 or a greedy model)
-    folds: Tuple[Tuple[int, int], ...] = ()  # (label outside the alphabet, its base letter's label in it)
-
-    def fold(self, log_probs: Tensor) -> Tensor:
-        if not self.folds:
-            return log_probs
-        out = log_probs.clone()
-        for src, dst in self.folds:
-            out[:, dst] = torch.logaddexp(out[:, dst], log_probs[:, src])
-        return out
 
 
 class LanguageDecoders:
@@ -62,21 +49,17 @@ class LanguageDecoders:
 
     @classmethod
     def fit(cls, targets: Sequence[Sequence[int]], languages: Sequence[Optional[str]], order: int,
-            symbols: Sequence[str]) -> Optional["LanguageDecoders"]:
-        """Alphabets (and LMs when ``order`` > 0) of each language of the training transcripts, ``symbols``
-        the vocabulary's labels; None when an utterance has no language (a corpus without language labels
-        decodes as one)."""
+            vocab_size: int) -> Optional["LanguageDecoders"]:
+        """Alphabets (and LMs when ``order`` > 0) of each language of the training transcripts; None when an
+        utterance has no language (a corpus without language labels decodes as one)."""
         if not languages or any(lang is None for lang in languages):
             return None
         grouped: Dict[str, List[Sequence[int]]] = defaultdict(list)
         for target, lang in zip(targets, languages):
             grouped[str(lang)].append(target)
-        out = {}
-        for lang, seqs in grouped.items():
-            labels = tuple(sorted({c for t in seqs for c in t}))
-            out[lang] = LanguageDecoder(labels, CharNgramLM.fit(seqs, order, len(symbols)) if order > 0 else None,
-                                        folds(labels, symbols))
-        return cls(out)
+        return cls({lang: LanguageDecoder(tuple(sorted({c for t in seqs for c in t})),
+                                          CharNgramLM.fit(seqs, order, vocab_size) if order > 0 else None)
+                    for lang, seqs in grouped.items()})
 
     @property
     def names(self) -> List[str]:
@@ -101,7 +84,6 @@ class LanguageDecoders:
 
     @staticmethod
     def _decode_one(log_probs: Tensor, lang: LanguageDecoder, s: DecodeSettings) -> Tuple[List[int], float]:
-        log_probs = lang.fold(log_probs.float())
         if s.beam is not None:
             return scored_beam_search(log_probs, beam=s.beam, lm=lang.lm, lm_weight=s.lm_weight if lang.lm else 0.0,
                                       bonus=s.bonus, allowed=lang.labels)
@@ -114,24 +96,11 @@ class LanguageDecoders:
 
     # ---- model.pt ------------------------------------------------------------------------------------
     def state(self) -> Dict[str, Any]:
-        return {name: {"labels": list(d.labels), "char_lm": char_lm_state(d.lm) if d.lm is not None else None,
-                        "folds": [list(f) for f in d.folds]} for name, d in self.by_language.items()}
+        return {name: {"labels": list(d.labels), "char_lm": char_lm_state(d.lm) if d.lm is not None else None}
+                for name, d in self.by_language.items()}
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> "LanguageDecoders":
         return cls({name: LanguageDecoder(tuple(int(c) for c in d["labels"]),
-                                          char_lm_from_state(d["char_lm"]) if d.get("char_lm") else None,
-                                          tuple((int(a), int(b)) for a, b in d.get("folds", [])))
+                                          char_lm_from_state(d["char_lm"]) if d.get("char_lm") else None)
                     for name, d in state.items()})
-
-
-def folds(labels: Sequence[int], symbols: Sequence[str]) -> Tuple[Tuple[int, int], ...]:
-    """(label, base letter's label) for each letter outside ``labels`` whose base letter (without its
-    diacritics) is inside: the letters a language never writes, mapped onto the one it writes instead."""
-    inside, index = set(labels), {s: i for i, s in enumerate(symbols)}
-    out = []
-    for label, symbol in enumerate(symbols):
-        base = unicodedata.normalize("NFD", symbol)[0] if len(symbol) == 1 else symbol
-        if label not in inside and base != symbol and index.get(base) in inside:
-            out.append((label, index[base]))
-    return tuple(out)

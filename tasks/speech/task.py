@@ -135,7 +135,7 @@ class SpeechRecognitionTask(Task):
                   f"(weight {t.lm_weight:g}, bonus {t.lm_bonus:g})", flush=True)
         if "train" in self.data and not self.restored:
             self.languages = LanguageDecoders.fit(self.data["train"]["target"], self.data["train"]["language"],
-                                                  t.lm_order, self.vocab.itos)
+                                                  t.lm_order, len(self.vocab))
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
 
