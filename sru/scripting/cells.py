@@ -7,7 +7,8 @@ test as a constant, compiles only the methods below, and never sees the eager co
 checks and messages stay as they are.
 
 The scripted recurrence is the reference's maths (sru/ops/reference.py ``cell_step``) as a
-TorchScript loop over time: it runs wherever LibTorch runs (CPU, CUDA, C++ without Python or
+TorchScript loop over time, held to the same specification cases as every backend (``sru.testing.CASES``,
+forward and gradients: tests/test_scripted_recurrence_spec.py): it runs wherever LibTorch runs (CPU, CUDA, C++ without Python or
 any extension library), with autograd. Supported, as in the official ``sru`` 2.x scripting path:
 bidirectional, projection_size, layer_norm (before or after), rescale, has_skip_term, use_tanh,
 num_layers, dropout / rnn_dropout (masks drawn in training mode), c0, mask_pad, batch_first,

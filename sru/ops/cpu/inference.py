@@ -41,6 +41,15 @@ def kernel_cell(cell, dtype: torch.dtype) -> bool:
                 or not (weight_c.is_contiguous() and bias.is_contiguous()))
 
 
+def layer_args(cell) -> tuple:
+    """One layer's entry of ``forward_stack``'s plan (see there), read once from a kernel cell."""
+    params = cell._parameters
+    return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
+            cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
+            cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
+            cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell._precision)
+
+
 def skip_mode(cell) -> int:
     """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
     return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0

@@ -21,7 +21,8 @@ from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from tasks.engine.inference.options import EVALUATE, command_options, one_line_errors, parse_options, split_arguments
+from tasks.engine.inference.options import (EVALUATE, check_for_task, command_options, one_line_errors, parse_options,
+                                            split_arguments, task_given)
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
@@ -68,6 +69,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
         check_output_file("output", options["output"], options["run"])
     scored = None if options["file"] is None else (str(options["file"]), split)
     run = read_trained(options["run"], str(options["checkpoint"]), overrides, scored_file=scored)
+    task_options = task_given(options, given)
+    check_for_task(run.task, task_options)  # before the model is built: an option of another task is one line
     check_compare_differs(options["compare"], options["precision"], run.cfg.trainer.precision)
     folder = output_folder(options["out_dir"], run.task.name, split)
     check_out_dir(str(folder), options["run"])
@@ -76,6 +79,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     with open_run(run.cfg, folder, lock=False) as ctx:
         trained = build_trained(run, splits=(split,), device=ctx.device)
         task = trained.task
+        if task_options:  # the task's options of evaluate.py (declared with evaluate=True), on the split's decoding
+            task.use_options(check_for_task(task, task_options))
         print(f"[evaluate] {trained.source} (task={task.name}, step {trained.step}) on {split}; outputs in "
               f"{folder}", flush=True)
         if not trained.data_loaded:
