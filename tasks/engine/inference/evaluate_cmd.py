@@ -28,7 +28,7 @@ from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
 from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
-from tasks.engine.inference.precision import apply_precision, check_precision
+from tasks.engine.inference.precision import apply_precision, check_compare_differs, check_precision
 from tasks.engine.run_metrics import json_safe
 from tasks.engine.run.context import open_run
 
@@ -46,17 +46,6 @@ def output_folder(out_dir: Optional[str], task: str, split: str) -> Path:
 def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(json_safe(obj), indent=2, allow_nan=False))
-
-
-def check_compare_differs(compare: Optional[str], precision: Optional[str], run_precision: str) -> None:
-    """compare= names a second precision; the evaluation's own (precision=, else the run's trainer.precision)
-    would only score the split twice."""
-    own = precision if precision is not None else run_precision
-    if compare is not None and str(compare) == str(own):
-        said = f"precision={own}" if precision is not None else f"the run's own trainer.precision={own}"
-        example = f"precision={'int8' if str(compare) == 'fp32' else compare} compare=fp32"
-        raise InferenceInputError(f"compare={compare}: this evaluation already runs in {said}; compare two "
-                                  f"precisions, e.g. {example}")
 
 
 def unknown_share(task: Any, split: str) -> Optional[float]:
