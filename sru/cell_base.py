@@ -94,6 +94,12 @@ class RecurrentCellBase(nn.Module):
     def precision(self, value) -> None:
         self._precision = explicit_float_precision(value, type(self).__name__)
 
+    @property
+    def own_precision(self):
+        """What ``sru.to_precision`` set on this layer (BF16), or None: the surrounding autocast decides.
+        The CPU routes read it to send such a layer's products down the bf16 route."""
+        return self._precision
+
     def quantize_int8_(self) -> bool:
         """In place: each projection weight gets its int8 copy (an ``Int8Weight`` submodule named
         ``<weight>_int8``) and keeps the dequantised values itself, so that every float route (autograd,

@@ -47,7 +47,7 @@ def layer_args(cell) -> tuple:
     return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
             cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
             cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
-            cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell._precision)
+            cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell.own_precision)
 
 
 def skip_mode(cell) -> int:

@@ -88,7 +88,7 @@ def fuse_layer(cell, input: Tensor, c0: Optional[Tensor]) -> bool:
     """
     return (_eager_cpu(input) and torch.is_grad_enabled()
             and cell.num_matrices == 3 and cell.has_skip_term
-            and cell.custom_m is None and cell.weight_proj is None and cell._precision is None
+            and cell.custom_m is None and cell.weight_proj is None and cell.own_precision is None
             and (cell.layer_norm is None or cell.normalize_after)
             and not (cell.training and cell.rnn_dropout > 0)
             and cell.backend in ("auto", "cpu")

@@ -183,5 +183,5 @@ def _plain(cell, dtype: torch.dtype) -> bool:
     is contiguous (the C code reads it row-major), in float precision (no ``sru.to_precision`` of its own:
     the C code's products are fp32)."""
     params = cell._parameters
-    return (kernel_cell(cell, dtype) and cell._precision is None and params.get("weight_proj") is None
+    return (kernel_cell(cell, dtype) and cell.own_precision is None and params.get("weight_proj") is None
             and cell._modules.get("layer_norm") is None and params["weight"].is_contiguous())
