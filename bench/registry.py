@@ -10,12 +10,13 @@ exposes two closures, so the timing loop knows nothing about what it times:
     train_step()   training: forward, backward of a fixed random upstream gradient into the
                    parameters *and* the input (set_to_none before each step, like an optimizer)
 """
-import contextlib
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
+
+from sru.ops.precision import AUTOCAST, Precision, parse
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Shape:
 # large GPU shape; "tiny" only exercises the machinery (tests).
 PAPER_SHAPES = [Shape(32, 32, 256, 1), Shape(128, 32, 512, 1)]
 JUDGED_SHAPE = Shape(64, 32, 512, 2)
+JUDGED_DTYPE = Precision.FP32.value  # the precision the targets judge
 # The targets at the judged shape (CPU, 2 threads, fp32): docs/speed/layer_speed.md.
 JUDGED_TARGETS = {"train_vs_gemm_max": 1.15, "forward_vs_gemm_max": 1.10, "train_speedup_vs_lstm_min": 2.4}
 LARGE_SHAPES = [Shape(256, 128, 1024, 2)]
@@ -75,11 +77,7 @@ class Candidate:
 
 def _autocast(device: str, dtype: str):
     """bf16 runs use autocast (the way users train); fp32 runs use no context at all."""
-    if dtype == "fp32":
-        return contextlib.nullcontext()
-    if dtype == "bf16":
-        return torch.autocast(device_type=device, dtype=torch.bfloat16)
-    raise ValueError(f"dtype: expected 'fp32' or 'bf16', received {dtype!r}")
+    return parse(dtype, AUTOCAST, "dtype").autocast(device)
 
 
 def _module_candidate(name, module: nn.Module, x: Tensor, run: Callable[[nn.Module, Tensor], Tensor],

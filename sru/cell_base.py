@@ -6,17 +6,16 @@ value wins when loaded), old pickles, per-sequence dropout masks, the recurrence
 half-precision rule, and ``extra_repr``. ``StackBase``: the stack's ``backend`` and the
 ``nn_rnn_compatible_return`` layout of c.
 """
-import contextlib
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from sru.checks import check_layer_sizes, state_dtype
+from sru.checks import check_layer_sizes
 from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, LIBRARIES, check_library, elementwise_recurrence, matmul
 from sru.ops.quantized import Int8Weight
-from sru.ops.precision import Precision
+from sru.ops.precision import Precision, explicit_float_precision, recurrence_dtype, without_autocast
 from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
@@ -54,6 +53,7 @@ class RecurrentCellBase(nn.Module):
         self.bidirectional = bidirectional
         self.activation = "tanh" if use_tanh else "none"
         self.activation_type = 1 if use_tanh else 0
+        self._precision = None  # None: as the surrounding autocast says; BF16: set by sru.to_precision
         for name, value in options.items():
             setattr(self, name, value)
 
@@ -83,10 +83,22 @@ class RecurrentCellBase(nn.Module):
 
     @property
     def precision(self) -> Precision:
-        """INT8 once ``sru.quantize_dynamic`` gave this layer int8 weights, else FP32 (bf16 is chosen per
-        call, by autocast): read from the layer's own structure, so copies and checkpoints keep it."""
-        quantized = any(isinstance(m, Int8Weight) for m in self._modules.values())
-        return Precision.INT8 if quantized else Precision.FP32
+        """INT8 once ``sru.quantize_dynamic`` gave this layer int8 weights (read from the layer's own
+        structure, so copies and checkpoints keep it); else what ``sru.to_precision`` set (BF16), else FP32
+        (then a surrounding autocast, e.g. training's ``trainer.precision=bf16``, still applies)."""
+        if any(isinstance(m, Int8Weight) for m in self._modules.values()):
+            return Precision.INT8
+        return self._precision or Precision.FP32
+
+    @precision.setter
+    def precision(self, value) -> None:
+        self._precision = explicit_float_precision(value, type(self).__name__)
+
+    @property
+    def own_precision(self):
+        """What ``sru.to_precision`` set on this layer (BF16), or None: the surrounding autocast decides.
+        The CPU routes read it to send such a layer's products down the bf16 route."""
+        return self._precision
 
     def quantize_int8_(self) -> bool:
         """In place: each projection weight gets its int8 copy (an ``Int8Weight`` submodule named
@@ -109,7 +121,7 @@ class RecurrentCellBase(nn.Module):
     def project(self, x: Tensor, name: str = "weight") -> Tensor:
         """x (rows, in) times the parameter ``name`` (``weight`` or ``weight_proj``, stored (in, out))
         through the projection entry point, with its int8 copy when the layer is quantised."""
-        return matmul(x, self._parameters[name], self._gemm, self._modules.get(name + "_int8"))
+        return matmul(x, self._parameters[name], self._gemm, self._modules.get(name + "_int8"), self._precision)
 
     @property
     def skip_scale(self) -> float:
@@ -140,6 +152,7 @@ class RecurrentCellBase(nn.Module):
         # added here or in later versions.
         self.__dict__.setdefault("_backend", backend)
         self.__dict__.setdefault("_gemm", gemm if gemm in LIBRARIES else "auto")
+        self.__dict__.setdefault("_precision", None)
         for name, default in self._PICKLE_DEFAULTS:
             if name not in self._modules:  # custom_m lives in _modules: an entry here would hide it
                 self.__dict__.setdefault(name, default)
@@ -167,11 +180,9 @@ class RecurrentCellBase(nn.Module):
         """The recurrence over ``layout`` (padded or packed, sru/ops/packing.py) with this layer's spec and
         backend. Under autocast U arrives in half precision; the recurrence accumulates c over time, so it
         runs in float32 unless amp_recurrence_fp16 asks for float16 (the official rule)."""
-        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
+        dtype = recurrence_dtype(U.dtype, self.amp_recurrence_fp16)
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
-        autocast_off = torch.autocast(U.device.type, enabled=False) \
-            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
-        with autocast_off:
+        with without_autocast(U.device.type):
             try:
                 return layout.recurrence(
                     cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,

@@ -12,12 +12,12 @@ Called on every forward, including one decoding step, so each guard is a flag or
 from enum import Enum
 from typing import Optional, Tuple
 
-import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from sru.cell_base import StackBase
 from sru.ops.backends import fuse_layer, inference_plan, stack_plan
+from sru.ops.precision import under_autocast
 from sru.ops.tracing import exporting
 
 
@@ -46,7 +46,7 @@ def choose_route(module, input, c0: Optional[Tensor] = None, mask_pad: Optional[
         if isinstance(input, PackedSequence):
             return Route.PACKED, None
         # input_to_hidden runs before the layers: under autocast its output is no longer the input's dtype
-        if type(input) is Tensor and (module.input_to_hidden is None or not torch.is_autocast_enabled("cpu")):
+        if type(input) is Tensor and (module.input_to_hidden is None or not under_autocast("cpu")):
             plan = inference_plan(module.rnn_lst, input)
             if plan is not None:
                 return Route.INFERENCE, plan

@@ -160,7 +160,7 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
         # Half precision: h back in the input's dtype (the next layer's matmul runs in it); c
-        # stays in the float32 the recurrence accumulated it in (see state_dtype).
+        # stays in the float32 the recurrence accumulated it in (sru.ops.precision.recurrence_dtype).
         return h.to(residual.dtype), c
 
     def compute_U(self, input: Tensor) -> Tensor:

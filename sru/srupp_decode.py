@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from sru.ops.backends import cpu_kernel, load_library
+from sru.ops.precision import under_autocast
 from sru.ops.tracing import eager_cpu
 from sru.srupp_attention import SRUppAttention
 
@@ -102,7 +103,7 @@ def direct_recurrence(cell, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Te
     weight_c, bias = params["weight_c"], params["bias"]
     lib = None
     if (dtype in _KERNEL_DTYPES and not torch.is_grad_enabled() and not cell.training
-            and cell.backend in ("auto", "cpu") and not torch.is_autocast_enabled("cpu")
+            and cell.backend in ("auto", "cpu") and not under_autocast("cpu")
             and eager_cpu(U, residual) and residual.dtype == dtype == weight_c.dtype == bias.dtype == c0.dtype
             and weight_c.dim() == 1 and c0.is_cpu):
         lib = load_library()

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from sru import SRU, SRUCell, SRUpp, quantize_dynamic
+from sru import SRU, SRUCell, SRUpp, quantize_dynamic, to_precision
 
 
 @dataclass
@@ -67,6 +67,11 @@ ROWS: List[Row] = [
     Row("quantize-keep-fp32-not-a-name", lambda: quantize_dynamic(Tagger(), keep_fp32=["decoder", 3]),
         "quantize_dynamic: keep_fp32 names 3, which is no submodule of this Tagger; give names from "
         "model.named_modules() (rnn, rnn.rnn_lst, rnn.rnn_lst.0, rnn.rnn_lst.1, decoder)"),
+    Row("to-precision-unknown", lambda: to_precision(Tagger(), "fp8"),
+        "to_precision=fp8: expected one of ['fp32', 'bf16', 'int8']"),
+    Row("cell-precision-int8", lambda: setattr(SRUCell(8, 8), "precision", "int8"),
+        "SRUCell.precision=int8: int8 weights come from sru.quantize_dynamic(model) or sru.to_precision(model, "
+        "'int8'), not from setting the attribute"),
     Row("script-custom-m", lambda: torch.jit.script(SRU(6, 6, custom_m=nn.Linear(6, 18))),
         "SRUCell with custom_m cannot be scripted (torch.jit.script): custom_m's signature is free-form; export "
         "the model with sru.deploy.export instead (docs/deploy.md)"),

@@ -181,11 +181,13 @@ check_library = cpu_gemm.check_library
 clear_cpu_gemm_cache, cpu_gemm_report = cpu_gemm.clear_cpu_gemm_cache, cpu_gemm.cpu_gemm_report
 
 
-def matmul(x: Tensor, weight: Tensor, library: str = "auto", int8=None) -> Tensor:
-    """The layer's products U = x W (weight stored (in, out)); ``int8``: the weight's ``Int8Weight``."""
-    return cpu_routes.matmul(x, weight, library, False, int8)
+def matmul(x: Tensor, weight: Tensor, library: str = "auto", int8=None, precision=None) -> Tensor:
+    """The layer's products U = x W (weight stored (in, out)); ``int8``: the weight's ``Int8Weight``;
+    ``precision``: the layer's ``sru.Precision`` (None: what autocast says)."""
+    return cpu_routes.matmul(x, weight, library, False, int8, precision)
 
 
-def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None) -> Tensor:
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None,
+           precision=None) -> Tensor:
     """``F.linear`` (weight stored (out, in)) through the same entry point."""
-    return cpu_routes.linear(x, weight, bias, library, int8)
+    return cpu_routes.linear(x, weight, bias, library, int8, precision)

@@ -20,6 +20,8 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
+from sru.ops.precision import recurrence_dtype
+
 
 def scripted_recurrence(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
                         c0: Optional[Tensor], mask_c: Optional[Tensor],
@@ -83,7 +85,7 @@ def scripted_recurrence(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: 
 
 def _state_dtype(t: Tensor) -> torch.dtype:
     """float32 for half-precision inputs (c accumulates over time), else the input's dtype."""
-    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+    return recurrence_dtype(t.dtype, False)
 
 
 def stack_states(c_last: List[Tensor], compatible: bool, layers: int, batch: int, dirs: int,

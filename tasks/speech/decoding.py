@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Collection, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -129,17 +129,29 @@ def _best(nxt, parents, fused, beam, extend, bound_gain):
 
 
 def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
-                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0) -> List[int]:
+                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0,
+                       allowed: Optional[Collection[int]] = None) -> List[int]:
+    """The label ids of ``scored_beam_search`` (below), without their score."""
+    return scored_beam_search(log_probs, beam, blank, prune, lm, lm_weight, bonus, allowed)[0]
+
+
+def scored_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
+                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0,
+                       allowed: Optional[Collection[int]] = None) -> Tuple[List[int], float]:
     """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model, or with
     ``lm`` under shallow fusion: prefixes ranked by log P_ctc + lm_weight * log P_lm + bonus * length
     (the bonus offsets the LM's bias towards short outputs), the end of utterance scored at the last frame.
 
     ``prune``: labels whose frame log-probability is below it are not tried as extensions (they cannot
-    change a beam's ranking meaningfully and cost most of the time).
+    change a beam's ranking meaningfully and cost most of the time). ``allowed``: the only labels that may
+    be written (one language's alphabet, tasks/speech/languages.py); None: all.
+    Returns the best label ids and their score (CTC + fusion, end of utterance included), which compares
+    decodings of the same audio under different LMs and alphabets.
     Only the ``beam`` live prefixes and their scores are kept from frame to frame, so memory does not grow
     with the utterance's length beyond the prefixes themselves.
     """
     check_beam(beam)
+    keep = None if allowed is None else frozenset(allowed)
     frames = log_probs.detach().float().cpu().tolist()
     beams: Dict[Tuple[int, ...], Tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
     # fusion score of each live prefix (a function of the prefix alone): lm_weight * log P_lm + bonus * length
@@ -151,7 +163,7 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     # a new prefix's fusion score is at most its parent's + this (a negative LM weight: no bound)
     bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
     for frame in frames:
-        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
+        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank and (keep is None or c in keep)]
         nxt, parents = _extensions(beams, frame, candidates, blank)
         best = _best(nxt, parents, fused, beam, extend, bound_gain)
         beams = {prefix: tuple(nxt[prefix]) for prefix, _ in best}
@@ -160,4 +172,5 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     def final(kv) -> float:
         end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
         return _logadd(*kv[1]) + fused[kv[0]] + end
-    return list(max(beams.items(), key=final)[0])
+    best = max(beams.items(), key=final)
+    return list(best[0]), final(best)

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
+from ..precision import under_autocast
 from ..tracing import eager_cpu
 from .int8 import clear_packs
 
@@ -77,7 +78,7 @@ def row_bucket(rows: int) -> int:
 def dispatchable(a: Tensor, b: Tensor) -> bool:
     """Float32 tensors on the one eager-CPU guard (``sru.ops.tracing.eager_cpu``), outside autocast: a
     product (of the fused training path's backward) the dispatch may send to oneDNN."""
-    return (a.dtype is torch.float32 and b.dtype is torch.float32 and not torch.is_autocast_enabled("cpu")
+    return (a.dtype is torch.float32 and b.dtype is torch.float32 and not under_autocast("cpu")
             and eager_cpu(a, b))
 
 

@@ -17,12 +17,11 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..precision import Precision
+from ..precision import under_autocast
 from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
 from .inference import forward_stack, kernel_cell, layer_args
-from .routes import autocast_precision
 from .stack import StackPlan
 
 __all__ = ["fuse_layer", "inference_plan", "linear_recurrence", "run_inference_path", "run_stack", "stack_plan"]
@@ -33,13 +32,14 @@ _KERNEL_DTYPES = (torch.float32, torch.float64)
 def _eager_cpu(input: Tensor) -> bool:
     """The one eager-CPU guard (``sru.ops.tracing.eager_cpu``: under ``torch.jit.trace`` the direct kernel
     calls would record only the empty outputs), outside autocast."""
-    return not torch.is_autocast_enabled("cpu") and eager_cpu(input)
+    return not under_autocast("cpu") and eager_cpu(input)
 
 
-def _bf16_inference(input: Tensor) -> bool:
-    """float32 CPU inference under bf16 autocast: the inference path runs with U from the projection's
-    bf16 route (sru/ops/cpu/routes.py) and the recurrence in fp32, as the general path would."""
-    return input.dtype is torch.float32 and autocast_precision() is Precision.BF16 and eager_cpu(input)
+def _autocast_inference(input: Tensor) -> bool:
+    """float32 CPU inference under autocast: the inference path runs with U from the route the autocast's
+    precision picks (sru/ops/cpu/routes.py: float32 U in inference) and the recurrence in fp32, as the
+    general path would."""
+    return input.dtype is torch.float32 and eager_cpu(input)
 
 
 def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
@@ -53,7 +53,7 @@ def inference_plan(cells: Sequence, input: Tensor) -> Optional[List[tuple]]:
     budget of a few) and checks and gathers in one pass.
     """
     dtype = input.dtype
-    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not (_eager_cpu(input) or _bf16_inference(input)):
+    if torch.is_grad_enabled() or dtype not in _KERNEL_DTYPES or not (_eager_cpu(input) or _autocast_inference(input)):
         return None
     plan = []
     for cell in cells:
@@ -83,11 +83,12 @@ def fuse_layer(cell, input: Tensor, c0: Optional[Tensor]) -> bool:
 
     Only when training in eager mode (under torch.compile the custom ops make one graph),
     with the plain weight (no projection, no custom_m), k = 3 and the skip input being
-    the matmul's own input (no pre-layer-norm, no rnn_dropout mask to draw), one float dtype, no autocast.
+    the matmul's own input (no pre-layer-norm, no rnn_dropout mask to draw), one float dtype, no autocast and
+    no precision of the layer's own (``sru.to_precision``: its projections take the bf16 route).
     """
     return (_eager_cpu(input) and torch.is_grad_enabled()
             and cell.num_matrices == 3 and cell.has_skip_term
-            and cell.custom_m is None and cell.weight_proj is None
+            and cell.custom_m is None and cell.weight_proj is None and cell.own_precision is None
             and (cell.layer_norm is None or cell.normalize_after)
             and not (cell.training and cell.rnn_dropout > 0)
             and cell.backend in ("auto", "cpu")

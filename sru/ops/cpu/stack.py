@@ -66,8 +66,8 @@ def configure_stack(lib: ctypes.CDLL) -> None:
 # fields), read from the instance dict in one C call (attribute access through nn.Module costs
 # several times more, and this runs at every decoding step). custom_m, a layer norm and the
 # parameters live in ``_modules`` / ``_parameters``: keyed by identity, and storage (``current``).
-_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "dropout", "rnn_dropout", "_scale_x_value",
-                                  "rescale", "activation_type", "has_skip_term")
+_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "_precision", "dropout", "rnn_dropout",
+                                  "_scale_x_value", "rescale", "activation_type", "has_skip_term")
 
 
 def plan_key(cells: Sequence) -> tuple:
@@ -180,7 +180,8 @@ class StackPlan:
 
 def _plain(cell, dtype: torch.dtype) -> bool:
     """A kernel cell (``inference.kernel_cell``) without projection or layer norm, whose weight
-    is contiguous (the C code reads it row-major)."""
+    is contiguous (the C code reads it row-major), in float precision (no ``sru.to_precision`` of its own:
+    the C code's products are fp32)."""
     params = cell._parameters
-    return (kernel_cell(cell, dtype) and params.get("weight_proj") is None
+    return (kernel_cell(cell, dtype) and cell.own_precision is None and params.get("weight_proj") is None
             and cell._modules.get("layer_norm") is None and params["weight"].is_contiguous())
