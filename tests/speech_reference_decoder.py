@@ -1,5 +1,5 @@
 """The prefix beam search as it was before it was vectorised (tasks/speech/decoding.py at d270910), kept
-only as the reference that tests/test_speech_decoder_speed.py compares the decoder's output with: one
+only as the reference that tests/test_speech_beam_vectorised.py compares the decoder's output with: one
 dictionary of prefixes per frame, every extension scored in Python."""
 from __future__ import annotations
 
