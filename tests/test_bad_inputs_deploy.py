@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from sru import SRU
-from sru.deploy import compile_package, export, load_package
+from sru.deploy import compile_package, export, load_package, onnx_session
 from tests.test_deploy_export import ROOT, build_cpp_example
 
 WIDTH = 16
@@ -63,6 +63,30 @@ def _input_rows(owner: str) -> List[Row]:
     ]
 
 
+def _onnx_rows() -> List[Row]:
+    """ONNX Runtime's ``run`` takes numpy arrays by input name; sru.deploy.onnx_session checks ``x``."""
+    import numpy as np
+
+    shape, owner = f"(length, batch, {WIDTH})", "ONNX session"
+    empty = (f"{owner} expected input of shape {shape} with length and batch >= 1 (ONNX Runtime's Scan fails on "
+             "length 0 and its Reshape on batch 0), got {got}; skip an empty batch (eager returns empty outputs for it)")
+    run = (lambda x: lambda session: session.run(None, {"x": x}))
+    return [
+        Row("onnx-length-0", run(np.zeros((0, 2, WIDTH), np.float32)), empty.format(got=(0, 2, WIDTH))),
+        Row("onnx-batch-0", run(np.zeros((3, 0, WIDTH), np.float32)), empty.format(got=(3, 0, WIDTH))),
+        Row("onnx-wrong-width", run(np.zeros((3, 2, 100), np.float32)),
+            f"{owner} expected input of shape {shape}, got (3, 2, 100)"),
+        Row("onnx-2d-input", run(np.zeros((3, WIDTH), np.float32)), f"{owner} expected input of shape {shape}, got (3, 16)"),
+        Row("onnx-float64", run(np.zeros((3, 2, WIDTH))),
+            f"{owner} expected input of dtype float32, got float64; convert it with x.astype(numpy.float32)"),
+        Row("onnx-torch-tensor", run(torch.zeros(3, 2, WIDTH)),
+            f"{owner} expected a numpy array of shape {shape}, got Tensor; pass x.numpy()"),
+        Row("onnx-wrong-name", lambda session: session.run(None, {"input": np.zeros((3, 2, WIDTH), np.float32)}),
+            f"{owner} expected an input named 'x', got ['input']"),
+    ]
+
+
+ONNX_ROWS = _onnx_rows()
 PACKAGE_ROWS = _input_rows("sru package")
 PROGRAM_ROWS = _input_rows("exported program")
 EXPORT_ROWS = [
@@ -75,6 +99,9 @@ EXPORT_ROWS = [
     Row("load-package-missing-file", lambda model: load_package("nowhere/sru.pt2"),
         "sru.deploy.load_package: no package file at nowhere/sru.pt2; make one with "
         "sru.deploy.compile_package (docs/deploy.md)"),
+    Row("onnx-session-missing-file", lambda model: onnx_session("nowhere/sru.onnx"),
+        "sru.deploy.onnx_session: no ONNX file at nowhere/sru.onnx; make one with "
+        "torch.onnx.export(model, (x,), path, dynamo=True) (docs/deploy.md#onnx)"),
 ]
 # The C++ example: its arguments after the program's path, and its one stderr line.
 CPP_ROWS = [
@@ -103,6 +130,39 @@ def test_exported_program_refuses_bad_input_in_one_line(row, built):
     with pytest.raises(ValueError) as err:
         row.call(built["module"])
     assert str(err.value) == row.message
+
+
+@pytest.fixture(scope="module")
+def onnx_file(built):
+    """The same SRU exported with torch.onnx.export (dynamic length and batch)."""
+    for name in ("onnx", "onnxscript", "onnxruntime"):
+        pytest.importorskip(name, reason="the export extra is not installed: pip install '.[export]'")
+    path = built["folder"] / "sru.onnx"
+    length, batch = torch.export.Dim("length"), torch.export.Dim("batch")
+    torch.onnx.export(built["model"], (torch.randn(4, 2, WIDTH),), str(path), dynamo=True, input_names=["x"],
+                      output_names=["h", "c"], dynamic_shapes=({0: length, 1: batch},))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", ONNX_ROWS, ids=[r.id for r in ONNX_ROWS])
+def test_onnx_session_refuses_bad_input_in_one_line(row, onnx_file):
+    """ONNX Runtime itself fails inside its Scan node on length 0 and in a Reshape on batch 0."""
+    with pytest.raises(ValueError) as err:
+        row.call(onnx_session(onnx_file))
+    assert str(err.value) == row.message
+
+
+@pytest.mark.slow
+def test_onnx_session_runs_good_input_as_eager(built, onnx_file):
+    session = onnx_session(onnx_file)
+    x = torch.randn(5, 3, WIDTH)
+    h, c = session.run(None, {"x": x.numpy()})
+    with torch.no_grad():
+        h_ref, c_ref = built["model"](x)
+    torch.testing.assert_close(torch.from_numpy(h), h_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.from_numpy(c), c_ref, atol=1e-5, rtol=1e-5)
+    assert [o.name for o in session.get_outputs()] == ["h", "c"]  # the rest is the session's
 
 
 @pytest.mark.slow
@@ -146,7 +206,7 @@ def cpp_binary(built):
 
 def test_docs_failures_lists_every_row():
     docs = (Path(__file__).parents[1] / "docs" / "failures.md").read_text()
-    messages = {r.id: r.message for r in PACKAGE_ROWS + PROGRAM_ROWS + EXPORT_ROWS}
+    messages = {r.id: r.message for r in PACKAGE_ROWS + PROGRAM_ROWS + EXPORT_ROWS + ONNX_ROWS}
     messages.update({r[0]: r[2].format(folder="<dir>") for r in CPP_ROWS})
     missing = [name for name, message in messages.items() if message not in docs]
     assert not missing, f"add these rows to docs/failures.md: {missing}"

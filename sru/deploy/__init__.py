@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from sru.deploy.checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
+from sru.deploy.onnx import CheckedSession, onnx_session
 from sru.ops.backends import load_op_library, op_error
 
 def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):

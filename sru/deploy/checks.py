@@ -9,6 +9,7 @@ input against it first and raise one ValueError naming the expected shape. An em
 """
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -53,20 +54,36 @@ class InputSpec:
         """One ValueError naming what ``owner`` expected and what it got."""
         if not isinstance(x, Tensor):
             raise ValueError(f"{owner} expected a tensor of shape {self.shape()}, got {type(x).__name__}")
-        got = tuple(x.shape)
-        if x.dim() != 3 or got[-1] != self.width:
-            raise ValueError(f"{owner} expected input of shape {self.shape()}, got {got}")
+        self._check_shape(owner, tuple(x.shape))
         if x.dtype != self.dtype:
             raise ValueError(f"{owner} expected input of dtype {self.dtype}, got {x.dtype}; convert it with "
                              f"x.to({self.dtype})")
         if x.device.type != self.device:
             raise ValueError(f"{owner} expected input on {self.device}, got {x.device}; move it with "
                              f"x.to({self.device!r})")
+        self._check_sizes(owner, tuple(x.shape))
+
+    def check_array(self, owner: str, x, why: str = "its dynamic shapes start at 1") -> None:
+        """``check`` for a numpy array, what ONNX Runtime's ``session.run`` takes."""
+        if not isinstance(x, np.ndarray):
+            hint = "; pass x.numpy()" if isinstance(x, Tensor) else ""
+            raise ValueError(f"{owner} expected a numpy array of shape {self.shape()}, got {type(x).__name__}{hint}")
+        self._check_shape(owner, tuple(x.shape))
+        want = np.dtype(str(self.dtype).replace("torch.", ""))
+        if x.dtype != want:
+            raise ValueError(f"{owner} expected input of dtype {want}, got {x.dtype}; convert it with "
+                             f"x.astype(numpy.{want})")
+        self._check_sizes(owner, tuple(x.shape), why)
+
+    def _check_shape(self, owner: str, got: tuple) -> None:
+        if len(got) != 3 or got[-1] != self.width:
+            raise ValueError(f"{owner} expected input of shape {self.shape()}, got {got}")
+
+    def _check_sizes(self, owner: str, got: tuple, why: str = "its dynamic shapes start at 1") -> None:
         length, batch = (got[1], got[0]) if self.batch_first else got[:2]
         if length == 0 or batch == 0:
-            raise ValueError(f"{owner} expected input of shape {self.shape()} with length and batch >= 1 (its "
-                             f"dynamic shapes start at 1), got {got}; skip an empty batch (eager returns empty "
-                             "outputs for it)")
+            raise ValueError(f"{owner} expected input of shape {self.shape()} with length and batch >= 1 ({why}), "
+                             f"got {got}; skip an empty batch (eager returns empty outputs for it)")
         if length > MAX_LENGTH or batch > MAX_BATCH:
             raise ValueError(f"{owner} expected input of shape {self.shape()} with length in [1, {MAX_LENGTH}] "
                              f"and batch in [1, {MAX_BATCH}], got {got}")
