@@ -23,7 +23,7 @@ from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_
 from sru.ops.spec import Masks
 from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
-from sru.scripting.cells import ScriptableCell, ScriptableStack
+from sru.scripting.cells import PackedAsTuple, ScriptableCell, ScriptableStack
 
 
 class SRUCell(ScriptableCell, RecurrentCellBase):
@@ -298,7 +298,7 @@ class SRU(ScriptableStack, StackBase):
             self.input_to_hidden.reset_parameters()
 
     def forward(self,
-                input: Union[Tensor, PackedSequence],
+                input: Union[Tensor, PackedSequence, PackedAsTuple],
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Union[Tensor, PackedSequence], Tensor]:
         if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this branch
