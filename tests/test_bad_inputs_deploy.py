@@ -68,15 +68,17 @@ def _onnx_rows() -> List[Row]:
     import numpy as np
 
     shape, owner = f"(length, batch, {WIDTH})", "ONNX session"
-    empty = (f"{owner} expected input of shape {shape} with length and batch >= 1 (ONNX Runtime's Scan fails on "
-             "length 0 and its Reshape on batch 0), got {got}; skip an empty batch (eager returns empty outputs for it)")
+    empty = (f"{owner} expected input of shape {shape} with length and batch >= 1 (ONNX Runtime's Scan fails "
+             "on length 0 and its Reshape on batch 0), got {got}; skip an empty batch (eager returns empty "
+             "outputs for it)")
     run = (lambda x: lambda session: session.run(None, {"x": x}))
     return [
         Row("onnx-length-0", run(np.zeros((0, 2, WIDTH), np.float32)), empty.format(got=(0, 2, WIDTH))),
         Row("onnx-batch-0", run(np.zeros((3, 0, WIDTH), np.float32)), empty.format(got=(3, 0, WIDTH))),
         Row("onnx-wrong-width", run(np.zeros((3, 2, 100), np.float32)),
             f"{owner} expected input of shape {shape}, got (3, 2, 100)"),
-        Row("onnx-2d-input", run(np.zeros((3, WIDTH), np.float32)), f"{owner} expected input of shape {shape}, got (3, 16)"),
+        Row("onnx-2d-input", run(np.zeros((3, WIDTH), np.float32)),
+            f"{owner} expected input of shape {shape}, got (3, 16)"),
         Row("onnx-float64", run(np.zeros((3, 2, WIDTH))),
             f"{owner} expected input of dtype float32, got float64; convert it with x.astype(numpy.float32)"),
         Row("onnx-torch-tensor", run(torch.zeros(3, 2, WIDTH)),

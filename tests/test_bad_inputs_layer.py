@@ -68,6 +68,14 @@ ROWS: List[Row] = [
     Row("quantize-keep-fp32-not-a-name", lambda: quantize_dynamic(Tagger(), keep_fp32=["decoder", 3]),
         "quantize_dynamic: keep_fp32 names 3, which is no submodule of this Tagger; give names from "
         "model.named_modules() (rnn, rnn.rnn_lst, rnn.rnn_lst.0, rnn.rnn_lst.1, decoder)"),
+    Row("weight-c-init-negative", lambda: SRU(8, 4, weight_c_init=-1),
+        "SRU expected weight_c_init to be a finite number >= 0, got -1"),
+    Row("cell-weight-c-init-negative", lambda: SRUCell(8, 4, weight_c_init=-0.5),
+        "SRUCell expected weight_c_init to be a finite number >= 0, got -0.5"),
+    Row("quantize-not-a-module", lambda: quantize_dynamic("model.pt"),
+        "quantize_dynamic expected an nn.Module, got str"),
+    Row("quantize-keep-fp32-an-int", lambda: quantize_dynamic(Tagger(), keep_fp32=5),
+        "quantize_dynamic: keep_fp32 expected a submodule name or a list of them, got int"),
     Row("script-custom-m", lambda: torch.jit.script(SRU(6, 6, custom_m=nn.Linear(6, 18))),
         "SRUCell with custom_m cannot be scripted (torch.jit.script): custom_m's signature is free-form; export "
         "the model with sru.deploy.export instead (docs/deploy.md)"),
