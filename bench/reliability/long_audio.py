@@ -92,18 +92,20 @@ def main() -> None:
             built.parent.mkdir()
             model_file(built)
         models += [Path(r).expanduser().resolve() for r in args.runs]
-        print("| model (run=) | audio | decoder | peak memory | wall time |\n|---|---|---|---|---|", flush=True)
+        print("| model (run=) | audio | decoder | peak memory | wall time | load average (start, end) |\n"
+              "|---|---|---|---|---|---|", flush=True)
         for minutes in args.minutes:
             wav = Path(tmp) / f"{minutes:g}min.wav"
             wav_file(wav, minutes)
             for model in models:
                 for decoder in args.decoders:
                     extra = [] if decoder == "default" else [f"decoder={decoder}"]
+                    load = os.getloadavg()[0]
                     peak, seconds = measure(model, wav, extra)
                     name = "beam 8 + char LM (default)" if decoder == "default" else decoder
                     shown = str(model).replace(tmp, "<built>")
-                    print(f"| {shown} | {minutes:g} min | {name} | {peak / 2**20:.2f} GiB | {seconds:.0f} s |",
-                          flush=True)
+                    print(f"| {shown} | {minutes:g} min | {name} | {peak / 2**20:.2f} GiB | {seconds:.0f} s | "
+                          f"{load:.1f}, {os.getloadavg()[0]:.1f} |", flush=True)
             wav.unlink()
     import torch
     from tasks.engine.run.devices import cpu_model  # the one machine description
