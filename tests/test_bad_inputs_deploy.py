@@ -8,6 +8,7 @@ example exits with status 2 and one ``error:`` line, no C++ frames. docs/failure
 """
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -101,6 +102,14 @@ EXPORT_ROWS = [
     Row("load-package-missing-file", lambda model: load_package("nowhere/sru.pt2"),
         "sru.deploy.load_package: no package file at nowhere/sru.pt2; make one with "
         "sru.deploy.compile_package (docs/deploy.md)"),
+    Row("export-not-a-module", lambda model: export("model.pt", torch.randn(4, 2, WIDTH)),
+        "sru.deploy.export expected an nn.Module (an SRU, SRUpp or a model holding one), got str"),
+    Row("export-training-mode", lambda model: export(copy.deepcopy(model).train(), torch.randn(4, 2, WIDTH)),
+        "sru.deploy.export: the model is in training mode (its dropout would be part of the program); call "
+        "model.eval() first: an exported program is for inference (docs/deploy.md)"),
+    Row("export-example-of-another-width", lambda model: export(model, torch.randn(4, 2, 5)),
+        "sru.deploy.export: the example has width 5, and the model takes input_size=16; give an example of shape "
+        "(length, batch, 16)"),  # was the model's own check with symbolic sizes: got (s31, s81, 5)
     Row("onnx-session-missing-file", lambda model: onnx_session("nowhere/sru.onnx"),
         "sru.deploy.onnx_session: no ONNX file at nowhere/sru.onnx; make one with "
         "torch.onnx.export(model, (x,), path, dynamo=True) (docs/deploy.md#onnx)"),
@@ -198,6 +207,31 @@ def test_cpp_example_refuses_bad_arguments_in_one_line(row, built, cpp_binary):
     assert run.stderr.splitlines() == [message.format(**names)]
 
 
+# a file of another kind given as a package or an ONNX model: (loader, the line after "<dir>/not_a_model")
+OTHER_FILES = [
+    ("load-package-not-a-package", load_package,
+     "sru.deploy.load_package: <dir>/not_a_model is not an AOTInductor package (Failed to initialize zip archive: "
+     "failed finding central directory); make one with sru.deploy.compile_package (docs/deploy.md)"),
+    ("onnx-session-not-an-onnx-file", onnx_session,
+     "sru.deploy.onnx_session: <dir>/not_a_model could not be loaded as an ONNX model ([ONNXRuntimeError] : 7 : "
+     "INVALID_PROTOBUF : Load model from <dir>/not_a_model failed:Protobuf parsing failed.); make one with "
+     "torch.onnx.export(model, (x,), path, dynamo=True) (docs/deploy.md#onnx)"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", OTHER_FILES, ids=[r[0] for r in OTHER_FILES])
+def test_a_file_of_another_kind_is_named_in_one_line(row, tmp_path):
+    """Were torch's 'Failed to initialize zip archive' RuntimeError and onnxruntime's InvalidProtobuf."""
+    name, load, message = row
+    if name.startswith("onnx"):
+        pytest.importorskip("onnxruntime", reason="the export extra is not installed: pip install '.[export]'")
+    (tmp_path / "not_a_model").write_bytes(b"RIFF....WAVEfmt " + bytes(64))
+    with pytest.raises(ValueError) as err:
+        load(tmp_path / "not_a_model")
+    assert str(err.value) == message.replace("<dir>", str(tmp_path))
+
+
 @pytest.fixture(scope="module")
 def cpp_binary(built):
     library = subprocess.run([sys.executable, "-m", "sru.deploy", "op-library"], cwd=ROOT, check=True,
@@ -210,5 +244,6 @@ def test_docs_failures_lists_every_row():
     docs = (Path(__file__).parents[1] / "docs" / "failures.md").read_text()
     messages = {r.id: r.message for r in PACKAGE_ROWS + PROGRAM_ROWS + EXPORT_ROWS + ONNX_ROWS}
     messages.update({r[0]: r[2].format(folder="<dir>") for r in CPP_ROWS})
+    messages.update({r[0]: r[2] for r in OTHER_FILES})
     missing = [name for name, message in messages.items() if message not in docs]
     assert not missing, f"add these rows to docs/failures.md: {missing}"

@@ -40,9 +40,27 @@ def _example_for_dynamic_dims(example: torch.Tensor) -> torch.Tensor:
     return example.repeat(*(2 if size == 1 else 1 for size in example.shape[:2]), 1)
 
 
+def _check_model(model, example) -> None:
+    """An exported program is for inference, of the width the model takes (refused here, before tracing:
+    torch.export would record training-mode dropout, or fail on the width with symbolic sizes)."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"sru.deploy.export expected an nn.Module (an SRU, SRUpp or a model holding one), got "
+                         f"{type(model).__name__}")
+    if model.training:
+        raise ValueError("sru.deploy.export: the model is in training mode (its dropout would be part of the "
+                         "program); call model.eval() first: an exported program is for inference (docs/deploy.md)")
+    width = getattr(model, "input_size", None)
+    if isinstance(width, int) and isinstance(example, torch.Tensor) and example.dim() == 3 \
+            and example.shape[-1] != width:
+        shape = InputSpec(width, getattr(model, "batch_first", False)).shape()
+        raise ValueError(f"sru.deploy.export: the example has width {example.shape[-1]}, and the model takes "
+                         f"input_size={width}; give an example of shape {shape}")
+
+
 def export(model: nn.Module, example: torch.Tensor, dynamic: bool = True):
     """``torch.export.export(model, (example,))`` for inference, length and batch dynamic. The
     program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy/checks.py)."""
+    _check_model(model, example)
     batch_first = getattr(model, "batch_first", False)
     spec = InputSpec.of(example, batch_first)
     spec.check("sru.deploy.export: the example", example)
@@ -76,7 +94,12 @@ def load_package(path) -> CheckedPackage:
         raise FileNotFoundError(f"sru.deploy.load_package: no package file at {path}; make one with "
                                 "sru.deploy.compile_package (docs/deploy.md)")
     load_op_library()
-    runner = torch._inductor.aoti_load_package(str(path))
+    try:
+        runner = torch._inductor.aoti_load_package(str(path))
+    except RuntimeError as err:  # not a zip archive, or one without a compiled model in it
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"sru.deploy.load_package: {path} is not an AOTInductor package ({first}); make one "
+                         "with sru.deploy.compile_package (docs/deploy.md)") from None
     return CheckedPackage(runner, InputSpec.from_metadata(runner.get_metadata(), path))
 
 

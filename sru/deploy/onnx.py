@@ -64,4 +64,10 @@ def onnx_session(path, batch_first: bool = False, providers: Sequence[str] = ("C
         import onnxruntime
     except ImportError:
         raise ImportError("sru.deploy.onnx_session needs onnxruntime: pip install 'sru-experiments[export]'") from None
-    return CheckedSession(onnxruntime.InferenceSession(str(path), providers=list(providers), **options), batch_first)
+    try:
+        session = onnxruntime.InferenceSession(str(path), providers=list(providers), **options)
+    except Exception as err:  # onnxruntime's own classes (InvalidProtobuf, Fail, ...) by what went wrong
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"sru.deploy.onnx_session: {path} could not be loaded as an ONNX model ({first}); make "
+                         "one with torch.onnx.export(model, (x,), path, dynamo=True) (docs/deploy.md#onnx)") from None
+    return CheckedSession(session, batch_first)
