@@ -110,6 +110,10 @@ EXPORT_ROWS = [
     Row("export-example-of-another-width", lambda model: export(model, torch.randn(4, 2, 5)),
         "sru.deploy.export: the example has width 5, and the model takes input_size=16; give an example of shape "
         "(length, batch, 16)"),  # was the model's own check with symbolic sizes: got (s31, s81, 5)
+    Row("static-program-other-length",
+        lambda model: export(model, torch.randn(4, 2, WIDTH), dynamic=False).module()(torch.randn(5, 2, WIDTH)),
+        "exported program expected input of shape (4, 2, 16) (exported with dynamic=False: these sizes only), got "
+        "(5, 2, 16); export with dynamic=True for other lengths and batches"),  # was torch's "Guard failed"
     Row("onnx-session-missing-file", lambda model: onnx_session("nowhere/sru.onnx"),
         "sru.deploy.onnx_session: no ONNX file at nowhere/sru.onnx; make one with "
         "torch.onnx.export(model, (x,), path, dynamo=True) (docs/deploy.md#onnx)"),

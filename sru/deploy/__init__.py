@@ -62,7 +62,7 @@ def export(model: nn.Module, example: torch.Tensor, dynamic: bool = True):
     program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy/checks.py)."""
     _check_model(model, example)
     batch_first = getattr(model, "batch_first", False)
-    spec = InputSpec.of(example, batch_first)
+    spec = InputSpec.of(example, batch_first, dynamic)
     spec.check("sru.deploy.export: the example", example)
     shapes = None
     if dynamic:
@@ -78,7 +78,7 @@ def compile_package(model: nn.Module, example: torch.Tensor, path, dynamic: bool
     program = export(model, example, dynamic)
     uses_op = any(str(node.target).startswith("sru_cpp.") for node in program.graph.nodes)
     library = load_op_library() if uses_op else None
-    metadata = {**InputSpec.of(example, getattr(model, "batch_first", False)).metadata(),
+    metadata = {**InputSpec.of(example, getattr(model, "batch_first", False), dynamic).metadata(),
                 "sru_op_library": str(library) if library else ""}
     return torch._inductor.aoti_compile_and_package(
         program, package_path=str(path),

@@ -8,6 +8,7 @@ input against it first and raise one ValueError naming the expected shape. An em
 (length or batch 0) is refused the same way: the dynamic shapes start at 1.
 """
 from dataclasses import dataclass
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
@@ -22,15 +23,17 @@ class InputSpec:
     batch_first: bool = False
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
+    sizes: Optional[Tuple[int, int]] = None  # the example's first two sizes, when exported with dynamic=False
 
     @classmethod
-    def of(cls, example: Tensor, batch_first: bool) -> "InputSpec":
+    def of(cls, example: Tensor, batch_first: bool, dynamic: bool = True) -> "InputSpec":
         if not isinstance(example, Tensor) or example.dim() != 3:
             got = tuple(example.shape) if isinstance(example, Tensor) else type(example).__name__
             dims = "batch, length" if batch_first else "length, batch"
             raise ValueError(f"sru.deploy.export: expected an example input of shape ({dims}, input_size), "
                              f"got {got}")
-        return cls(int(example.shape[-1]), bool(batch_first), example.dtype, example.device.type)
+        sizes = None if dynamic else (int(example.shape[0]), int(example.shape[1]))
+        return cls(int(example.shape[-1]), bool(batch_first), example.dtype, example.device.type, sizes)
 
     @classmethod
     def from_metadata(cls, metadata: dict, path) -> "InputSpec":
@@ -40,12 +43,15 @@ class InputSpec:
             raise ValueError(f"sru.deploy.load_package: {path} has no sru_input_size in its metadata; "
                              "compile it with sru.deploy.compile_package")
         dtype = getattr(torch, metadata.get("sru_dtype", "float32"), torch.float32)
+        fixed = metadata.get("sru_fixed_sizes", "")
+        sizes = tuple(int(n) for n in fixed.split(",")) if fixed else None
         return cls(int(metadata["sru_input_size"]), metadata.get("sru_batch_first") == "1", dtype,
-                   metadata.get("sru_device", "cpu"))
+                   metadata.get("sru_device", "cpu"), sizes)
 
     def metadata(self) -> dict:
         return {"sru_input_size": str(self.width), "sru_batch_first": "1" if self.batch_first else "0",
-                "sru_dtype": str(self.dtype).replace("torch.", ""), "sru_device": self.device}
+                "sru_dtype": str(self.dtype).replace("torch.", ""), "sru_device": self.device,
+                "sru_fixed_sizes": ",".join(str(n) for n in self.sizes) if self.sizes else ""}
 
     def shape(self) -> str:
         return f"({'batch, length' if self.batch_first else 'length, batch'}, {self.width})"
@@ -78,6 +84,10 @@ class InputSpec:
     def _check_shape(self, owner: str, got: tuple) -> None:
         if len(got) != 3 or got[-1] != self.width:
             raise ValueError(f"{owner} expected input of shape {self.shape()}, got {got}")
+        if self.sizes is not None and tuple(got[:2]) != self.sizes:
+            raise ValueError(f"{owner} expected input of shape {self.sizes + (self.width,)} (exported with "
+                             f"dynamic=False: these sizes only), got {got}; export with dynamic=True for other "
+                             "lengths and batches")
 
     def _check_sizes(self, owner: str, got: tuple, why: str = "its dynamic shapes start at 1") -> None:
         length, batch = (got[1], got[0]) if self.batch_first else got[:2]
