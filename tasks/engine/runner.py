@@ -369,7 +369,7 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
     return outcome.value if outcome.failed else summary["best_valid"]
 
 
-# Hydra's flags that take no value: argparse reads them only before the overrides (``train.py task=lm -m
+# Hydra's flags that take no value: argparse reads them only before the overrides (``train.py model=lstm -m
 # seed=1,2`` was a 5-line usage block and "unrecognized arguments"), so they are moved to the front
 VALUELESS_FLAGS = ("-m", "--multirun")
 
