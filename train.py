@@ -1,7 +1,7 @@
 """Train and evaluate one configuration: ``python train.py task=lm model=sru [key=value ...]``.
 
 The Hydra entry point only; the pipeline (compose -> check -> seed -> task -> fit -> test) lives in
-``tasks/engine/runner.py`` so that scripts and tests use it without importing this file. A signal during the
+``tasks/engine/train/runner.py`` so that scripts and tests use it without importing this file. A signal during the
 imports ends the command in one line: the handler is installed first (tasks/engine/run/interrupts.py).
 """
 if __name__ == "__main__":
@@ -11,8 +11,8 @@ if __name__ == "__main__":
 
 import hydra  # noqa: E402 - after the signal handler
 
-from tasks.engine.run.start_signals import run_app  # noqa: E402
-from tasks.engine.runner import hydra_main, prepare_argv  # noqa: E402
+from tasks.engine.train.start_signals import run_app  # noqa: E402
+from tasks.engine.train.runner import hydra_main, prepare_argv  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -4,7 +4,7 @@
 
 Every task compares two models (``PAIRS``): translation ``model=transformer_sru`` with
 ``model=transformer``, every other task ``model=sru`` with ``model=lstm``. For each the config is
-composed exactly as ``train.py task=<name> model=<model>`` would (``tasks.engine.runner.compose``), the task
+composed exactly as ``train.py task=<name> model=<model>`` would (``tasks.engine.train.runner.compose``), the task
 builds its data, model and optimizer, and ``--steps`` training batches are taken once and replayed for
 both models (the two tasks are built from one config but for the model and give identical batches;
 checked). The models then alternate, ``--steps`` optimizer steps each per round, the order flipping
@@ -45,7 +45,7 @@ from tasks.engine.base import build_task
 from tasks.engine.config.checks import run_config
 from tasks.engine.config.tree import find_conf_dir
 from tasks.engine.run.devices import move_to_device
-from tasks.engine.runner import compose
+from tasks.engine.train.runner import compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep
 

@@ -31,7 +31,7 @@ from reproduce.tables import TABLES, cells_at
 
 from tasks.engine.config.checks import run_config
 from tasks.engine.run.devices import machine
-from tasks.engine.runner import check_before_work, compose
+from tasks.engine.train.runner import check_before_work, compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from tasks.engine.results import mean_std
+from tasks.engine.run_metrics import mean_std
 from reproduce.tables import Cell, Table
 
 

@@ -26,7 +26,7 @@ from torch import nn
 
 from tasks.common.encoders import recurrent_modules
 from tasks.engine.config.checks import run_config
-from tasks.engine.runner import check_before_work, compose
+from tasks.engine.train.runner import check_before_work, compose
 from tasks.engine.training.optim import build_optimizer
 from tasks.engine.training.step import TrainStep
 

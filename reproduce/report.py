@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from tasks.engine.results import format_mean_std, mean_std
+from tasks.engine.run_metrics import format_mean_std, mean_std
 from reproduce.records import (CellRecords, RunEnd, baseline_target, cheaper_than, collect, mean_or_nan,
                                  reach_text, read_bench, use_bench_clock)
 from reproduce.tables import TABLES, Table

@@ -7,7 +7,7 @@ a small committed run record; then rebuild the report from the records.
     python -m reproduce --scale paper --table classification --dry-run   # list the commands
     python -m reproduce ... --git-commit                            # git-commit each record as it lands
 
-Each (cell, seed) runs ``tasks.engine.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
+Each (cell, seed) runs ``tasks.engine.train.runner.run`` (exactly ``python train.py experiment=<cell> seed=<s>``) in
 a scratch run dir ``<out>/<scale>/<experiment>/seed<s>/`` (checkpoints; git-ignored; an interrupted cell
 resumes from its last.pt), then writes its record to ``<records>/<scale>/<cell>/seed<s>/``:
 
@@ -41,10 +41,10 @@ import torch
 from omegaconf import OmegaConf
 from reproduce.tables import TABLES, cells_at
 
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.run.devices import machine
 from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
-from tasks.engine.runner import compose, run
+from tasks.engine.train.runner import compose, run
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
 

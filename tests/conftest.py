@@ -16,7 +16,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")  # tests never talk to wandb ser
 
 def compose(overrides: Sequence[str] = ()):
     """The config ``python train.py <overrides>`` would run with (the hydra node excluded)."""
-    from tasks.engine.runner import compose as runner_compose
+    from tasks.engine.train.runner import compose as runner_compose
 
     return runner_compose(overrides, CONF)
 
@@ -94,7 +94,7 @@ def fit_in_run(cfg, task, run_dir, **kwargs):
 @pytest.fixture
 def run_train():
     """run_train(overrides, run_dir) -> summary dict, exactly as train.py's main would run it."""
-    from tasks.engine.runner import run
+    from tasks.engine.train.runner import run
 
     def _run(overrides: Sequence[str], run_dir: Path):
         cfg = compose(overrides)
@@ -111,7 +111,7 @@ def check_attention_lm_run(run_dir: Path, summary) -> None:
 
     import torch
 
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
     losses = [r["loss"] for r in read_metrics(run_dir, "train")]
     assert len(losses) == 24 and all(math.isfinite(x) for x in losses)
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5

@@ -11,7 +11,7 @@ import torch
 from toy_task import ToyTask
 
 from tasks.engine.run import distributed
-from tasks.engine.runner import compose
+from tasks.engine.train.runner import compose
 from tasks.engine.run.context import open_run
 from tasks.engine.training.trainer import evaluate_best, fit
 

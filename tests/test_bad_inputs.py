@@ -25,7 +25,7 @@ from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.config.user_dir import check_config_dirs
 from tasks.engine.errors import RunError
 from tasks.engine.run.lock import RunLock
-from tasks.engine.runner import check_before_work, check_limits_not_below, find_latest_run, resolve_run_dir
+from tasks.engine.train.runner import check_before_work, check_limits_not_below, find_latest_run, resolve_run_dir
 from tasks.engine.sweeps.storage import check_storage
 from tasks.lm.data import read_text
 from tasks.speech.data import read_manifest

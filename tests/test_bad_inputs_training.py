@@ -21,7 +21,7 @@ from sru import SRU
 from tasks.engine.config.cores import usable_cores
 from tasks.engine.config.hydra_errors import check_composes
 from tasks.engine.errors import RunError
-from tasks.engine.runner import check_before_work, check_command_line
+from tasks.engine.train.runner import check_before_work, check_command_line
 from tasks.engine.sweeps.space_check import check_space_values
 from tasks.engine.sweeps.study import search_space
 from tasks.engine.training.model_size import memory_budget

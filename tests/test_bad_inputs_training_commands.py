@@ -105,7 +105,7 @@ def test_an_optuna_sweep_with_a_failing_trial_exits_1_and_says_the_best_is_of_th
     assert f"(of the complete trials only: {len(failed)} failed)" in proc.stdout
 
 
-SRU_TRAIN = ["-c", "import sys; from tasks.engine.train_cmd import main; sys.argv[0] = 'sru-train'; main()"]
+SRU_TRAIN = ["-c", "import sys; from tasks.engine.train.command import main; sys.argv[0] = 'sru-train'; main()"]
 
 
 @pytest.mark.parametrize("command", [[str(ROOT / "train.py")], SRU_TRAIN], ids=["train.py", "sru-train"])

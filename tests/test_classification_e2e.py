@@ -12,7 +12,7 @@ from conftest import ROOT, compose
 
 from tasks.classification.metrics import count_logging_output, reduce_classification
 from tasks.classification.model import pool
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 
 FIX = ROOT / "tests" / "fixtures" / "classification"
 MODEL_OVERRIDES = {

@@ -152,7 +152,7 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
     import torch
     from conftest import tiny_lm_overrides
 
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
 
     overrides = tiny_lm_overrides(steps=2)
     assert "seed=0" in overrides
@@ -165,7 +165,7 @@ def test_seed_zero_seeds_the_run(run_train, tmp_path):
 
 
 def test_run_dirs_are_unique_per_process(tmp_path):
-    from tasks.engine import runner
+    from tasks.engine.train import runner
     run_dir = runner.resolve_run_dir(None, "outputs/runs")
     assert run_dir.startswith("outputs/runs/") and f"_{os.getpid()}-" in run_dir
     with pytest.raises(ValueError, match="checkpoints/last.pt"):

@@ -13,7 +13,7 @@ from toy_task import ToyTask
 
 from tasks.engine.base import BadInput, Task
 from tasks.engine.inference.options import OptionError, check_for_task
-from tasks.engine.runner import compose
+from tasks.engine.train.runner import compose
 
 
 def _weights(summary):

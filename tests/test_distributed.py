@@ -88,7 +88,7 @@ NO_DROPOUT = ["task.emb_dropout=0", "task.out_dropout=0", "model.dropout=0", "mo
 
 
 def train_losses(run_dir):
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
 
     return [r["loss"] for r in read_metrics(run_dir, "train")], [r["ppl"] for r in read_metrics(run_dir, "valid")]
 
@@ -158,7 +158,7 @@ def test_classification_ddp_two_processes_match_one_process(run_train, tmp_path,
     single = run_train(CLASSIFICATION, tmp_path / "single")
     ddp = tmp_path / "ddp"
     torchrun(2, "train.py", *CLASSIFICATION, f"hydra.run.dir={ddp}")
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
 
     s_train, d_train = read_metrics(tmp_path / "single", "train"), read_metrics(ddp, "train")
     assert [r["loss"] for r in d_train] == pytest.approx([r["loss"] for r in s_train], rel=1e-5)

@@ -1,4 +1,4 @@
-"""First-use rough edges (issue 28), in-process: the real pipeline (tasks.engine.runner.run) on the tiny LM
+"""First-use rough edges (issue 28), in-process: the real pipeline (tasks.engine.train.runner.run) on the tiny LM
 fixture, the real config tree, the real sru modules. The rows about a process (signals, exit lines,
 run dirs, train.log, read-only / full disks) are in tests/test_reliability_processes.py.
 """
@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 import sru
 from tasks.engine.errors import DataError, ResumeError, override, resume_command
-from tasks.engine.results import json_safe
+from tasks.engine.run_metrics import json_safe
 
 
 # ---- debug=smoke keeps the chosen logger; classification's smoke vectors are the tiny set ---------------

@@ -17,9 +17,9 @@ Inside ``tasks/``:
     tasks/<task>/   imports tasks.engine, tasks.common, tasks.corpora, sru and its own folder only
 
 Inside the engine, its packages have floors of their own (``ENGINE_ALLOWED``), from the ground up:
-``errors`` and ``results`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
+``errors`` and ``run_metrics`` (import nothing of the engine), ``config/``, ``run/``, ``base`` (the task contract
 and the registry), ``training/`` and ``sweeps/``, ``inference/``, and at the top the train command
-(``runner``, ``run_start``, ``train_cmd``).
+(``train/``: ``runner``, ``run_start``, ``start_signals``, ``command``).
 
 (The engine finds task folders by name, ``importlib.import_module`` in ``tasks/engine/base.py``:
 a plugin lookup, not an import.)
@@ -90,20 +90,18 @@ ALLOWED = {
 }
 
 
-ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps")
-_GROUND = {"errors", "results"}
+ENGINE_PACKAGES = ("run", "config", "training", "inference", "sweeps", "train")
+_GROUND = {"errors", "run_metrics"}
 ENGINE_ALLOWED = {
     "errors": set(),
-    "results": set(),
+    "run_metrics": set(),
     "config": {"errors"},
     "run": {"config", "errors"},
     "base": {"run", "config", "errors"},
     "training": {"base", "run", "config"} | _GROUND,
     "sweeps": {"run"} | _GROUND,
     "inference": {"training", "base", "run", "config"} | _GROUND,
-    "runner": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,
-    "run_start": {"runner", "training", "run"} | _GROUND,
-    "train_cmd": {"runner", "run"},  # sru-train: the signal handler (run.interrupts) first
+    "train": {"inference", "sweeps", "training", "base", "run", "config"} | _GROUND,  # the train command
 }
 
 

@@ -9,7 +9,7 @@ import torch
 from conftest import LM_FIXTURE, compose, tiny_lm_overrides, typed_data
 
 from tasks.common.text import Vocabulary
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.lm.data import batchify, num_windows, tokenize, window
 from tasks.lm.schema import LMDataConfig
 

@@ -125,20 +125,20 @@ def test_stale_lock_and_concurrent_builds(tmp_path):
 @pytest.mark.slow
 def test_a_cached_library_without_the_symbols_is_built_again(tmp_path):
     """A cached file that opens but lacks the expected functions (an incompatible build) is rebuilt, not given
-    up on: here the translation kernels' place holds libm."""
+    up on: here the decoding kernels' place holds libm."""
     code = """
 import ctypes.util, shutil, warnings
 from pathlib import Path
 warnings.simplefilter("error")  # the give-up path warns
 from sru.ops.cpu.build import library_path
-from tasks.translation import native
-target = library_path("translation_kernels", native.SOURCES)
+from sru.ops.cpu import decoding
+target = library_path("sru_decoding", decoding.SOURCES)
 target.parent.mkdir(parents=True)
 libm = ctypes.CDLL(ctypes.util.find_library("m"))._name
 shutil.copy(next(p for p in map(Path, ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"])
                  if (p / libm).exists()) / libm, target)
-lib = native.library()
-print("rebuilt", lib is not None and hasattr(lib, "translation_beam_rows"))
+lib = decoding.library()
+print("rebuilt", lib is not None and hasattr(lib, "sru_beam_rows"))
 """
     out = finish(python(code, tmp_path), 300)
     assert "rebuilt True" in out, out

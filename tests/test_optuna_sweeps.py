@@ -139,7 +139,7 @@ def test_search_space_syntax_and_fixed_keys():
 def test_sweeper_config_groups_compose():
     from hydra import compose, initialize_config_dir
 
-    importlib.import_module("tasks.engine.runner")  # registers the config resolvers
+    importlib.import_module("tasks.engine.train.runner")  # registers the config resolvers
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["hparams_search=lm_optuna", "hydra/sweeper/pruner=successive_halving",

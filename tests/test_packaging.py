@@ -18,7 +18,25 @@ def test_every_config_folder_is_installed_as_data_files():
     assert folders <= listed, f"add these conf/ folders to [tool.setuptools.data-files]: {sorted(folders - listed)}"
     for target, patterns in data_files.items():
         assert all(target == "share/sru-experiments/" + pattern.rsplit("/", 1)[0] for pattern in patterns)
-    assert project["project"]["scripts"]["sru-train"] == "tasks.engine.train_cmd:main"
+    assert project["project"]["scripts"]["sru-train"] == "tasks.engine.train.command:main"
+
+
+def test_every_kernel_source_is_installed_as_package_data():
+    """A regular install compiles the CPU kernels on first use from their sources: each .cpp / .h under a
+    package must match its package's [tool.setuptools.package-data] patterns."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    package_data = project["tool"]["setuptools"]["package-data"]
+    sources = [p for top in ("sru", "tasks", "bench") for p in (ROOT / top).rglob("*") if p.suffix in (".cpp", ".h")]
+    assert any(p.name == "decode_attention.cpp" for p in sources)  # the scan saw the decoding kernels
+    missing = []
+    for path in sources:
+        owners = [package for package in package_data
+                  if path.relative_to(ROOT).as_posix().startswith(package.replace(".", "/") + "/")]
+        shipped = any(path.relative_to(ROOT / owner.replace(".", "/")).match(pattern)
+                      for owner in owners for pattern in package_data[owner])
+        if not shipped:
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"add these to [tool.setuptools.package-data] (a regular install cannot build them): {missing}"
 
 
 IMPORTS_TRAIN = re.compile(r"^\s*(import train\b|from train import)", re.M)
@@ -32,7 +50,7 @@ def python_files(*folders: str):
 def test_nothing_imports_train_or_edits_sys_path():
     """Read from the files themselves (no git, whose failure would read as 'nothing found')."""
     package = python_files("tasks", "scripts", "sru", "bench", "reproduce")
-    assert len(package) > 100 and ROOT / "tasks" / "engine" / "runner.py" in package  # the scan saw the tree
+    assert len(package) > 100 and ROOT / "tasks" / "engine" / "train" / "runner.py" in package  # the scan saw the tree
     found = [str(p.relative_to(ROOT)) for p in package if IMPORTS_TRAIN.search(p.read_text())]
     assert not found, f"train.py is an entry point, not a library: {found}"
     outside_tests = package + sorted(ROOT.glob("*.py")) + python_files("hydra_plugins")

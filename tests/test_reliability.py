@@ -21,7 +21,7 @@ from conftest import ROOT, tiny_lm_overrides
 
 from tasks.engine.training.checkpoint import load_checkpoint
 from tasks.engine.errors import EXIT_INTERRUPTED
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 
 TIMEOUT_S = 120
 

@@ -1,6 +1,6 @@
 """Divergence, bad config, bad data, full disk, resume bookkeeping (issue 10, items 2, 3, 4, 6, 7).
 
-Each test runs the real pipeline (tasks.engine.runner.run) on the tiny LM fixture or calls the real function.
+Each test runs the real pipeline (tasks.engine.train.runner.run) on the tiny LM fixture or calls the real function.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import torch
 from conftest import compose, tiny_lm_overrides
 from omegaconf import OmegaConf
 
-from tasks.engine import runner
+from tasks.engine.train import runner
 from tasks.engine.training.checkpoint import check_same_shapes, copy_atomic, load_checkpoint, save_atomic
 from tasks.engine.errors import (CheckpointWriteError, DataError, NonFiniteError, ResumeError,
                                  RunLockedError)
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.run.lock import RunLock
 
 

@@ -10,7 +10,7 @@ import torch
 from conftest import ROOT, tiny_lm_overrides
 
 from tasks.engine.training.checkpoint import load_checkpoint, save_atomic
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 
 
 def _train_losses(run_dir):

@@ -1,6 +1,6 @@
 """Nothing a user saved is rewritten by a later command (issue 44, item 1): a start refused because the run
 dir is in use, and a ``resume=`` of a finished run, leave every file of the other run byte-identical (the
-lock and the finished check come before Hydra writes ``.hydra/`` or ``train.log``: tasks/engine/run_start.py).
+lock and the finished check come before Hydra writes ``.hydra/`` or ``train.log``: tasks/engine/train/run_start.py).
 """
 from __future__ import annotations
 

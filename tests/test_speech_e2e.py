@@ -70,7 +70,7 @@ def test_tiny_speech_run_writes_transcripts_scored_like_jiwer(manifests, model, 
 
 def test_resumed_speech_run_matches_uninterrupted(manifests, run_train, tmp_path):
     """SpecAugment masks and batch order are functions of (seed, epoch, batch): a resume changes nothing."""
-    from tasks.engine.results import read_metrics
+    from tasks.engine.run_metrics import read_metrics
     def overrides(steps, extra=()):
         return [o for o in speech_run_overrides(manifests, "sru", tmp_path / "cache", ["trainer.log_every_steps=1",
                                                                            "task.batch_size=1", *extra])

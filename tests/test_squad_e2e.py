@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT, compose
 from squad_oracle import evaluate_files
 
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 
 TINY = ROOT / "tests" / "fixtures" / "squad" / "tiny-v1.1.json"
 

@@ -89,7 +89,7 @@ def test_slurm_launcher_config_has_documented_keys():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    importlib.import_module("tasks.engine.runner")  # registers the config resolvers
+    importlib.import_module("tasks.engine.train.runner")  # registers the config resolvers
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=4",

@@ -12,7 +12,7 @@ from torch import nn
 
 from tasks.engine.base import Task
 from tasks.engine.training.optim import get_lr
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.config.schema import typed
 from tasks.engine.config.trainer_schema import SchedulerConfig
 from conftest import fit_in_run

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import ROOT, compose
 
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.translation.data import SAMPLE_PAIRS
 
 FIX = ROOT / "tests" / "fixtures" / "translation"

@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 import sru
-from bench.harness import (calls_per_sample, cpu_model, interleaved, make_timer, markdown_table,
-                           paired_ratio)
+from bench.harness import calls_per_sample, interleaved, make_timer, markdown_table, paired_ratio
 from sru.deploy import compile_package, dynamic_shapes, export, load_package
+from tasks.engine.run.devices import cpu_model
 
 
 def parse_args(argv=None):

@@ -100,7 +100,7 @@ class OptunaSweeper(Sweeper):
     def checked_space(self, arguments: List[str]):
         """The search space, refused in one line before the sweep dir or trial 1 when no trial could run it
         (reversed or non-positive log bounds, a key that does not exist, a value outside the schema's range)."""
-        from tasks.engine.runner import check_before_work
+        from tasks.engine.train.runner import check_before_work
         from tasks.engine.sweeps import study as sweeps
         from tasks.engine.sweeps.space_check import check_space_values
 

@@ -29,10 +29,11 @@ from torch import Tensor
 import sru.ops.export as export_backend
 from .cpu import gemm as cpu_gemm, routes as cpu_routes
 from .cpu.build import cpu_kernel_available, load_error
-# The CPU backend's pieces that the floors above use (deploy's custom op, the translation task's kernels
-# built by the same build, the bench's kernel and int8 measurements): named here, so that nothing outside
-# sru/ops imports sru.ops.cpu, whose layout may then change freely.
+# The CPU backend's pieces that the floors above use (deploy's custom op, the decoding kernels built by the
+# same build: beam search's row pass and few-query attention, the bench's kernel and int8 measurements): named
+# here, so that nothing outside sru/ops imports sru.ops.cpu, whose layout may then change freely.
 from .cpu import autograd as cpu_autograd, int8 as cpu_int8, kernel as cpu_kernel  # noqa: F401
+from .cpu import decoding as cpu_decoding  # noqa: F401  (beam_rows, attend: sru/ops/cpu/decoding.py)
 from .cpu.build import compile_flags, load_library, load_or_build, short_log  # noqa: F401
 from .cpu.custom_op import load_op_library, op_error  # noqa: F401
 from .cpu.int8 import int8_engine  # noqa: F401  (which engine runs int8 products: SRU_INT8_ENGINE overrides)

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
-from tasks.engine.results import format_mean_std as mean_std
-from tasks.engine.runner import compose, run
+from tasks.engine.run_metrics import format_mean_std as mean_std
+from tasks.engine.train.runner import compose, run
 
 
 def _span(values) -> str:

@@ -50,22 +50,16 @@ class _Recurrent(nn.Module):
 
 
 class SRUEncoder(_Recurrent):
-    """Stacked SRU from this repository's ``sru`` package."""
+    """Stacked SRU from this repository's ``sru`` package. ``layer_args``: ``sru.SRU``'s own arguments
+    (conf/model/sru.yaml; the schema reads them from SRU's signature), passed through as they are."""
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 2, dropout: float = 0.0,
-                 rnn_dropout: float = 0.0, bidirectional: bool = False, layer_norm: bool = False,
-                 highway_bias: float = 0.0, rescale: bool = False, use_tanh: bool = False,
-                 projection_size: int = 0, forget_bias: float = 0.0, **extra: Any):
+    def __init__(self, input_size: int, forget_bias: float = 0.0, **layer_args: Any):
         super().__init__()
         from sru import SRU  # imported here so LSTM-only runs work even while sru/ is being built
         self.input_size = input_size
-        self.num_layers = num_layers
-        self.bidirectional = bool(bidirectional)
-        self.output_size = hidden_size * (2 if bidirectional else 1)
-        self.rnn = SRU(input_size, hidden_size, num_layers=num_layers, dropout=dropout,
-                       rnn_dropout=rnn_dropout, bidirectional=bidirectional, layer_norm=layer_norm,
-                       highway_bias=highway_bias, rescale=rescale, use_tanh=use_tanh,
-                       projection_size=projection_size, **extra)
+        self.rnn = SRU(input_size, **layer_args)
+        self.num_layers, self.bidirectional = self.rnn.num_layers, bool(self.rnn.bidirectional)
+        self.output_size = self.rnn.output_size
         # forget_bias: initial b_f of every layer (a departure from the official init, b_f = 0, kept as
         # the default). Each layer's `bias` is [b_f ; b_r], each dirs*hidden_size long; only the b_f half
         # changes, at init only, so `sru/` and its checkpoint layout stay the official ones. A positive

@@ -22,28 +22,21 @@ from tasks.common.rnn_encoders import check_input, reorder_state
 
 
 class SRUppEncoder(nn.Module):
-    def __init__(self, input_size: int, hidden_size: int, proj_size: int = 0, num_layers: int = 2,
-                 dropout: float = 0.0, attn_dropout: float = 0.0, num_heads: int = 1,
-                 bidirectional: bool = False, layer_norm: bool = False, normalize_after: bool = False,
-                 attn_layer_norm: bool = True, highway_bias: float = -2.0,
-                 attention_every_n_layers: int = 1, attention_last_n_layers: int = -1,
-                 rescale: bool = False, mem_len: Optional[int] = None, causal: bool = False):
+    """SRU++ with segment memory (module docstring). ``layer_args``: ``sru.SRUpp``'s own arguments
+    (conf/model/srupp.yaml; the schema reads them from SRUpp's signature), passed through as they are, except
+    ``proj_size``, whose 0 here means hidden_size / 4."""
+
+    def __init__(self, input_size: int, hidden_size: int, proj_size: int = 0, mem_len: Optional[int] = None,
+                 causal: bool = False, **layer_args: Any):
         super().__init__()
         from sru import SRUpp
         check_mem_len(mem_len)
         self.input_size = input_size
-        self.num_layers = num_layers
-        self.bidirectional = bool(bidirectional)
-        self.output_size = hidden_size * (2 if bidirectional else 1)
         self.mem_len = mem_len
         self.causal = causal
-        self.rnn = SRUpp(input_size, hidden_size, proj_size or max(hidden_size // 4, 1),
-                         num_layers=num_layers, dropout=dropout, attn_dropout=attn_dropout,
-                         num_heads=num_heads, bidirectional=bidirectional, layer_norm=layer_norm,
-                         normalize_after=normalize_after, attn_layer_norm=attn_layer_norm,
-                         highway_bias=highway_bias,
-                         attention_every_n_layers=attention_every_n_layers,
-                         attention_last_n_layers=attention_last_n_layers, rescale=rescale)
+        self.rnn = SRUpp(input_size, hidden_size, proj_size or max(hidden_size // 4, 1), **layer_args)
+        self.num_layers, self.bidirectional = self.rnn.num_layers, bool(self.rnn.bidirectional)
+        self.output_size = self.rnn.output_size
 
     def _attn_mask(self, length: int, mem_len: int, like: Tensor) -> Optional[Tensor]:
         if not self.causal:

@@ -31,9 +31,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sru.linear import dispatch_linears
+from sru.ops.backends import cpu_decoding
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
-from tasks.translation.decode_attention import attend
 from tasks.translation.schema import SRUSublayerConfig, TransformerConfig
 from tasks.translation.shared_keys import (additive, append_keys, compact, hypothesis_mask, new_columns,
                                            select_sentences)
@@ -83,7 +83,7 @@ class Attention(nn.Module):
         p = self.dropout if self.training else 0.0
         if mask is not None and mask.is_floating_point() and mask.dtype != q.dtype:  # under autocast: its dtype
             mask = mask.to(q.dtype)
-        h = attend(q, k, v, mask) if p == 0.0 else None  # decoding: the C kernel where it applies
+        h = cpu_decoding.attend(q, k, v, mask) if p == 0.0 else None  # decoding: the C kernel where it applies
         if h is None:
             h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if group > 1:

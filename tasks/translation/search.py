@@ -21,7 +21,7 @@ from typing import Any, List, Optional
 import torch
 from torch import Tensor
 
-from tasks.translation.beam_rows import beam_rows
+from sru.ops.backends import cpu_decoding
 
 NEG_INF = float("-inf")
 RUN = 32  # best_continuations ranks runs of this many tokens by their best before the tokens in them
@@ -41,7 +41,7 @@ def _next_logits(model, prev: Tensor, state, step: int, limit: Tensor, pad: int,
     logits, state = model.decode(prev.unsqueeze(0), state)
     logits = logits[0].float()  # the decoder's fresh output (a copy under bf16): written in place below
     if statistics:
-        log_partition, run_max = beam_rows(logits, (pad, bos), RUN)
+        log_partition, run_max = cpu_decoding.beam_rows(logits, (pad, bos), RUN)
     else:
         log_partition = run_max = None
         logits[:, pad] = NEG_INF

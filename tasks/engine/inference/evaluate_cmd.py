@@ -28,7 +28,7 @@ from tasks.engine.inference.loader import InferenceInputError, ask_for_device, b
 from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
 from tasks.engine.inference.precision import apply_precision, check_precision
-from tasks.engine.results import json_safe
+from tasks.engine.run_metrics import json_safe
 from tasks.engine.run.context import open_run
 
 OPTIONS = command_options(EVALUATE)

@@ -13,7 +13,7 @@ it, so all ranks stop at the same step); a second signal exits at once with stat
 Inside a submitit job (hydra/launcher=slurm|local) SIGUSR2 is submitit's "you are about to be
 preempted / time out" signal: it is handled the same way, and after the checkpoint is written the
 runner hands the signal to submitit's own handler, which requeues the job (its checkpointing
-protocol); the requeued job resumes from last.pt (tasks/engine/runner.py).
+protocol); the requeued job resumes from last.pt (tasks/engine/train/runner.py).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ NFS v3+) and removed on exit. A lock left by a process that died (kill -9, node 
 A stale lock is taken over with a message; a live one gives an error naming pid, host and the file.
 
 ``python train.py`` takes the lock with ``hold_until_exit()`` before Hydra writes anything into the run dir
-(tasks/engine/run_start.py); the runner's own ``RunLock`` in that process then finds it held and does nothing.
+(tasks/engine/train/run_start.py); the runner's own ``RunLock`` in that process then finds it held and does nothing.
 """
 from __future__ import annotations
 

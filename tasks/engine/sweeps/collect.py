@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.engine.results import mean_std, read_jsonl
+from tasks.engine.run_metrics import mean_std, read_jsonl
 
 STEP_KEYS = ("step", "epoch", "time", "elapsed", "lr")
 DEFAULT_IGNORE = ("seed",)

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Sequence
 import yaml
 
 from tasks.engine.run.interrupts import write_text_atomic  # workers sharing a sweep dir each write at their end
-from tasks.engine.results import read_metrics
+from tasks.engine.run_metrics import read_metrics
 from tasks.engine.sweeps.study import PRUNED_FILE, trial_overrides
 
 

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from tasks.engine.errors import MissingPackageError
 from tasks.engine.run.interrupts import write_text_atomic
-from tasks.engine.results import json_safe, read_metrics
+from tasks.engine.run_metrics import json_safe, read_metrics
 
 LOGGERS = ("csv", "wandb", "tensorboard", "none")
 

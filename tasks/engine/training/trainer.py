@@ -41,7 +41,7 @@ from tasks.engine.training.loggers import build_loggers, drop_records_after
 from tasks.engine.training.optim import build_optimizer, get_lr, restore_optimizer_state
 from tasks.engine.training.step import TrainStep
 from tasks.engine.training.loggers import plot_curves
-from tasks.engine.results import shown
+from tasks.engine.run_metrics import shown
 from tasks.engine.config.trainer_schema import TrainerConfig
 
 

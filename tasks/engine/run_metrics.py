@@ -1,4 +1,5 @@
-"""Reading what runs wrote: ``metrics.jsonl`` records and mean ± std summaries (one place for both).
+"""The metrics runs write and read: ``metrics.jsonl`` records, mean ± std summaries, and one metric made safe for
+JSON (``json_safe``) or the console (``shown``).
 
 Used by the trainer's plots, ``python -m tasks.engine.sweeps.collect``, the tasks' own commands (a
 cross-validation) and the tests.

@@ -7,6 +7,6 @@ def main() -> None:
     from tasks.engine.run.interrupts import stop_on_signals
 
     stop_on_signals("train")
-    from tasks.engine.runner import cli
+    from tasks.engine.train.runner import cli
 
     cli()

@@ -1,15 +1,15 @@
-// Attention of a few queries over cached keys: the decoding steps of beam search (decode_attention.py says
+// Attention of a few queries over cached keys: the decoding steps of beam search (decoding.py says
 // when it runs). One (sentence, head) pair at a time, its queries in registers while its keys and values stream
 // past once, and the next pair's keys and values prefetched meanwhile: at a real decode's shapes the keys and
 // values are out of cache, and torch's flash kernel (two small GEMMs per pair) waited on them
-// (docs/benchmarks.md, "Decode attention").
+// (docs/design_notes.md#beam-search).
 //
 //   out[g, h, i] = sum_w softmax_w(q[g, h, i] . k[g, h, w] * scale + mask[g, h, i, w]) v[g, h, w]
 //
 // float32, head size D = 16 * DV (DV = 1, 2, 4 or 8); strides in floats, the last dimension contiguous; the
 // additive mask (0 / -inf) broadcast through zero strides, or none. A query that may read no key gets zeros.
 // Compiled only where the compiler targets AVX-512 (the build's -march=native); elsewhere
-// translation_decode_attention_available() is 0 and the caller keeps torch's kernel.
+// sru_decode_attention_available() is 0 and the caller keeps torch's kernel.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -145,15 +145,15 @@ void prefetch_rows(const float* first, int64_t rows, int64_t row_stride, int64_t
 
 }  // namespace
 
-extern "C" int translation_decode_attention_available() { return 1; }
+extern "C" int sru_decode_attention_available() { return 1; }
 
 // q (G, H, Q, D), k / v (G, H, W, D), mask (G, H, Q, W) through strides (0 where broadcast) or null; out
 // (G, H, Q, D) contiguous. Returns 0 (out untouched) for a head size it is not compiled for.
-extern "C" int translation_decode_attention(const float* q, const float* k, const float* v, const float* mask,
-                                            float* out, int64_t G, int64_t H, int64_t Q, int64_t W, int64_t D,
-                                            const int64_t* q_stride, const int64_t* k_stride,
-                                            const int64_t* v_stride, const int64_t* mask_stride, float scale,
-                                            int threads) {
+extern "C" int sru_decode_attention(const float* q, const float* k, const float* v, const float* mask,
+                                    float* out, int64_t G, int64_t H, int64_t Q, int64_t W, int64_t D,
+                                    const int64_t* q_stride, const int64_t* k_stride,
+                                    const int64_t* v_stride, const int64_t* mask_stride, float scale,
+                                    int threads) {
   if (D != 16 && D != 32 && D != 64 && D != 128) return 0;
 #pragma omp parallel num_threads(threads)
   {
@@ -189,10 +189,10 @@ extern "C" int translation_decode_attention(const float* q, const float* k, cons
 
 #else  // no AVX-512: the caller keeps torch's kernel
 
-extern "C" int translation_decode_attention_available() { return 0; }
-extern "C" int translation_decode_attention(const float*, const float*, const float*, const float*, float*, int64_t,
-                                            int64_t, int64_t, int64_t, int64_t, const int64_t*, const int64_t*,
-                                            const int64_t*, const int64_t*, float, int) {
+extern "C" int sru_decode_attention_available() { return 0; }
+extern "C" int sru_decode_attention(const float*, const float*, const float*, const float*, float*, int64_t,
+                                    int64_t, int64_t, int64_t, int64_t, const int64_t*, const int64_t*,
+                                    const int64_t*, const int64_t*, float, int) {
   return 0;
 }
 

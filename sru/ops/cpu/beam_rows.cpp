@@ -1,4 +1,4 @@
-// What beam search needs of a decoding step's logits, in one pass per row (beam_rows.py says why):
+// What beam search needs of a decoding step's logits, in one pass per row (decoding.py says why):
 // each row's log-partition log(sum_v exp(x_v)) over the whole vocabulary, the banned tokens set to -inf
 // in place, and the maximum of every run of `run` tokens after that. torch.log_softmax writes all of
 // log p and the run maxima read it again; here the row is read from memory once (the exp pass finds it
@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdint>
 
-#include "../../sru/ops/cpu/sru_math.h"
+#include "sru_math.h"
 
-extern "C" void translation_beam_rows(float* logits, int64_t rows, int64_t vocab, int64_t run,
-                                      const int64_t* banned, int64_t n_banned, float* log_partition, float* run_max,
-                                      int threads) {
+extern "C" void sru_beam_rows(float* logits, int64_t rows, int64_t vocab, int64_t run,
+                              const int64_t* banned, int64_t n_banned, float* log_partition, float* run_max,
+                              int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     float* row = logits + i * vocab;

@@ -31,7 +31,7 @@ from tasks.engine.errors import ResumeError, RunError, override
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.run.dirs import never_started
 from tasks.engine.run.lock import RunLock, release_all
-from tasks.engine.runner import check_before_work, config_for_resume, is_resume, resolve_run_dir
+from tasks.engine.train.runner import check_before_work, config_for_resume, is_resume, resolve_run_dir
 
 
 def why_finished(trainer: Mapping[str, Any], checkpoint: Mapping[str, Any]) -> Optional[str]:

@@ -1,17 +1,16 @@
-"""Beam search's per-step work on the logits (tasks/translation/beam_rows.py): log_softmax and the run maxima
+"""Beam search's per-step work on the logits (sru/ops/cpu/decoding.py ``beam_rows``): log_softmax and the run maxima
 over its output (the route before), the same statistics as torch ops, and the C row pass, on 4,000-word rows
-(the default translation run's vocabulary), by row count, in one process with paired interleaved rounds
+(the vocabulary of the translation task's default run), by row count, in one process with paired interleaved rounds
 (bench/harness.py). Each call starts from a fresh copy of the logits, as a decoding step does; the copy is
 timed as ``copy only`` and is part of every other figure.
 
-    python -m bench.translation.beam_rows --threads 1 --repeats 9
+    python -m bench.decoding.beam_rows --threads 1 --repeats 9
 """
 import torch
 
 from bench.harness import (bench_parser, calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
-from tasks.translation.beam_rows import beam_rows, torch_rows
-from tasks.translation.native import library
+from sru.ops.backends import cpu_decoding
 
 VOCAB, RUN, BANNED = 4000, 32, (0, 2)
 ROWS = [60, 200, 600, 1080]
@@ -26,7 +25,7 @@ def log_softmax_route(logits):
 def main(argv=None):
     args = bench_parser(__doc__, threads=1, repeats=9).parse_args(argv)
     torch.set_num_threads(args.threads)
-    if library() is None:
+    if cpu_decoding.library() is None:
         raise SystemExit("beam_rows.cpp did not build: nothing to compare (see the warning above)")
     timer, g = make_timer("cpu" if args.threads == 1 else "wall"), torch.Generator().manual_seed(0)
     body = []
@@ -34,8 +33,8 @@ def main(argv=None):
         source, work = torch.randn(rows, VOCAB, generator=g) * 3, torch.empty(rows, VOCAB)
         fns = {"copy only": lambda: work.copy_(source),
                "log_softmax + run maxima": lambda: log_softmax_route(work.copy_(source)),
-               "torch ops": lambda: torch_rows(work.copy_(source), BANNED, RUN),
-               "C pass": lambda: beam_rows(work.copy_(source), BANNED, RUN)}
+               "torch ops": lambda: cpu_decoding.torch_rows(work.copy_(source), BANNED, RUN),
+               "C pass": lambda: cpu_decoding.beam_rows(work.copy_(source), BANNED, RUN)}
         with torch.no_grad():
             numbers = {k: calls_per_sample(f, timer, min_ms=20, warmup=3) for k, f in fns.items()}
             stats = {k: summarize(v) for k, v in interleaved(fns, timer, args.repeats, numbers).items()}

@@ -1,9 +1,9 @@
-"""Decoding's attention (tasks/translation/decode_attention.py) against torch's scaled_dot_product_attention, at
+"""Decoding's attention (sru/ops/cpu/decoding.py ``attend``) against torch's scaled_dot_product_attention, at
 beam-search step shapes (6 queries per sentence and head, 4 heads of 64), with the keys and values out of cache
 as in a real decode: each call takes the next of ``--sets`` fresh tensor sets (24 x up to 60 MB), in one
 process with paired interleaved rounds (bench/harness.py). ``read`` is summing the same keys and values.
 
-    python -m bench.translation.decode_attention --threads 1 --repeats 7
+    python -m bench.decoding.decode_attention --threads 1 --repeats 7
 """
 import itertools
 
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from bench.harness import (bench_parser, calls_per_sample, interleaved, machine_info, make_timer, markdown_table,
                            paired_ratio, summarize)
-from tasks.translation.decode_attention import attend, kernel
+from sru.ops.backends import cpu_decoding
 
 HEADS, QUERIES, HEAD_SIZE = 4, 6, 64
 SHAPES = [(32, 30, "per query"), (216, 60, "per query"), (216, 120, "per query"), (216, 40, "per key")]
@@ -39,7 +39,7 @@ def torch_attention(q, k, v, mask):
 def main(argv=None):
     args = bench_parser(__doc__, threads=1, repeats=7, sets=24).parse_args(argv)
     torch.set_num_threads(args.threads)
-    if kernel() is None:
+    if cpu_decoding.attention_kernel() is None:
         raise SystemExit("decode_attention.cpp is not built with AVX-512 here: nothing to compare")
     timer, g = make_timer("cpu" if args.threads == 1 else "wall"), torch.Generator().manual_seed(0)
     body = []
@@ -47,7 +47,7 @@ def main(argv=None):
         sets = tensor_sets(sentences, columns, mask_kind, args.sets, g)
         turns = {name: itertools.cycle(sets) for name in ("torch", "C kernel", "read")}
         fns = {"torch": lambda: torch_attention(*next(turns["torch"])),
-               "C kernel": lambda: attend(*next(turns["C kernel"])),
+               "C kernel": lambda: cpu_decoding.attend(*next(turns["C kernel"])),
                "read": lambda: [t.sum() for t in next(turns["read"])[1:3]]}
         with torch.no_grad():
             numbers = {k: calls_per_sample(f, timer, min_ms=20, warmup=3) for k, f in fns.items()}

@@ -35,10 +35,10 @@ from tasks.engine.inference.loader import export_run_model
 from tasks.engine.inference.overrides import check_read_by_source
 from tasks.engine.run.interrupts import in_submitit_job
 from tasks.engine.base import build_task, task_class
-from tasks.engine.results import json_safe, shown
+from tasks.engine.run_metrics import json_safe, shown
 from tasks.engine.run.dirs import RunDirError, check_writable, never_started, remove_if_unused
 from tasks.engine.run.context import RunContext, open_run
-from tasks.engine.run.start_signals import FRESH_RUN_DIRS, run_app, stopped_before_training
+from tasks.engine.train.start_signals import FRESH_RUN_DIRS, run_app, stopped_before_training
 from tasks.engine.run.lock import LOCK_NAME, read_lock
 from tasks.engine.config.saved import fill_added_keys, group_choices
 from tasks.engine.sweeps.failures import report_failures
@@ -396,7 +396,7 @@ def prepare_argv() -> None:
 
 
 def cli() -> None:
-    """The body of ``sru-train`` (tasks/engine/train_cmd.py), the same entry point as ``python train.py``."""
+    """The body of ``sru-train`` (tasks/engine/train/command.py), the same entry point as ``python train.py``."""
     import hydra
 
     prepare_argv()
