@@ -33,6 +33,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = [("busy", "default", None), ("busy", "1 thread", 1), ("idle", "default", None), ("idle", "2 threads", 2)]
 
 
+def chosen_settings(only=None) -> list:
+    """SETTINGS, or only those of one machine state ("idle": the default vs 2 threads, no busy loops)."""
+    return [s for s in SETTINGS if only in (None, s[0])]
+
+
 def train(task: str, steps: int, threads, out: Path):
     args = [sys.executable, str(ROOT / "train.py"), f"task={task}", f"trainer.max_steps={steps}", "trainer.max_epochs=null",
             "test_after_training=false", "logger=none", "trainer.progress_bar=false", "trainer.plot=false",
@@ -56,7 +61,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.rounds < 1 or args.steps < 1:
         ap.error(f"--rounds and --steps: expected at least 1, received {args.rounds} and {args.steps}")
-    settings = [s for s in SETTINGS if args.only in (None, s[0])]
+    settings = chosen_settings(args.only)
     rates = {(load, name): [] for load, name, _ in settings}
     chosen = {(load, name): [] for load, name, _ in settings}
     with tempfile.TemporaryDirectory() as tmp:
