@@ -85,6 +85,13 @@ def main() -> None:
     ap.add_argument("--forms", nargs="*", default=["file", "dir"], choices=["file", "dir"],
                     help="the built (untrained) model as run=<file> and/or run=<dir>; none: only the --runs")
     args = ap.parse_args()
+    if not args.forms and not args.runs:
+        ap.error("nothing to measure: give --runs, or leave --forms out (the built model, both forms)")
+    if min(args.minutes) <= 0:
+        ap.error(f"--minutes: expected lengths > 0, received {args.minutes}")
+    missing = [r for r in args.runs if not Path(r).expanduser().exists()]
+    if missing:  # before minutes of WAV writing, not after
+        ap.error(f"--runs: no such run directory or model file: {', '.join(missing)}")
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "untrained" / "model.pt"
         models = [{"file": built, "dir": built.parent}[form] for form in args.forms]
