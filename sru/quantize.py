@@ -80,6 +80,8 @@ def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = ()
     names, of submodules (as in ``named_modules``) left in float32, e.g. an output softmax."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"quantize_dynamic expected an nn.Module, got {type(model).__name__}")
+    if not isinstance(inplace, bool):  # a string is truthy: inplace='no' quantised the caller's model
+        raise ValueError(f"quantize_dynamic expected inplace to be True or False, got {inplace!r}")
     if int8_engine() is None:
         check_int8_device("cpu")  # raises the one-line error
     keep = kept_names(model, keep_fp32)

@@ -76,6 +76,8 @@ ROWS: List[Row] = [
         "quantize_dynamic expected an nn.Module, got str"),
     Row("quantize-keep-fp32-an-int", lambda: quantize_dynamic(Tagger(), keep_fp32=5),
         "quantize_dynamic: keep_fp32 expected a submodule name or a list of them, got int"),
+    Row("quantize-inplace-a-string", lambda: quantize_dynamic(Tagger(), inplace="no"),
+        "quantize_dynamic expected inplace to be True or False, got 'no'"),
     Row("script-custom-m", lambda: torch.jit.script(SRU(6, 6, custom_m=nn.Linear(6, 18))),
         "SRUCell with custom_m cannot be scripted (torch.jit.script): custom_m's signature is free-form; export "
         "the model with sru.deploy.export instead (docs/deploy.md)"),
