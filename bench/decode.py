@@ -9,6 +9,13 @@ Candidates, per batch size, all in eval mode without autograd:
     sru (no_grad)            the same under torch.no_grad()
     sru-official             the official ``sru`` package (2.x), when ``--official DIR`` holds it
     lstm                     nn.LSTM of the same width and depth, (h, c) carried
+    srupp-matmuls            SRU++ (``SRUpp(512, 512, proj_size=128, num_layers=2)``): the products
+                             of its layers at L = 1 (x·W1, z·W2, z·W3 per layer): its floor
+    srupp                    its one-step decoding (``sru.srupp_decode.decode``), cache carried with a
+                             sliding window of SRUPP_CONTEXT positions (so every step sees as many)
+
+``srupp`` is judged against ``srupp-matmuls`` as ``sru`` against ``matmuls``. Then a profile of the SRU
+step (``profile_step``): where its microseconds go.
 
 The official package is also named ``sru``; to time it beside this one without installing it
 over this package, install it into its own directory and pass that:
@@ -16,6 +23,7 @@ over this package, install it into its own directory and pass that:
     pip install --no-deps --target ~/.cache/sru-official sru==2.6.0
     python -m bench.speed --decode --official ~/.cache/sru-official
 """
+import ctypes
 import importlib.util
 import json
 import sys
@@ -30,6 +38,7 @@ from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, pa
 
 DECODE_BATCHES = (1, 32)
 DECODE_WIDTH, DECODE_LAYERS = 512, 2
+SRUPP_PROJ, SRUPP_CONTEXT = 128, 64
 
 
 def load_official(directory: str):
@@ -93,10 +102,39 @@ def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[]
         module = nn.LSTM(d, d, num_layers=layers).to(device).eval()
         return _stepper(module, x, (c0.clone(), c0.clone()), torch.inference_mode)
 
+    def srupp_model():
+        from sru import SRUpp
+        return SRUpp(d, d, proj_size=SRUPP_PROJ, num_layers=layers).to(device).eval()
+
+    def srupp():
+        from sru.srupp_decode import decode
+        model = srupp_model()
+        with torch.inference_mode():  # a full window of context before the timed steps
+            _, cache = decode(model, torch.randn(SRUPP_CONTEXT, batch, d, generator=gen).to(device))
+        box, step_input = [cache], x.view(batch, d)
+
+        def step() -> None:
+            with torch.inference_mode():
+                _, box[0] = decode(model, step_input, box[0], max_context=SRUPP_CONTEXT)
+        return step
+
+    def srupp_matmuls():
+        transforms = [cell.transform_module for cell in srupp_model().rnn_lst]
+        weights = [[lin.weight.detach().t() for lin in (t.linear1, t.linear2, t.linear3)] for t in transforms]
+        rows = x.view(batch, d)
+
+        def step() -> None:
+            with torch.inference_mode():
+                for w1, w2, w3 in weights:
+                    z = rows.mm(w1)
+                    z.mm(w2)
+                    z.mm(w3)
+        return step
+
     builders = {"matmuls": matmuls,
                 "sru (inference_mode)": lambda: ours(torch.inference_mode),
                 "sru (no_grad)": lambda: ours(torch.no_grad),
-                "lstm": lstm}
+                "lstm": lstm, "srupp-matmuls": srupp_matmuls, "srupp": srupp}
     if official is not None:
         builders["sru-official"] = lambda: _stepper(
             official.SRU(d, d, num_layers=layers).to(device).eval(), x, c0, torch.inference_mode)
@@ -104,7 +142,8 @@ def build_candidates(batch: int, device: str, official) -> Dict[str, Callable[[]
 
 
 def run(args, timer) -> List[Dict]:
-    """Time every candidate round-robin per batch size; ratios paired per round."""
+    """Time every candidate round-robin per batch size; ratios paired per round, each against its floor
+    (``matmuls`` for the SRU and the LSTM, ``srupp-matmuls`` for SRU++)."""
     official = None if not args.official else load_official(args.official)
     rows = []
     for batch in DECODE_BATCHES:
@@ -116,12 +155,13 @@ def run(args, timer) -> List[Dict]:
         samples = interleaved(steps, timer, args.repeats, numbers)
         stats = {name: summarize(samples[name]) for name in steps}
         for name in steps:
+            floor = "srupp-matmuls" if name.startswith("srupp") else "matmuls"
             # Interference from other processes only ever adds time: the minimum over rounds is
             # the least disturbed sample, a second view beside the paired median on a busy machine.
             row = {"batch": batch, "candidate": name, **stats[name],
                    "min_ms": min(stats[name]["samples_ms"]),
-                   "vs_matmuls": paired_ratio(stats[name], stats["matmuls"]),
-                   "vs_matmuls_min": min(stats[name]["samples_ms"]) / min(stats["matmuls"]["samples_ms"])}
+                   "floor": floor, "vs_matmuls": paired_ratio(stats[name], stats[floor]),
+                   "vs_matmuls_min": min(stats[name]["samples_ms"]) / min(stats[floor]["samples_ms"])}
             if "sru-official" in stats:
                 row["vs_official"] = paired_ratio(stats[name], stats["sru-official"])
             rows.append(row)
@@ -131,7 +171,7 @@ def run(args, timer) -> List[Dict]:
 def markdown(rows: List[Dict]) -> str:
     head = [f"One decoding step, SRU {DECODE_LAYERS} x {DECODE_WIDTH} (L = 1, state carried), "
             "µs per step: median [IQR]; ratios: median over rounds of the per-round ratio",
-            "(min: the fastest round of each, and their ratio)", ""]
+            "(min: the fastest round of each, and their ratio); SRU++ rows against srupp-matmuls", ""]
     cells = [[r["batch"], r["candidate"],
               f"{r['median_ms'] * 1e3:.1f} [{r['q25_ms'] * 1e3:.1f}–{r['q75_ms'] * 1e3:.1f}]",
               f"{r['min_ms'] * 1e3:.1f}", f"{r['vs_matmuls']:.3f}x", f"{r['vs_matmuls_min']:.3f}x",
@@ -140,10 +180,130 @@ def markdown(rows: List[Dict]) -> str:
         ["B", "candidate", "µs / step [IQR]", "min µs", "/ matmuls", "min / min matmuls", "/ official"], cells)
 
 
+# Where the microseconds of one SRU decoding step go (``python -m bench.speed --decode`` prints it).
+#
+# A step of a plain stack in inference is: ``nn.Module.__call__``, ``SRU.forward``'s first tests (scripting,
+# tracing), the route choice (``sru.ops.cpu.paths.stack_plan``: grad mode, autocast and eager guards,
+# shapes, the cached plan's validity), then the run (the GEMM route, two output allocations and one C call:
+# the matmuls and the recurrence of every layer). Each part is timed alone here, the parts interleaved
+# in rounds with the whole step, so the table reads as one budget: the parts' medians against the
+# whole's, with the remainder (argument filling, ``contiguous``, the call's Python frames) left over.
+#
+# Routing decisions are made once per model: the plan (the C layer array, the route) is cached on the
+# module and only *checked* per call (``StackPlan.current``: one tuple compare over the cells' state and
+# parameter identities; ``StackPlan.gemm_is_mkl``: a dict hit). Those two checks are rows here.
+
+
+# the products' row: in the one C call (with the recurrence), or, where a layer routes to oneDNN, alone
+PRODUCTS = "  the products (one C call: with the recurrence; routed: alone, sru.ops.matmul)"
+
+
+def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable[[], object]]:
+    """The step and each of its parts as a no-argument function, all under inference_mode."""
+    from sru.ops.backends import cpu_paths as paths, cpu_stack
+
+    with torch.inference_mode():
+        module(x, c0)  # builds and caches the plan
+    plan = module.__dict__["_stack_plan"]
+    cells = list(module.rnn_lst._modules.values())
+    rows = x.shape[0] * x.shape[1]
+    h = x.new_empty(x.shape[0], x.shape[1], plan.width)
+    c_last = x.new_empty(plan.num_layers, x.shape[1], plan.width)
+    workspace = x.new_empty(rows * plan.per_row)
+    args = cpu_stack.StackArgs(layers=plan.layers, num_layers=plan.num_layers, x=x.data_ptr(), c0=c0.data_ptr(),
+                     h=h.data_ptr(), c_last=c_last.data_ptr(), workspace=workspace.data_ptr(),
+                     length=x.shape[0], batch=x.shape[1], num_threads=torch.get_num_threads())
+    ref = ctypes.byref(args)
+    buffers = (h, c_last, workspace)  # the C call writes through the pointers: keep them alive
+
+    def c_call():
+        return plan.call(ref), buffers
+
+    def inference(fn):
+        def run():
+            with torch.inference_mode():
+                fn()
+        return run
+
+    width, layers = plan.width, plan.num_layers
+    parts = {
+        "whole step: module(x, c)": lambda: module(x, c0),
+        "SRU.forward (no nn.Module.__call__)": lambda: module.forward(x, c0),
+        "route choice (paths.stack_plan)": lambda: paths.stack_plan(module, x, c0, None),
+        "  grad / autocast / eager guards": lambda: (torch.is_grad_enabled(), paths._eager_cpu(x)),
+        "  plan check (StackPlan.current)": lambda: plan.current(cells, x.dtype),
+        "the run (paths.run_stack)": lambda: paths.run_stack(module, plan, x, c0, None),
+        "  StackPlan.run (routing, allocations, products, recurrence)": lambda: plan.run(x, c0, None),
+        "  GEMM routing (StackPlan.gemm_is_mkl)": lambda: plan.gemm_is_mkl(rows),
+        "  allocations (h, c)": lambda: (x.new_empty(x.shape[0], x.shape[1], width),
+                                         x.new_empty(layers, x.shape[1], width)),
+    }
+    if plan.gemm_is_mkl(rows):  # the products and the recurrence in one C call
+        parts[PRODUCTS] = c_call
+    else:  # a layer routed to oneDNN: per layer its routed product, then one kernel call
+        from sru.ops import matmul
+        weights = [(cell.weight, cell.gemm) for cell in cells]
+        flat = x.view(rows, x.shape[2])
+        parts[PRODUCTS] = lambda: [matmul(flat, w, g) for w, g in weights]
+    return {name: inference(fn) for name, fn in parts.items()}
+
+
+def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int, min_ms: float) -> List[Dict]:
+    """Median µs per call of every part, interleaved in ``repeats`` rounds; ``share`` of the whole step."""
+    parts = _step_parts(module, x, c0)
+    numbers = {name: calls_per_sample(fn, timer, min_ms, 50, least=20) for name, fn in parts.items()}
+    samples = interleaved(parts, timer, repeats, numbers)
+    us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
+    whole = us["whole step: module(x, c)"]
+    # the nesting: module() > forward() > the route choice (its guards, the plan check) and the run
+    # (StackPlan.run: the GEMM route, the allocations, the products and the recurrence)
+    forward, choice, run = (us[k] for k in ("SRU.forward (no nn.Module.__call__)", "route choice (paths.stack_plan)",
+                                            "the run (paths.run_stack)"))
+    plan_run = us["  StackPlan.run (routing, allocations, products, recurrence)"]
+    derived = {
+        "nn.Module.__call__": whole - forward,
+        "SRU.forward around the route (scripting / tracing tests, the route table)": forward - choice - run,
+        "rest of the route choice (shapes, c0, the plan lookup)": choice - sum(us[k] for k in list(parts)[3:5]),
+        "rest of run_stack (batch_first, contiguous)": run - plan_run,
+        "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
+        plan_run - sum(us[k] for k in list(parts)[7:]),
+    }
+    path = "one C call" if module.__dict__["_stack_plan"].gemm_is_mkl(x.shape[0] * x.shape[1]) else "routed"
+    rows = [{"part": name, "us": value, "share": value / whole, "path": path} for name, value in us.items()]
+    rows += [{"part": f"= {name}", "us": value, "share": value / whole} for name, value in derived.items()]
+    return rows
+
+
+def profile_markdown(profiles: Dict[int, List[Dict]]) -> str:
+    """One table: a row per part, a column per batch size."""
+    batches = list(profiles)
+    parts = [r["part"] for r in profiles[batches[0]]]
+    cells = [[part] + [f"{profiles[b][i]['us']:.1f} ({profiles[b][i]['share']:.0%})" for b in batches]
+             for i, part in enumerate(parts)]
+    paths = ", ".join(f"B = {b}: {profiles[b][0]['path']}" for b in batches)
+    head = (f"Where one step's µs go ({paths}; each part timed alone, interleaved with the whole step; median µs, "
+            "share of the whole; rows with '=' are differences of the rows above)")
+    return head + "\n\n" + markdown_table(["part"] + [f"B = {b}" for b in batches], cells)
+
+
+def step_profiles(args, timer) -> Dict[int, List[Dict]]:
+    """``profile_step`` of the SRU step at every batch size."""
+    from sru import SRU
+
+    profiles = {}
+    for batch in DECODE_BATCHES:
+        module = SRU(DECODE_WIDTH, DECODE_WIDTH, num_layers=DECODE_LAYERS).to(args.device).eval()
+        x = torch.randn(1, batch, DECODE_WIDTH, device=args.device)
+        c0 = torch.zeros(DECODE_LAYERS, batch, DECODE_WIDTH, device=args.device)
+        profiles[batch] = profile_step(module, x, c0, timer, args.repeats, args.min_ms)
+    return profiles
+
+
 def decode_main(args, timer, out: Path, info: Dict) -> List[Dict]:
     rows = run(args, timer)
-    table = markdown(rows)
-    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows}, indent=1))
+    profiles = step_profiles(args, timer) if args.device == "cpu" else {}
+    table = markdown(rows) + ("\n\n" + profile_markdown(profiles) if profiles else "")
+    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows, "profile": profiles}, indent=1))
     (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
                                    f"{info.get('gpu', info['cpu_model'])}, {info['threads']} threads, "
                                    f"torch {info['torch']}, {info['date']}\n\n{table}\n")

@@ -10,35 +10,46 @@ exposes two closures, so the timing loop knows nothing about what it times:
     train_step()   training: forward, backward of a fixed random upstream gradient into the
                    parameters *and* the input (set_to_none before each step, like an optimizer)
 """
-import contextlib
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from sru.ops.precision import AUTOCAST, Precision, parse
+
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
-    """One benchmark point: sequence length, batch, width (input = hidden), layers."""
+    """One benchmark point: sequence length, batch, width (input = hidden per direction), layers; a
+    bidirectional stack (then each layer after the first reads 2 * width) or one with layer norm."""
 
     length: int
     batch: int
     width: int
     layers: int
+    bidirectional: bool = False
+    layer_norm: bool = False
 
     @property
     def label(self) -> str:
-        return f"L={self.length} B={self.batch} d={self.width} x{self.layers}"
+        options = " bidir" * self.bidirectional + " LN" * self.layer_norm
+        return f"L={self.length} B={self.batch} d={self.width} x{self.layers}{options}"
 
 
 # The paper's speed figure (GTX 1070, one layer, B=32), the issue's judged CPU shape, and the
 # large GPU shape; "tiny" only exercises the machinery (tests).
 PAPER_SHAPES = [Shape(32, 32, 256, 1), Shape(128, 32, 512, 1)]
 JUDGED_SHAPE = Shape(64, 32, 512, 2)
+JUDGED_DTYPE = Precision.FP32.value  # the precision the targets judge
 # The targets at the judged shape (CPU, 2 threads, fp32): docs/speed/layer_speed.md.
 JUDGED_TARGETS = {"train_vs_gemm_max": 1.15, "forward_vs_gemm_max": 1.10, "train_speedup_vs_lstm_min": 2.4}
 LARGE_SHAPES = [Shape(256, 128, 1024, 2)]
+# The 8-shape CPU grid (``--shapes grid``): the three above, the judged shape bidirectional and with layer
+# norm, a short small batch (decoder-like), a wide stack and a long sequence at a small batch.
+GRID_SHAPES = PAPER_SHAPES + [JUDGED_SHAPE, Shape(64, 32, 512, 2, bidirectional=True),
+                              Shape(64, 32, 512, 2, layer_norm=True), Shape(16, 8, 512, 2),
+                              Shape(64, 32, 1024, 2), Shape(256, 8, 512, 2)]
 TINY_SHAPES = [Shape(8, 4, 32, 2)]
 
 
@@ -49,6 +60,7 @@ def shapes_for(grid: str, device: str) -> List[Shape]:
         "judged": [JUDGED_SHAPE],
         "tiny": TINY_SHAPES,
         "all": PAPER_SHAPES + [JUDGED_SHAPE] + (LARGE_SHAPES if device == "cuda" else []),
+        "grid": GRID_SHAPES,
     }
     if grid not in grids:
         raise ValueError(f"--shapes: expected one of {sorted(grids)}, received {grid!r}")
@@ -65,11 +77,7 @@ class Candidate:
 
 def _autocast(device: str, dtype: str):
     """bf16 runs use autocast (the way users train); fp32 runs use no context at all."""
-    if dtype == "fp32":
-        return contextlib.nullcontext()
-    if dtype == "bf16":
-        return torch.autocast(device_type=device, dtype=torch.bfloat16)
-    raise ValueError(f"dtype: expected 'fp32' or 'bf16', received {dtype!r}")
+    return parse(dtype, AUTOCAST, "dtype").autocast(device)
 
 
 def _module_candidate(name, module: nn.Module, x: Tensor, run: Callable[[nn.Module, Tensor], Tensor],
@@ -96,13 +104,14 @@ def _module_candidate(name, module: nn.Module, x: Tensor, run: Callable[[nn.Modu
 
 
 def sru_projection_widths(shape: Shape) -> List[Tuple[int, int]]:
-    """Per layer (d_in, columns of W) of the benchmarked SRU: unidirectional, skip term on.
+    """Per layer (d_in, columns of W) of the benchmarked SRU (skip term on), read from the module itself:
+    with input = hidden width, k = 3 and W is (d, 3d); bidirectional, W is (d_in, 2 * k * d) with k = 4 in
+    the first layer (its input is narrower than its output) and d_in = 2d after it – see
+    docs/spec.md#parameters-and-layout."""
+    from sru.modules import SRU
 
-    Input width equals hidden width d in every benchmark shape, so each layer has k = 3
-    (u0, u1, u2; the skip is the scaled input) and W is (d, 3d) – see
-    docs/spec.md#parameters-and-layout.
-    """
-    return [(shape.width, 3 * shape.width)] * shape.layers
+    module = SRU(shape.width, shape.width, num_layers=shape.layers, bidirectional=shape.bidirectional)
+    return [tuple(cell.weight.shape) for cell in module.rnn_lst]
 
 
 def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator,
@@ -142,7 +151,7 @@ def gemm_bound(shape: Shape, device: str, dtype: str, generator: torch.Generator
 
 
 def lstm(shape: Shape, device: str, dtype: str, generator: torch.Generator) -> Candidate:
-    module = nn.LSTM(shape.width, shape.width, num_layers=shape.layers).to(device)
+    module = nn.LSTM(shape.width, shape.width, num_layers=shape.layers, bidirectional=shape.bidirectional).to(device)
     x = torch.randn(shape.length, shape.batch, shape.width, generator=generator).to(device)
     return _module_candidate("lstm", module, x, lambda m, inp: m(inp)[0], device, dtype)
 
@@ -159,7 +168,8 @@ def conv1d(shape: Shape, device: str, dtype: str, generator: torch.Generator) ->
 def sru(shape: Shape, device: str, dtype: str, generator: torch.Generator, backend: str) -> Candidate:
     from sru.modules import SRU  # imported late: the benchmark also runs while sru/ is in flux
 
-    module = SRU(shape.width, shape.width, num_layers=shape.layers, backend=backend).to(device)
+    module = SRU(shape.width, shape.width, num_layers=shape.layers, backend=backend,
+                 bidirectional=shape.bidirectional, layer_norm=shape.layer_norm).to(device)
     x = torch.randn(shape.length, shape.batch, shape.width, generator=generator).to(device)
     return _module_candidate(f"sru-{backend}", module, x, lambda m, inp: m(inp)[0], device, dtype)
 

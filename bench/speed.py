@@ -37,7 +37,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls per candidate and mode")
     parser.add_argument("--min-ms", type=float, default=5.0,
                         help="each measurement averages enough calls to last this long")
-    parser.add_argument("--shapes", default="all", choices=["paper", "judged", "all", "tiny"])
+    parser.add_argument("--shapes", default="all", choices=["paper", "judged", "all", "grid", "tiny"],
+                        help="grid: the 8 CPU shapes (bidirectional and layer norm among them)")
     parser.add_argument("--dtypes", default=None,
                         help="comma list of fp32,bf16 (bf16 = autocast); default fp32 on CPU, "
                              "fp32,bf16 on CUDA")
@@ -99,7 +100,8 @@ def add_ratios(rows: List[Dict]) -> None:
 
 def shape_dict(shape: registry.Shape) -> Dict[str, object]:
     return {"length": shape.length, "batch": shape.batch, "width": shape.width,
-            "layers": shape.layers, "label": shape.label}
+            "layers": shape.layers, "bidirectional": shape.bidirectional, "layer_norm": shape.layer_norm,
+            "label": shape.label}
 
 
 def build_and_check(shape, dtype, args, backends, keep, rows) -> Dict[str, registry.Candidate]:

@@ -36,7 +36,7 @@ def judged_targets(rows: List[Dict]) -> str:
     t = registry.JUDGED_TARGETS
     lines = []
     for r in rows:
-        if (r["shape"]["label"] != registry.JUDGED_SHAPE.label or r["dtype"] != "fp32"
+        if (r["shape"]["label"] != registry.JUDGED_SHAPE.label or r["dtype"] != registry.JUDGED_DTYPE
                 or not r["candidate"].startswith("sru-") or "error" in r):
             continue
         train, fwd = r["train_step"], r["forward"]

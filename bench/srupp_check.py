@@ -25,7 +25,7 @@ import torch
 
 from bench.harness import make_timer, rel_err
 from bench.srupp import build_models, causal_mask, time_models
-from sru import SRUpp
+from sru import Precision, SRUpp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "srupp"
 
@@ -65,7 +65,7 @@ def small_model(device):
 def check_autocast(device):
     model, x = small_model(device), torch.randn(20, 4, 32, device=device)
     want, _, _ = model(x, attn_mask=causal_mask(20, device))
-    with torch.autocast(device, dtype=torch.bfloat16):
+    with Precision.BF16.autocast(device):
         h, c, _ = model(x, attn_mask=causal_mask(20, device))
     h.float().square().sum().backward()
     finite = all(torch.isfinite(p.grad).all() for p in model.parameters())

@@ -46,7 +46,7 @@ from tasks.engine.run.devices import machine
 from tasks.engine.run.lock import LOCK_NAME, read_lock, stale_reason
 from tasks.engine.train.runner import compose, run
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout
+ROOT = Path(__file__).resolve().parents[1]  # the checkout (reproduce/ is a top-level folder of it)
 
 
 def parse_args(argv=None):

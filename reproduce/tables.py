@@ -183,19 +183,19 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "presets keep the 2:1 depth ratio (SRU 4 x 64 vs LSTM 2 x 64) on natural questions generated from "
         "gensim's Wikipedia sample and BBC News (not SQuAD), early stopping on validation F1 (docs/results_squad.md).",
         extra_metric="em",
-        finding="Rerun on 2026-12-06 on the natural-question corpus (issue 53: generator version 8, tagger "
-                "features and the answer-type column on, DrQA's span decoding; seeds 1-3, `python "
-                "python -m reproduce --scale cpu --cell cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3 -- "
-                "trainer.num_threads=1`), replacing the version-6 records (then SRU test F1 86.6 +- 1.5 vs LSTM "
-                "83.4 +- 0.9, check set EM 43.5 vs 32.7) and, before them, those of the in-place generator (F1 97.4 "
-                "vs 96.0 near the ceiling). What the new data changes: on the generated test split the two readers "
-                "are now level (SRU 78.5 +- 0.8 EM / 86.2 +- 0.7 F1, LSTM 79.6 +- 0.4 / 86.4 +- 0.5); the LSTM "
-                "cell no longer stops early (14-29 epochs vs the SRU's 17-26; on version 6 it stopped after 10-13), "
-                "so version 6's 3.2-point lead was largely training length. On the 157 hand-written questions "
-                "(tasks/squad/human_dev-v1.1.json) the SRU reader still leads: 51.2 +- 1.6 EM / 60.9 +- 2.3 F1 against "
-                "47.3 +- 1.9 / 55.2 +- 0.8, i.e. 3.9 EM / 5.7 F1 (version 6: 10.8 / 11.6)."
-                " Per step the SRU reader (4 layers) costs 0.85x the LSTM reader's (2 layers), re-measured on this "
-                "corpus (bench_cells, 1 thread, 5 rounds)."),
+        finding="Rerun on 2026-12-07 on generator version 10 (issue 70; DrQA's span decoding; `human_em` is now the "
+                "tuning half of the hand-written questions, 76) with `python -m reproduce --scale cpu --cell "
+                "cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3,4 --launch-until 14:12 -- trainer.num_threads=1` "
+                "on the shared 2-core EPYC beside 6-8 other jobs. **Incomplete**: the session's time ran out after "
+                "SRU seeds 1-2 and LSTM seed 1 (SRU: the 30-epoch budget, 24 min, and an early stop after 25 epochs, "
+                "14 min; LSTM: an early stop after 14 epochs, 10 min); LSTM seeds 2-3, SRU seed 3 and the seed-4 "
+                "check are the same command (a record is never rerun). Generated test: SRU 80.6 / 78.9 EM, 87.0 / "
+                "86.8 F1 (seeds 1 / 2) vs LSTM 78.9 EM / 84.9 F1 (seed 1); tuning half: SRU 63.2 / 59.2 EM, 69.8 / "
+                "70.9 F1 vs LSTM 56.6 / 64.9. Two seeds against one do not separate the readers (on version 8 three seeds each gave SRU "
+                "78.5 +- 0.8 EM / 86.2 +- 0.7 F1 vs LSTM 79.6 +- 0.4 / 86.4 +- 0.5, and 51.2 / 60.9 vs 47.3 / 55.2 on "
+                "all 157 hand-written questions; those records are in git history before commit 34994c4). "
+                "Per step the SRU reader (4 layers) costs 0.85x the LSTM reader's (2 layers), measured on version 8 "
+                "(bench_cells, 1 thread, 5 rounds)."),
     Table("lm", "Table 3: Penn Treebank word LM (test perplexity)", "ppl", "min", "lstm", [
         Cell("SRU 6x910", "sru", "paper/ptb_sru", "cpu/ptb_sru", 60.3,
              departure="CPU: 6 x 128 on PTB's first 200k training tokens, Adam 2e-3 instead of SGD 1.0 (SGD needs "

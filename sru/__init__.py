@@ -6,7 +6,7 @@ compatible with the official ``sru==3.0.0.dev6``. Importing this package builds 
 kernels compile lazily on first use (see ``sru.ops``).
 """
 from sru.modules import SRU, SRUCell
-from sru.quantize import quantize_dynamic
+from sru.quantize import quantize_dynamic, to_precision
 from sru.ops import elementwise_recurrence
 from sru.ops.precision import Precision
 from sru.srupp import SRUpp, SRUppCell
@@ -17,4 +17,5 @@ from sru.sru3_checkpoint import convert_sru3_state_dict
 __version__ = "0.1.0"
 
 __all__ = ["SRU", "SRUCell", "SRUpp", "SRUppCell", "SRUppAttention", "SRUppProjectedLinear",
-           "SRUppCache", "Precision", "convert_sru3_state_dict", "quantize_dynamic", "elementwise_recurrence", "__version__"]
+           "SRUppCache", "Precision", "convert_sru3_state_dict", "quantize_dynamic", "to_precision",
+           "elementwise_recurrence", "__version__"]

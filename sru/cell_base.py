@@ -6,20 +6,24 @@ value wins when loaded), old pickles, per-sequence dropout masks, the recurrence
 half-precision rule, and ``extra_repr``. ``StackBase``: the stack's ``backend`` and the
 ``nn_rnn_compatible_return`` layout of c.
 """
-import contextlib
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from sru.checks import check_layer_sizes, state_dtype
+from sru.checks import check_layer_sizes
 from sru.linear import DispatchedLinear
 from sru.ops import BACKENDS, LIBRARIES, check_library, elementwise_recurrence, matmul
 from sru.ops.quantized import Int8Weight
-from sru.ops.precision import Precision
+from sru.ops.precision import Precision, explicit_float_precision, recurrence_dtype, without_autocast
 from sru.ops.errors import TritonKernelError
 from sru.ops.shapes import num_directions, state_width
 from sru.ops.spec import RecurrenceSpec
+
+
+def dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
+    """A dropout mask of ``size`` (one row per sequence), scaled by 1 / (1 - p)."""
+    return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
 
 
 class RecurrentCellBase(nn.Module):
@@ -31,7 +35,7 @@ class RecurrentCellBase(nn.Module):
     ``extra_repr`` shows when they differ from their default."""
 
     scale_x: Tensor
-    __jit_unused_properties__ = ["backend", "gemm", "precision", "_skip_scale"]  # torch.jit.script: Python only
+    __jit_unused_properties__ = ["backend", "gemm", "precision", "skip_scale"]  # torch.jit.script: Python only
     _REPR_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
     _PICKLE_DEFAULTS: Tuple[Tuple[str, object], ...] = ()
 
@@ -49,6 +53,7 @@ class RecurrentCellBase(nn.Module):
         self.bidirectional = bidirectional
         self.activation = "tanh" if use_tanh else "none"
         self.activation_type = 1 if use_tanh else 0
+        self._precision = None  # None: as the surrounding autocast says; BF16: set by sru.to_precision
         for name, value in options.items():
             setattr(self, name, value)
 
@@ -78,10 +83,22 @@ class RecurrentCellBase(nn.Module):
 
     @property
     def precision(self) -> Precision:
-        """INT8 once ``sru.quantize_dynamic`` gave this layer int8 weights, else FP32 (bf16 is chosen per
-        call, by autocast): read from the layer's own structure, so copies and checkpoints keep it."""
-        quantized = any(isinstance(m, Int8Weight) for m in self._modules.values())
-        return Precision.INT8 if quantized else Precision.FP32
+        """INT8 once ``sru.quantize_dynamic`` gave this layer int8 weights (read from the layer's own
+        structure, so copies and checkpoints keep it); else what ``sru.to_precision`` set (BF16), else FP32
+        (then a surrounding autocast, e.g. training's ``trainer.precision=bf16``, still applies)."""
+        if any(isinstance(m, Int8Weight) for m in self._modules.values()):
+            return Precision.INT8
+        return self._precision or Precision.FP32
+
+    @precision.setter
+    def precision(self, value) -> None:
+        self._precision = explicit_float_precision(value, type(self).__name__)
+
+    @property
+    def own_precision(self):
+        """What ``sru.to_precision`` set on this layer (BF16), or None: the surrounding autocast decides.
+        The CPU routes read it to send such a layer's products down the bf16 route."""
+        return self._precision
 
     def quantize_int8_(self) -> bool:
         """In place: each projection weight gets its int8 copy (an ``Int8Weight`` submodule named
@@ -104,16 +121,21 @@ class RecurrentCellBase(nn.Module):
     def project(self, x: Tensor, name: str = "weight") -> Tensor:
         """x (rows, in) times the parameter ``name`` (``weight`` or ``weight_proj``, stored (in, out))
         through the projection entry point, with its int8 copy when the layer is quantised."""
-        return matmul(x, self._parameters[name], self._gemm, self._modules.get(name + "_int8"))
+        return matmul(x, self._parameters[name], self._gemm, self._modules.get(name + "_int8"), self._precision)
 
     @property
-    def _skip_scale(self) -> float:
+    def skip_scale(self) -> float:
         """The factor on the skip input x (k = 3): scale_x with ``rescale``, else 1."""
         return self._scale_x_value if self.rescale else 1.0
 
+    def set_scale_x(self, value: float) -> None:
+        """The skip scale alpha: the ``scale_x`` buffer (what checkpoints carry) and its Python copy."""
+        self.scale_x.fill_(value)
+        self._scale_x_value = float(self.scale_x[0])
+
     def recurrence_spec(self) -> RecurrenceSpec:
         return RecurrenceSpec(self.hidden_size, self.bidirectional, self.has_skip_term,
-                              self._skip_scale, self.activation)
+                              self.skip_scale, self.activation)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -130,6 +152,7 @@ class RecurrentCellBase(nn.Module):
         # added here or in later versions.
         self.__dict__.setdefault("_backend", backend)
         self.__dict__.setdefault("_gemm", gemm if gemm in LIBRARIES else "auto")
+        self.__dict__.setdefault("_precision", None)
         for name, default in self._PICKLE_DEFAULTS:
             if name not in self._modules:  # custom_m lives in _modules: an entry here would hide it
                 self.__dict__.setdefault(name, default)
@@ -139,39 +162,32 @@ class RecurrentCellBase(nn.Module):
             if q is not None and scale is not None:
                 self.add_module(name + "_int8", Int8Weight(q, scale))
 
-    @staticmethod
-    def _dropout_mask(like: Tensor, size: Tuple[int, int], p: float) -> Tensor:
-        return like.new_empty(size).bernoulli_(1 - p).div_(1 - p)
-
-    def _dropout(self, input: Tensor, batch: int) -> Tuple[Tensor, Optional[Tensor]]:
+    def _dropout(self, input: Tensor, layout) -> Tuple[Tensor, Optional[Tensor]]:
         """In training: rnn_dropout on the input and the dropout mask on the gated term, one
-        mask per sequence shared over time (rows of ``input`` are per token, masks per
-        sequence: ``batch`` of them). Returns (input, mask_c or None)."""
+        mask per sequence shared over time (``layout``'s ``batch`` of them, brought onto the tokens of
+        ``input`` by ``layout.per_token``: sru/ops/packing.py). Returns (input, mask_c or None)."""
         if not self.training:
             return input, None
         if self.rnn_dropout > 0:
-            input = input * self._dropout_mask(input, (batch, input.size(-1)), self.rnn_dropout)
+            input = input * layout.per_token(dropout_mask(input, (layout.batch, input.size(-1)), self.rnn_dropout))
         mask_c = None
         if self.dropout > 0:
-            mask_c = self._dropout_mask(input, (batch, self.output_size), self.dropout)
+            mask_c = dropout_mask(input, (layout.batch, self.output_size), self.dropout)
         return input, mask_c
 
     def _recurrence(self, U: Tensor, x: Optional[Tensor], weight_c: Tensor, c0: Optional[Tensor],
-                    mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        """``sru.ops.elementwise_recurrence`` with this layer's spec and backend. Under autocast
-        U arrives in half precision; the recurrence accumulates c over time, so it runs in
-        float32 unless amp_recurrence_fp16 asks for float16 (the official rule)."""
-        dtype = state_dtype(U.dtype, self.amp_recurrence_fp16)
+                    mask_c: Optional[Tensor], layout) -> Tuple[Tensor, Tensor]:
+        """The recurrence over ``layout`` (padded or packed, sru/ops/packing.py) with this layer's spec and
+        backend. Under autocast U arrives in half precision; the recurrence accumulates c over time, so it
+        runs in float32 unless amp_recurrence_fp16 asks for float16 (the official rule)."""
+        dtype = recurrence_dtype(U.dtype, self.amp_recurrence_fp16)
         cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
-        autocast_off = torch.autocast(U.device.type, enabled=False) \
-            if torch.is_autocast_enabled(U.device.type) else contextlib.nullcontext()
-        with autocast_off:
+        with without_autocast(U.device.type):
             try:
-                return elementwise_recurrence(
+                return layout.recurrence(
                     cast(U), cast(x), cast(weight_c), cast(self.bias), cast(c0), self.hidden_size,
-                    bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
-                    scale_x=self._skip_scale, activation=self.activation, mask_c=cast(mask_c),
-                    mask_pad=mask_pad, backend=self.backend)
+                    cast(mask_c), bidirectional=self.bidirectional, has_skip_term=self.has_skip_term,
+                    scale_x=self.skip_scale, activation=self.activation, backend=self.backend)
             except TritonKernelError as err:  # one line that also names this layer
                 raise TritonKernelError(f"{type(self).__name__}({self.extra_repr()}): "
                                         f"{err}") from None
@@ -182,6 +198,17 @@ class RecurrentCellBase(nn.Module):
                  for name, default in self._REPR_DEFAULTS
                  for value in (getattr(self, name),) if value != default]
         return ", ".join([f"{self.input_size}, {self.hidden_size}", *shown])
+
+
+def per_cell(name: str, doc: str) -> property:
+    """A stack option that belongs to its layers: read from the first, set on every one."""
+    def get(stack):
+        return getattr(stack.rnn_lst[0], name)
+
+    def set_all(stack, value) -> None:
+        for cell in stack.rnn_lst:
+            setattr(cell, name, value)
+    return property(get, set_all, doc=doc)
 
 
 class StackBase(nn.Module):
@@ -201,23 +228,8 @@ class StackBase(nn.Module):
         for name, value in options.items():
             setattr(self, name, value)
 
-    @property
-    def backend(self) -> str:
-        return self.rnn_lst[0].backend
-
-    @backend.setter
-    def backend(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.backend = value
-
-    @property
-    def gemm(self) -> str:
-        return self.rnn_lst[0].gemm
-
-    @gemm.setter
-    def gemm(self, value: str) -> None:
-        for cell in self.rnn_lst:
-            cell.gemm = value
+    backend = per_cell("backend", "The recurrence backend of every layer (``sru.ops.BACKENDS``).")
+    gemm = per_cell("gemm", "The CPU GEMM library of every layer's projections: auto / mkl / onednn.")
 
     def _stack_c(self, c_last, batch: int) -> Tensor:
         """The last c of every layer: (layers, B, dirs*d), or (layers*dirs, B, d) with

@@ -1,5 +1,5 @@
 """What ``sru.modules`` and ``sru.srupp`` check on every call (one ValueError naming expected vs
-received, and the fix), and the dtype the recurrence keeps its state in. Kept apart from the
+received, and the fix), and the empty outputs. Kept apart from the
 modules so that the parameter/initialization code stays readable."""
 import math
 import numbers
@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+from sru.ops.precision import recurrence_dtype, under_autocast
 
 
 def shape_of(t: Tensor) -> tuple:
@@ -71,7 +71,7 @@ def check_float_tensor(name: str, owner: str, t) -> None:
 
 def check_input_dtype(owner: str, input: Tensor, param_dtype: torch.dtype) -> None:
     """The input must be in the parameters' dtype (autocast casts for the matmuls itself)."""
-    if input.dtype != param_dtype and not torch.is_autocast_enabled(input.device.type):
+    if input.dtype != param_dtype and not under_autocast(input.device.type):
         raise ValueError(f"{owner} expected input of dtype {param_dtype} (the parameters' "
                          f"dtype), got {input.dtype}; convert the input or the module "
                          f"(e.g. module.to({input.dtype}))")
@@ -133,21 +133,13 @@ def check_stack_input(sru, input: Tensor, c0: Optional[Tensor], mask_pad: Option
     return input, mask_pad
 
 
-def state_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> torch.dtype:
-    """The dtype the recurrence runs and keeps c in: float32 for half-precision inputs (c is
-    accumulated over time), float16 only when ``amp_recurrence_fp16`` asks for it."""
-    if dtype in LOW_PRECISION:
-        return torch.float16 if amp_recurrence_fp16 and dtype == torch.float16 else torch.float32
-    return dtype
-
-
 def empty_outputs(input: Tensor, c0: Optional[Tensor], c_shape: Tuple[int, ...],
                   width: int, amp_recurrence_fp16: bool, module=None) -> Tuple[Tensor, Tensor]:
     """L = 0 or B = 0: h (L, B, width) in the input's dtype; c is c0 (no step changed it) or
     zeros, in the state dtype. Under autograd both stay attached to the input and ``module``'s
     parameters (as nn.LSTM's outputs are), so ``h.sum().backward()`` works and gives zero grads."""
     h = input.new_zeros(input.shape[0], input.shape[1], width)
-    dtype = state_dtype(input.dtype, amp_recurrence_fp16)
+    dtype = recurrence_dtype(input.dtype, amp_recurrence_fp16)
     c = input.new_zeros(c_shape, dtype=dtype) if c0 is None else c0.to(dtype).clone()
     sources = [input] + (list(module.parameters()) if module is not None else [])
     if torch.is_grad_enabled() and any(t.requires_grad for t in sources):

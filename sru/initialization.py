@@ -15,8 +15,7 @@ def reset_cell_parameters(cell) -> None:
     cell.bias.zero_()
     cell.bias[d:] = cell.highway_bias  # b_r: biases the highway gate towards the skip input
     alpha = math.sqrt(1 + 2 * math.exp(cell.highway_bias))
-    cell.scale_x.fill_(alpha if cell.rescale and cell.has_skip_term else 1.0)
-    cell._scale_x_value = float(cell.scale_x[0])
+    cell.set_scale_x(alpha if cell.rescale and cell.has_skip_term else 1.0)
 
     if cell.custom_m is None:
         # E[w] = 0, Var[w] = 1 / fan_in, so U keeps the scale of the input.

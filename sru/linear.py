@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sru.ops import check_library, linear
-from sru.ops.precision import Precision
+from sru.ops.precision import Precision, explicit_float_precision
 from sru.ops.quantized import Int8Weight
 
 
@@ -26,15 +26,23 @@ class DispatchedLinear(nn.Linear):
                  dtype=None, gemm: str = "auto"):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.gemm = check_library(gemm, "DispatchedLinear")
+        self._precision = None  # None: as the surrounding autocast says; BF16: set by sru.to_precision
 
     def forward(self, input: Tensor) -> Tensor:
         if torch.jit.is_scripting():  # TorchScript compiles only this line (sru/scripting/)
             return F.linear(input, self.weight, self.bias)
-        return linear(input, self.weight, self.bias, self.gemm, self._modules.get("weight_int8"))
+        return linear(input, self.weight, self.bias, self.gemm, self._modules.get("weight_int8"), self._precision)
 
     @property
     def precision(self) -> Precision:
-        return Precision.INT8 if isinstance(self._modules.get("weight_int8"), Int8Weight) else Precision.FP32
+        """INT8 with an int8 weight; else what ``sru.to_precision`` set (BF16), else FP32."""
+        if isinstance(self._modules.get("weight_int8"), Int8Weight):
+            return Precision.INT8
+        return self._precision or Precision.FP32
+
+    @precision.setter
+    def precision(self, value) -> None:
+        self._precision = explicit_float_precision(value, "DispatchedLinear")
 
     def quantize_int8_(self) -> "DispatchedLinear":
         """In place: an int8 copy of the weight (submodule ``weight_int8``, per output channel), and the
@@ -54,6 +62,7 @@ class DispatchedLinear(nn.Linear):
     def __setstate__(self, state):
         super().__setstate__(state)
         self.__dict__.setdefault("gemm", "auto")  # pickles from before the dispatch
+        self.__dict__.setdefault("_precision", None)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, gemm: str = "auto") -> "DispatchedLinear":
@@ -63,6 +72,7 @@ class DispatchedLinear(nn.Linear):
         out._parameters, out._buffers, out._modules = (dict(linear._parameters), dict(linear._buffers),
                                                        dict(linear._modules))
         out.gemm = check_library(gemm, "DispatchedLinear")
+        out._precision = None
         return out
 
 

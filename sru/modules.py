@@ -19,8 +19,9 @@ from sru.checks import (check_cell_input, check_layer_sizes, check_module, check
                         empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.initialization import reset_cell_parameters
-from sru.ops.backends import fuse_layer, inference_plan, linear_recurrence, run_inference_path, stack_inference
-from sru.ops.spec import Masks
+from sru.forward_routes import Route, choose_route
+from sru.ops.backends import linear_recurrence, run_inference_path, run_stack
+from sru.ops.packing import PaddedLayout
 from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
 from sru.scripting.cells import PackedAsTuple, ScriptableCell, ScriptableStack
@@ -132,41 +133,43 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
             h, c = empty_outputs(input, c0, (batch, self.output_size), self.output_size,
                                  self.amp_recurrence_fp16, self)
             return (h.squeeze(0) if single_step else h), c
-        plan = inference_plan((self,), input)
-        if plan is not None:  # no autograd: the matmul and one direct kernel call
-            h, c = run_inference_path(plan, input, None if c0 is None else c0.unsqueeze(0),
-                                      mask_pad)
-            return (h.squeeze(0) if single_step else h), c[0]
+        route, plan = choose_route(self, input, c0)  # the one choice of route (sru/forward_routes.py)
+        if route is Route.INFERENCE:  # no autograd: the matmul and one direct kernel call
+            h, c = run_inference_path(plan, input, None if c0 is None else c0.unsqueeze(0), mask_pad)
+            c = c[0]
+        else:
+            h, c = self.forward_layout(input, c0, PaddedLayout(batch, mask_pad), route)
+        return (h.squeeze(0) if single_step else h), c
 
+    def forward_layout(self, input: Tensor, c0: Optional[Tensor], layout,
+                       route: Route = Route.GENERAL) -> Tuple[Tensor, Tensor]:
+        """The layer's one body over a layout (sru/ops/packing.py): input (L, B, input_size) with a
+        ``PaddedLayout`` (what ``forward`` passes), or packed rows (N, input_size) with a ``PackedLayout``
+        (sru/packed.py); c0 (B, dirs*d), in the layout's sequence order. ``route``: ``FUSED``, ``EXPORT`` or
+        ``GENERAL``, from ``choose_route``. Returns h in input's row layout and the last c (B, dirs*d)."""
         residual = input  # the skip term sees the raw input (before layer norm and rnn_dropout)
         if self.layer_norm is not None and not self.normalize_after:
             input = self.layer_norm(input)
-        input, mask_c = self._dropout(input, batch)
-
-        if self._fuse_layer(input, residual, c0):  # eager CPU training, plain k = 3 layer
-            h, c = linear_recurrence(input, self.weight, self.weight_c, self.bias, c0,
-                                     Masks(mask_c, mask_pad), self.recurrence_spec(),
-                                     gemm=self.gemm)
+        input, mask_c = self._dropout(input, layout)
+        if route is Route.FUSED:  # eager CPU training, plain k = 3 layer: input is residual
+            h, c = linear_recurrence(input, self.weight, self.weight_c, self.bias, c0, layout.masks(mask_c),
+                                     self.recurrence_spec(), layout.kernel_args, gemm=self.gemm)
         else:
-            U, V = self.compute_UV(input, c0, mask_pad)
-            h, c = self.apply_recurrence(U, V, residual, c0, mask_c, mask_pad)
+            U, V = self.compute_UV(input, c0, layout.mask_pad)
+            h, c = self.apply_recurrence(U, V, residual, c0, mask_c, layout)
         if self.layer_norm is not None and self.normalize_after:
             h = self.layer_norm(h)
         # Half precision: h back in the input's dtype (the next layer's matmul runs in it); c
-        # stays in the float32 the recurrence accumulated it in (see state_dtype).
-        h = h.to(residual.dtype)
-        return (h.squeeze(0) if single_step else h), c
-
-    def _fuse_layer(self, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
-        return fuse_layer(self, input, residual, c0)  # a method: tests switch it off per cell
+        # stays in the float32 the recurrence accumulated it in (sru.ops.precision.recurrence_dtype).
+        return h.to(residual.dtype), c
 
     def compute_U(self, input: Tensor) -> Tensor:
-        """One matrix product (two with a projection): (L, B, d_in) -> (L, B, dirs*d*k), through
-        the CPU GEMM dispatch (``torch.mm`` off CPU / fp32: sru/ops/cpu/gemm.py)."""
+        """One matrix product (two with a projection): (..., d_in) -> (..., dirs*d*k) ((L, B, .) padded,
+        (N, .) packed), through the projection entry point (sru/ops/cpu/routes.py)."""
         x = input.reshape(-1, input.size(-1))  # a view when input is contiguous
         if self.weight_proj is not None:
             x = self.project(x, "weight_proj")
-        return self.project(x).view(input.size(0), input.size(1), -1)
+        return self.project(x).view(*input.shape[:-1], -1)
 
     def compute_UV(self, input: Tensor, c0: Optional[Tensor] = None,
                    mask_pad: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
@@ -182,10 +185,11 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
         return custom_m_UV(self, input)
 
     def apply_recurrence(self, U: Tensor, V: Tensor, residual: Tensor, c0: Optional[Tensor],
-                         mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> List[Tensor]:
+                         mask_c: Optional[Tensor], layout) -> List[Tensor]:
+        """The recurrence over ``layout`` (``PaddedLayout`` or ``PackedLayout``, sru/ops/packing.py)."""
         if not (self.has_skip_term and U.size(-1) == 3 * self.output_size):
             residual = None  # the skip input is u3 (k = 4) or absent: x is not read
-        return list(self._recurrence(U, residual, V, c0, mask_c, mask_pad))
+        return list(self._recurrence(U, residual, V, c0, mask_c, layout))
 
 
 class SRU(ScriptableStack, StackBase):
@@ -310,30 +314,33 @@ class SRU(ScriptableStack, StackBase):
         if tracing_loudly():  # torch.jit.trace: without the shape checks' TracerWarnings
             with quiet_tracer():
                 return self.forward(input, c0, mask_pad)
-        fast = stack_inference(self, input, c0, mask_pad)  # a plain stack in inference: one C call
-        if fast is not None:
-            return fast
-        if isinstance(input, PackedSequence):  # no padded compute (sru/packed.py)
+        route, plan = choose_route(self, input, c0, mask_pad)  # the one choice of route (sru/forward_routes.py)
+        if route is Route.STACK:  # a plain stack in inference: one C call
+            out = run_stack(self, plan, input, c0, mask_pad)
+            if out is not None:
+                return out
+            route, plan = choose_route(self, input, c0, mask_pad)  # no BLAS symbol: the plan is now unusable
+        if route is Route.PACKED:  # no padded compute (sru/packed.py)
             return forward_packed_sequence(self, input, c0, mask_pad)
         time_major = not self.batch_first
         input, mask_pad = check_stack_input(self, input, c0, mask_pad, time_major)
         h = input if self.input_to_hidden is None else self.input_to_hidden(input)
-        h, c_stack = self._layers(h, c0, mask_pad)
+        h, c_stack = self._layers(h, c0, mask_pad, plan if route is Route.INFERENCE else None)
         c_stack = self._stack_c(c_stack, h.size(1))
         return (h if time_major else h.transpose(0, 1)), c_stack
 
-    def _layers(self, h: Tensor, c0: Optional[Tensor],
-                mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        """Every layer over time-major h (L, B, d_in): (h, c (layers, B, dirs*d))."""
+    def _layers(self, h: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor],
+                inference: Optional[list]) -> Tuple[Tensor, Tensor]:
+        """Every layer over time-major h (L, B, d_in): (h, c (layers, B, dirs*d)); ``inference``: the
+        inference route's plan, or None (layer by layer, each layer choosing its route)."""
         batch = h.size(1)
         if h.size(0) == 0 or batch == 0:  # nothing to compute: empty h, c0 (or zeros) unchanged
             return empty_outputs(h, c0, (self.num_layers, batch, self.output_size),
                                  self.output_size, self.amp_recurrence_fp16, self)
-        plan = inference_plan(self.rnn_lst, h)
-        if plan is not None:  # no autograd: one matmul and one direct kernel call per layer
-            return run_inference_path(plan, h, c0, mask_pad)
+        if inference is not None:  # no autograd: one matmul and one direct kernel call per layer
+            return run_inference_path(inference, h, c0, mask_pad)
         c_last = []
-        for i, cell in enumerate(self.rnn_lst):  # the general path, through autograd
+        for i, cell in enumerate(self.rnn_lst):
             h, c = cell(h, None if c0 is None else c0[i], mask_pad=mask_pad)
             c_last.append(c)
         return h, torch.stack(c_last)

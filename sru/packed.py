@@ -7,64 +7,28 @@ Two entries (docs/sru.md, "Packed input"):
   one after another (N, input_size) with their offsets ``cu_seqlens`` (B + 1,), the convention
   of flash-attention and flash-linear-attention.
 
-Both run each layer's matmul over the N real tokens only and the recurrence over the packed
-time-major layout (``sru.ops.packing``): step t touches the ``batch_sizes[t]`` sequences still
-running. A bidirectional layer starts each sequence's backward direction at its last real token.
-What still pads: a ``custom_m`` layer (its module may expect (L, B, d) input), handled by
+Both run each layer's own body, ``SRUCell.forward_layout``, over the packed time-major layout
+(``sru.ops.packing.PackedLayout``; a padded batch is the trivial layout of the same body): the matmul over
+the N real tokens only, the recurrence with step t touching the ``batch_sizes[t]`` sequences still
+running. This file keeps only what is packed-specific: the layouts of PackedSequence and cu_seqlens input,
+the sorted order of c0 and c, and the stack's loop over its layers. A bidirectional layer starts each
+sequence's backward direction at its last real token. What still pads: a ``custom_m`` layer (its module may expect (L, B, d) input), handled by
 padding the PackedSequence and passing ``mask_pad``, as before.
 """
-from contextlib import nullcontext
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from sru.checks import check_float_tensor, shape_of, state_dtype
-from sru.ops.backends import linear_recurrence
-from sru.ops.packing import PackedLayout, elementwise_recurrence_packed
-from sru.ops.spec import Masks
+from sru.checks import check_float_tensor, shape_of
+from sru.forward_routes import choose_route
+from sru.ops.packing import PackedLayout
 
 
 def packed_supported(sru) -> bool:
     """Whether every layer can run packed: a ``custom_m`` module sees (L, B, d) tensors."""
     return all(cell.custom_m is None for cell in sru.rnn_lst)
-
-
-def cell_forward_packed(cell, x: Tensor, layout: PackedLayout,
-                        c0: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    """One SRUCell over packed rows x (N, input_size); c0 (B, dirs*d) in the sorted order.
-    Mirrors ``SRUCell.forward`` (layer norm, dropout masks per sequence, the fused CPU layer)."""
-    residual = x  # the skip term sees the raw input (before layer norm and rnn_dropout)
-    if cell.layer_norm is not None and not cell.normalize_after:
-        x = cell.layer_norm(x)
-    if cell.training and cell.rnn_dropout > 0:  # one mask per sequence, gathered onto its tokens
-        mask = cell._dropout_mask(x, (layout.batch, x.size(-1)), cell.rnn_dropout)
-        x = x * mask[layout.row_batch]
-    mask_c = None
-    if cell.training and cell.dropout > 0:
-        mask_c = cell._dropout_mask(x, (layout.batch, cell.output_size), cell.dropout)
-
-    if cell._fuse_layer(x, residual, c0):  # eager CPU training, plain k = 3 layer
-        h, c = linear_recurrence(x, cell.weight, cell.weight_c, cell.bias, c0,
-                                 Masks(mask_c), cell.recurrence_spec(), layout.kernel_args,
-                                 gemm=cell.gemm)
-    else:
-        U = x if cell.weight_proj is None else cell.project(x, "weight_proj")
-        U = cell.project(U)
-        dtype = state_dtype(U.dtype, cell.amp_recurrence_fp16)  # as SRUCell.apply_recurrence
-        cast = (lambda t: t if t is None or t.dtype == dtype else t.to(dtype))
-        skip_x = residual if cell.has_skip_term and U.size(-1) == 3 * cell.output_size else None
-        autocast_on = torch.is_autocast_enabled(U.device.type)
-        with torch.autocast(U.device.type, enabled=False) if autocast_on else nullcontext():
-            h, c = elementwise_recurrence_packed(
-                cast(U), cast(skip_x), cast(cell.weight_c), cast(cell.bias), cast(c0),
-                cell.hidden_size, layout, bidirectional=cell.bidirectional,
-                has_skip_term=cell.has_skip_term, scale_x=cell._skip_scale,
-                activation=cell.activation, mask_c=cast(mask_c), backend=cell.backend)
-    if cell.layer_norm is not None and cell.normalize_after:
-        h = cell.layer_norm(h)
-    return h.to(residual.dtype), c
 
 
 def stack_forward_packed(sru, data: Tensor, layout: PackedLayout,
@@ -84,7 +48,8 @@ def stack_forward_packed(sru, data: Tensor, layout: PackedLayout,
     h = data if sru.input_to_hidden is None else sru.input_to_hidden(data)
     c_last = []
     for i, cell in enumerate(sru.rnn_lst):
-        h, c = cell_forward_packed(cell, h, layout, None if c0 is None else c0[i])
+        c0_i = None if c0 is None else c0[i]
+        h, c = cell.forward_layout(h, c0_i, layout, choose_route(cell, h, c0_i, layout=layout)[0])
         c_last.append(c)
     return h, torch.stack(c_last)
 

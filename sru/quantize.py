@@ -10,10 +10,13 @@ AMX, VNNI or AVX2 kernels; torch's dynamic quantised linear on fbgemm where that
 for), reached through sru/ops/cpu/int8.py (which says how rows are quantised one scale each, and which
 small products stay float32); docs/ops.md says why this kernel and not ``torch._int_mm`` or torchao.
 
-bf16: under ``torch.autocast("cpu", torch.bfloat16)`` the layer already runs its projections in
-bf16 (oneDNN) and the recurrence in float32; ``bf16_native()`` says whether this CPU computes bf16
-natively (AVX512-BF16 / AMX) and ``warn_if_bf16_emulated()`` warns once where it does not (slower
-than fp32 there).
+``to_precision(model, precision)``: the one call that puts a model in a precision. int8 is
+``quantize_dynamic``; bf16 sets ``precision=Precision.BF16`` on every SRU layer and every ``nn.Linear`` (made a
+``DispatchedLinear``), which hand it to the projection entry point with each product (sru/ops/cpu/routes.py:
+bf16 projections through oneDNN, the recurrence in float32), with no autocast around the model. Under
+``torch.autocast("cpu", torch.bfloat16)`` (training) the layer takes the same bf16 route for its products.
+``bf16_native()`` says whether this CPU computes bf16 natively (AVX512-BF16 / AMX) and
+``warn_if_bf16_emulated()`` warns once where it does not (slower than fp32 there).
 """
 import copy
 import warnings
@@ -25,6 +28,7 @@ from torch import nn
 from sru.cell_base import RecurrentCellBase
 from sru.linear import DispatchedLinear
 from sru.ops.backends import int8_engine
+from sru.ops.precision import Precision, bf16_native, parse  # noqa: F401  (bf16_native: public here too)
 from sru.ops.quantized import quantize_weight  # noqa: F401  (sru.quantize's public API)
 
 _warned = set()
@@ -41,21 +45,13 @@ def check_int8_device(device) -> None:
                          "use precision=fp32 or bf16")
 
 
-def bf16_native() -> bool:
-    """Whether this CPU computes bf16 matmuls natively (AVX512-BF16 or AMX)."""
-    cpu = torch.cpu
-    return bool(getattr(cpu, "_is_avx512_bf16_supported", lambda: False)()
-                or getattr(cpu, "_is_amx_tile_supported", lambda: False)())
-
-
 def warn_if_bf16_emulated() -> bool:
     """Warn once when bf16 is emulated here (then slower than fp32). Returns ``bf16_native()``."""
-    native = bf16_native()
-    if not native and "bf16" not in _warned:
-        _warned.add("bf16")
-        warnings.warn(f"this CPU ({torch.backends.cpu.get_cpu_capability()}) has no native bf16 (AVX512-BF16 / "
-                      "AMX): bf16 is emulated and runs slower than fp32", stacklevel=2)
-    return native
+    slower = Precision.BF16.slower_than_fp32("cpu")
+    if slower and "bf16-emulated" not in _warned:
+        _warned.add("bf16-emulated")
+        warnings.warn(slower, stacklevel=2)
+    return not slower
 
 
 def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[str, ...]:
@@ -74,6 +70,22 @@ def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[
     return keep
 
 
+def _convert(model: nn.Module, keep: Tuple[str, ...], cell_fn, linear_fn) -> None:
+    """In place: ``cell_fn`` on every SRU layer, ``linear_fn`` on every ``nn.Linear`` (made a
+    ``DispatchedLinear``; its result replaces it) of ``model``, except the submodules named in ``keep``."""
+    skipped = lambda name: any(name == k or name.startswith(k + ".") for k in keep)  # noqa: E731
+    for name, module in list(model.named_modules()):
+        if skipped(name):
+            continue
+        if isinstance(module, RecurrentCellBase):
+            cell_fn(module)
+        for child_name, child in list(module._modules.items()):
+            full = f"{name}.{child_name}" if name else child_name
+            if isinstance(child, nn.Linear) and not skipped(full):
+                linear = child if isinstance(child, DispatchedLinear) else DispatchedLinear.from_linear(child)
+                module._modules[child_name] = linear_fn(linear)
+
+
 def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = (),
                      inplace: bool = False) -> nn.Module:
     """``model`` with int8 projections (see the module docstring). ``keep_fp32``: the name, or
@@ -86,16 +98,25 @@ def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = ()
         check_int8_device("cpu")  # raises the one-line error
     keep = kept_names(model, keep_fp32)
     model = model if inplace else copy.deepcopy(model)
-    skipped = lambda name: any(name == k or name.startswith(k + ".") for k in keep)  # noqa: E731
-    for name, module in list(model.named_modules()):
-        if skipped(name):
-            continue
-        if isinstance(module, RecurrentCellBase):
-            module.quantize_int8_()
-        for child_name, child in list(module._modules.items()):
-            full = f"{name}.{child_name}" if name else child_name
-            if isinstance(child, nn.Linear) and not skipped(full):
-                linear = child if isinstance(child, DispatchedLinear) else DispatchedLinear.from_linear(child)
-                module._modules[child_name] = linear.quantize_int8_()
+    _convert(model, keep, lambda cell: cell.quantize_int8_(), lambda linear: linear.quantize_int8_())
     return model
 
+
+def _with_precision(module: nn.Module, precision: Precision) -> nn.Module:
+    module.precision = precision
+    return module
+
+
+def to_precision(model: nn.Module, precision: Union[str, Precision], keep_fp32: Union[str, Iterable[str]] = (),
+                 inplace: bool = False) -> nn.Module:
+    """``model`` in ``precision`` (fp32 / bf16 / int8, a ``sru.Precision`` or its name) for inference:
+    int8 through ``quantize_dynamic``, bf16 as each layer's own precision (module docstring), fp32 as
+    trained. ``keep_fp32``: submodule names left in float32 (int8 and bf16). A copy unless ``inplace``."""
+    precision = parse(precision, (Precision.FP32, Precision.BF16, Precision.INT8), "to_precision")
+    if precision is Precision.INT8:
+        return quantize_dynamic(model, keep_fp32, inplace)
+    keep = kept_names(model, keep_fp32)
+    model = model if inplace else copy.deepcopy(model)
+    set_it = lambda module: _with_precision(module, precision)  # noqa: E731
+    _convert(model, keep, set_it, set_it)
+    return model

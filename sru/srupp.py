@@ -20,6 +20,7 @@ from sru.checks import (check_float_tensor, check_input_dtype, check_layer_sizes
                         check_options, empty_outputs)
 from sru.cell_base import RecurrentCellBase, StackBase
 from sru.linear import DispatchedLinear
+from sru.ops.packing import PaddedLayout
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 from sru.scripting.cells import PackedAsTuple, ScriptableCell
@@ -99,8 +100,7 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
         self.bias.zero_()
         self.bias[self.output_size:] = self.highway_bias
         alpha = math.sqrt(1 + 2 * math.exp(self.highway_bias))
-        self.scale_x.fill_(alpha if self.rescale and self.has_skip_term else 1.0)
-        self._scale_x_value = float(self.scale_x[0])
+        self.set_scale_x(alpha if self.rescale and self.has_skip_term else 1.0)
         _reset_transform(self.transform_module)
         if self.v1:  # the paper's first version: no c_{t-1} term in the gates
             self.weight_c.zero_()
@@ -129,7 +129,7 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
         residual = input  # the skip term sees the raw input
         if self.layer_norm is not None and not self.normalize_after:
             input = self.layer_norm(input)
-        input, mask_c = self._dropout(input, batch)
+        input, mask_c = self._dropout(input, PaddedLayout(batch))
         U = self.compute_U(input, mask_pad, attn_mask, memory, memory_mask_pad)
         h, c = self.apply_recurrence(U, residual, c0, mask_c, mask_pad)
         if self.layer_norm is not None and self.normalize_after:
@@ -154,7 +154,7 @@ class SRUppCell(ScriptableSRUppCell, ScriptableCell, RecurrentCellBase):
     def apply_recurrence(self, U: Tensor, residual: Tensor, c0: Optional[Tensor],
                          mask_c: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         x = residual if self.has_skip_term and self.num_matrices == 3 else None
-        return self._recurrence(U, x, self.weight_c, c0, mask_c, mask_pad)
+        return self._recurrence(U, x, self.weight_c, c0, mask_c, PaddedLayout(U.size(1), mask_pad))
 
     def _check(self, input, c0, mask_pad) -> None:
         check_float_tensor("input", "SRUppCell", input)

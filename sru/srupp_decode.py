@@ -14,23 +14,120 @@ decoding continues exactly as ``SRUpp.forward(segment, c0=c, memory=saved_inputs
 causal)`` (Transformer-XL style streaming evaluation). Note the official layout's quirk kept
 here: with ``layer_norm=True, normalize_after=False`` a layer's memory enters its attention
 without the layer's pre-norm, while its own input is normalized.
+
+What a step costs beyond its products (``python -m bench.speed --decode`` measures it) is kept small
+by two pieces. ``KeyStore``: a layer's cached keys and values as views of a buffer with room to grow. Why: with
+``torch.cat`` every step copied all S cached positions (at B = 32, S = 64, proj 128: 2 MB a step,
+more than the step's own products). Here a step writes only its new positions, in place, when the
+cache it continues is the newest one made from that buffer (``end == buffer.used``); any other (a
+cache decoded from twice, as beam search may) is copied into a fresh buffer, so no view handed out
+is ever overwritten. A full buffer is replaced by a new one twice the live size (never compacted in
+place, for the same reason), so a sliding window (``max_context``) costs O(1) a step amortized.
+
+``direct_recurrence``: the layer's recurrence as one direct call of the fused CPU kernel
+(``sru.ops.cpu.kernel.forward``), not through the autograd custom op: at one position the op's
+dispatch and argument checks cost more than the recurrence. Anything the kernel does not take
+(autocast, another backend or device, tracing, half precision) runs ``apply_recurrence`` as before;
+both give the same numbers (the same kernel).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from sru.ops.backends import cpu_kernel, load_library
+from sru.ops.precision import under_autocast
+from sru.ops.tracing import eager_cpu
 from sru.srupp_attention import SRUppAttention
+
+_KERNEL_DTYPES = (torch.float32, torch.float64)
+
+
+class _Buffer:
+    """Keys and values storage (capacity, B, proj) and how many rows are written."""
+    __slots__ = ("keys", "values", "used")
+
+    def __init__(self, keys: Tensor, values: Tensor, used: int):
+        self.keys, self.values, self.used = keys, values, used
+
+
+class KeyStore:
+    """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer."""
+    __slots__ = ("buffer", "start", "end", "keys", "values")
+
+    def __init__(self, buffer: _Buffer, start: int, end: int):
+        self.buffer, self.start, self.end = buffer, start, end
+        self.keys, self.values = buffer.keys[start:end], buffer.values[start:end]
+
+    @classmethod
+    def append(cls, store: Optional["KeyStore"], old_keys: Tensor, old_values: Tensor,
+               keys: Tensor, values: Tensor, max_context: Optional[int]) -> "KeyStore":
+        """The store of ``old_keys`` (the cache's, ``store`` when decode made it) followed by ``keys``."""
+        new = keys.size(0)
+        if (store is not None and old_keys is store.keys and old_values is store.values
+                and store.end == store.buffer.used and store.end + new <= store.buffer.keys.size(0)
+                and keys.dtype == old_keys.dtype and keys.shape[1:] == old_keys.shape[1:]):
+            buffer, end = store.buffer, store.end + new
+            buffer.keys[store.end:end].copy_(keys)
+            buffer.values[store.end:end].copy_(values)
+            buffer.used = end
+            return cls(buffer, store.start, end)
+        live = old_keys.size(0)
+        need = live + new
+        capacity = max(2 * need, 2 * (max_context or 0) + new, 16)
+        buffer = _Buffer(keys.new_empty(capacity, *keys.shape[1:]), values.new_empty(capacity, *values.shape[1:]),
+                         need)
+        for target, old, fresh in ((buffer.keys, old_keys, keys), (buffer.values, old_values, values)):
+            target[:live].copy_(old)
+            target[live:need].copy_(fresh)
+        return cls(buffer, 0, need)
+
+    def keep(self, positions: int) -> Tuple[Tensor, Tensor]:
+        """Only the last ``positions`` rows (a sliding window): the cache's keys and values."""
+        if self.end - self.start > positions:
+            self.start = self.end - positions
+            self.keys, self.values = self.buffer.keys[self.start:self.end], self.buffer.values[self.start:self.end]
+        return self.keys, self.values
+
+
+def _skip_mode(cell) -> int:
+    """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
+    return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
+
+
+def direct_recurrence(cell, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Tensor, Tensor]:
+    """(h, c) of ``cell.apply_recurrence(U, residual, c0, None, None)`` in eval mode without autograd."""
+    dtype = U.dtype
+    params = cell._parameters
+    weight_c, bias = params["weight_c"], params["bias"]
+    lib = None
+    if (dtype in _KERNEL_DTYPES and not torch.is_grad_enabled() and not cell.training
+            and cell.backend in ("auto", "cpu") and not under_autocast("cpu")
+            and eager_cpu(U, residual) and residual.dtype == dtype == weight_c.dtype == bias.dtype == c0.dtype
+            and weight_c.dim() == 1 and c0.is_cpu):
+        lib = load_library()
+    if lib is None:
+        return cell.apply_recurrence(U, residual, c0, None, None)
+    skip = _skip_mode(cell)
+    options = cpu_kernel.KernelOptions(cell.hidden_size, cell.num_directions, skip,
+                                       bool(cell.activation_type), float(cell.skip_scale))
+    inputs = (U.contiguous(), residual.contiguous() if skip == 1 else None, weight_c.contiguous(),
+              bias.contiguous(), c0.contiguous(), None, None)
+    h, c_last, _ = cpu_kernel.forward(lib, inputs, options, False)
+    return h, c_last
 
 
 @dataclass
 class SRUppCache:
     """Per layer: keys and values (S, B, proj) of the S positions seen (None for layers without
-    attention), and c (layers, B, dirs*hidden_size) after the last position."""
+    attention), and c (layers, B, dirs*hidden_size) after the last position. ``stores``: where
+    ``decode`` made them, the growing buffers they are views of (``KeyStore``), so
+    that the next step appends in place instead of copying every cached position."""
     keys: List[Optional[Tensor]]
     values: List[Optional[Tensor]]
     c: Tensor
+    stores: Optional[List[Optional[KeyStore]]] = field(default=None, repr=False, compare=False)
 
     @property
     def length(self) -> int:
@@ -108,25 +205,29 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
     if model.input_to_hidden is not None:
         x = model.input_to_hidden(x)
     mask = _causal(length, cache.length, x)
-    keys, values, cs = [], [], []
-    for i, cell in enumerate(model.rnn_lst):
+    keys, values, stores, cs = [], [], [], []
+    for i, cell in enumerate(model.rnn_lst._modules.values()):
         residual = x
-        if cell.layer_norm is not None and not cell.normalize_after:
-            x = cell.layer_norm(x)
+        norm = cell._modules.get("layer_norm")
+        if norm is not None and not cell.normalize_after:
+            x = norm(x)
         attention = cell.transform_module
         if isinstance(attention, SRUppAttention):
             q, k, v, res = attention.query_key_value(x)
-            k, v = torch.cat([cache.keys[i], k]), torch.cat([cache.values[i], v])
+            store = KeyStore.append(cache.stores[i] if cache.stores else None, cache.keys[i],
+                                    cache.values[i], k, v, max_context)
+            k, v = store.keys, store.values  # the cached positions and the new ones
             U = attention.output(attention.attend(q, k, v, mask), res)
             if max_context is not None:
-                k, v = k[-max_context:], v[-max_context:]
+                k, v = store.keep(max_context)
         else:
-            U, k, v = cell.compute_U(x), None, None
-        h, c = cell.apply_recurrence(U, residual, cache.c[i], None, None)
-        if cell.layer_norm is not None and cell.normalize_after:
-            h = cell.layer_norm(h)
+            U, k, v, store = cell.compute_U(x), None, None, None
+        h, c = direct_recurrence(cell, U, residual, cache.c[i])
+        if norm is not None and cell.normalize_after:
+            h = norm(h)
         x = h.to(residual.dtype)
         keys.append(k)
         values.append(v)
+        stores.append(store)
         cs.append(c)
-    return (x[0] if single else x), SRUppCache(keys, values, torch.stack(cs))
+    return (x[0] if single else x), SRUppCache(keys, values, torch.stack(cs), stores)

@@ -1,4 +1,4 @@
-"""The prefix beam search as it was before it was vectorised (tasks/speech/decoding.py at d270910), kept
+"""The prefix beam search as it was before it was vectorised (tasks/speech/decoding.py at d270910, with main's ``allowed`` labels and score), kept
 only as the reference that tests/test_speech_beam_vectorised.py compares the decoder's output with: one
 dictionary of prefixes per frame, every extension scored in Python."""
 from __future__ import annotations
@@ -56,7 +56,9 @@ def _best(nxt, parents, fused, beam, extend, bound_gain):
     return [(prefix, fusion) for _, _, prefix, fusion in sorted(kept, key=lambda x: x[:2], reverse=True)]
 
 
-def reference_prefix_beam_search(log_probs, beam=8, blank=0, prune=-12.0, lm=None, lm_weight=0.0, bonus=0.0):
+def reference_scored_beam_search(log_probs, beam=8, blank=0, prune=-12.0, lm=None, lm_weight=0.0, bonus=0.0,
+                                 allowed=None):
+    keep = None if allowed is None else frozenset(allowed)
     frames = log_probs.detach().float().cpu().tolist()
     beams = {(): (0.0, NEG_INF)}
     fused = {(): 0.0}
@@ -66,7 +68,7 @@ def reference_prefix_beam_search(log_probs, beam=8, blank=0, prune=-12.0, lm=Non
 
     bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
     for frame in frames:
-        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank]
+        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank and (keep is None or c in keep)]
         nxt, parents = _extensions(beams, frame, candidates, blank)
         best = _best(nxt, parents, fused, beam, extend, bound_gain)
         beams = {prefix: tuple(nxt[prefix]) for prefix, _ in best}
@@ -75,4 +77,9 @@ def reference_prefix_beam_search(log_probs, beam=8, blank=0, prune=-12.0, lm=Non
     def final(kv) -> float:
         end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
         return _logadd(*kv[1]) + fused[kv[0]] + end
-    return list(max(beams.items(), key=final)[0])
+    best = max(beams.items(), key=final)
+    return list(best[0]), final(best)
+
+
+def reference_prefix_beam_search(*args, **kwargs):
+    return reference_scored_beam_search(*args, **kwargs)[0]

@@ -144,6 +144,8 @@ CONFIG = [
     Case("squad-readers-0", config("task=squad", "task.readers=0"), "task.readers: expected an integer >= 1, received 0"),
     Case("squad-type-prior-negative", config("task=squad", "task.answer_type_prior=-1"),
          "task.answer_type_prior: expected a number >= 0, received -1"),
+    Case("squad-span-edges-not-bool", config("task=squad", "task.span_edges=maybe"),
+         "task.span_edges: expected true or false, received 'maybe'"),
 ]
 
 

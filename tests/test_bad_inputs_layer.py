@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from sru import SRU, SRUCell, SRUpp, quantize_dynamic
+from sru import SRU, SRUCell, SRUpp, quantize_dynamic, to_precision
 
 
 @dataclass
@@ -78,6 +78,11 @@ ROWS: List[Row] = [
         "quantize_dynamic: keep_fp32 expected a submodule name or a list of them, got int"),
     Row("quantize-inplace-a-string", lambda: quantize_dynamic(Tagger(), inplace="no"),
         "quantize_dynamic expected inplace to be True or False, got 'no'"),
+    Row("to-precision-unknown", lambda: to_precision(Tagger(), "fp8"),
+        "to_precision=fp8: expected one of ['fp32', 'bf16', 'int8']"),
+    Row("cell-precision-int8", lambda: setattr(SRUCell(8, 8), "precision", "int8"),
+        "SRUCell.precision=int8: int8 weights come from sru.quantize_dynamic(model) or sru.to_precision(model, "
+        "'int8'), not from setting the attribute"),
     Row("script-custom-m", lambda: torch.jit.script(SRU(6, 6, custom_m=nn.Linear(6, 18))),
         "SRUCell with custom_m cannot be scripted (torch.jit.script): custom_m's signature is free-form; export "
         "the model with sru.deploy.export instead (docs/deploy.md)"),

@@ -74,6 +74,19 @@ def test_train_step_fills_grads_of_parameters_and_input(name):
     assert all(t.grad is not None and t.grad.shape == t.shape for t in cand.leaves)
 
 
+def test_the_cpu_grid_has_eight_shapes_and_its_bound_reads_the_layers_widths():
+    """--shapes grid: 8 shapes, one bidirectional and one with layer norm; the GEMM bound's products are
+    the SRU's own (a bidirectional first layer is d x 2 * 4d, k = 4 as its input is narrower than its output)."""
+    grid = bench_registry.shapes_for("grid", "cpu")
+    assert len(grid) == 8 and len({s.label for s in grid}) == 8
+    assert sum(s.bidirectional for s in grid) == 1 and sum(s.layer_norm for s in grid) == 1
+    bidir = bench_registry.Shape(4, 2, 8, 2, bidirectional=True)
+    assert bench_registry.sru_projection_widths(bidir) == [(8, 64), (16, 48)]
+    cand = bench_registry.build_candidates(bidir, "cpu", "fp32", backends=["cpu"])["sru-cpu"]()
+    cand.train_step()
+    assert all(t.grad is not None for t in cand.leaves)
+
+
 def test_unknown_shape_grid_is_one_clear_error():
     with pytest.raises(ValueError, match="expected one of"):
         bench_registry.shapes_for("huge", "cpu")
@@ -112,16 +125,25 @@ def test_decode_mode_times_every_candidate_per_batch(tmp_path):
     bench_speed.main(["--decode", "--threads", "1", "--repeats", "2", "--warmup", "1", "--min-ms", "0",
                       "--out", str(out)])
     rows = json.loads((out / "decode.json").read_text())["results"]
-    names = {"matmuls", "sru (inference_mode)", "sru (no_grad)", "lstm"}
+    names = {"matmuls", "sru (inference_mode)", "sru (no_grad)", "lstm", "srupp-matmuls", "srupp"}
     assert {(r["batch"], r["candidate"]) for r in rows} == {
         (b, n) for b in bench_decode.DECODE_BATCHES for n in names}
     for r in rows:
         assert len(r["samples_ms"]) == 2
         assert r["median_ms"] == pytest.approx(statistics.median(r["samples_ms"]), abs=1e-3)
         assert r["min_ms"] == min(r["samples_ms"]) > 0
-        if r["candidate"] == "matmuls":
+        assert r["floor"] == ("srupp-matmuls" if r["candidate"].startswith("srupp") else "matmuls")
+        if r["candidate"] in ("matmuls", "srupp-matmuls"):
             assert r["vs_matmuls"] == pytest.approx(1.0) and r["vs_matmuls_min"] == pytest.approx(1.0)
-    assert "| 1 | sru (inference_mode) |" in (out / "decode.md").read_text()
+    text = (out / "decode.md").read_text()
+    assert "| 1 | sru (inference_mode) |" in text and "| 32 | srupp |" in text
+    # the step profile: every part per batch size, the whole step first, the path each batch took
+    profile = json.loads((out / "decode.json").read_text())["profile"]
+    assert set(profile) == {str(b) for b in bench_decode.DECODE_BATCHES}
+    for parts in profile.values():
+        assert parts[0]["part"].startswith("whole step") and parts[0]["share"] == pytest.approx(1.0)
+        assert parts[0]["path"] in ("one C call", "routed") and all(p["us"] == p["us"] for p in parts)
+    assert "Where one step's µs go (B = 1: " in text
 
 
 def test_official_package_directory_that_is_missing_is_one_clear_error(tmp_path):
@@ -173,3 +195,12 @@ def test_processes_refuse_an_out_for_bench_speed(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         processes.parse_args(["--", "--out", str(tmp_path)])
     assert exit_.value.code == 2 and "pass --out to this script" in capsys.readouterr().err
+
+
+def test_versions_refuses_a_tree_without_the_layer(tmp_path, capsys):
+    """bench.versions (old tree vs new tree) names the directory that holds no sru/ and the fix."""
+    from bench import versions
+
+    with pytest.raises(SystemExit):
+        versions.parse_args(["--old", str(tmp_path), "--new", "."])
+    assert f"{tmp_path}: no sru/__init__.py there; pass the root of a checkout" in capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_squad_times_both_reader_encoders(tmp_path):
 def test_translation_compares_transformer_sru_with_transformer(tmp_path):
     overrides = ["task.data.source=files", f"task.data.cache_dir={tmp_path / 'cache'}",
                  *(f"task.data.files.{s}={TRANSLATION}" for s in ("train", "valid", "test")),
-                 "task.subwords.vocab_size=300", "task.max_tokens=64", "task.max_sentences=2",
+                 "task.subwords.vocab_size=320", "task.max_tokens=64", "task.max_sentences=2",
                  "model.d_model=16", "model.attention_heads=2", "model.ffn_dim=32", "model.encoder_layers=1",
                  "model.decoder_layers=1", "model.max_positions=128"]
     result = run_bench(tmp_path, "translation", overrides)

@@ -257,3 +257,18 @@ def test_dispatched_linear_matches_nn_linear():
     for g, w in zip([x.grad] + [p.grad for p in dispatched.parameters()], want_grads):
         assert rel_err(g, w) < 2e-5
     assert onednn_ran(lambda: dispatched(x))
+
+
+def test_the_choice_is_timed_in_thread_cpu_time_on_one_thread():
+    """On one thread the dispatch's samples do not count time descheduled by other processes (on a shared
+    machine it pulled the MKL / oneDNN ratio towards 1); with more threads only wall time sees them all."""
+    import time
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert gemm._clock() is time.thread_time
+        torch.set_num_threads(2)
+        assert gemm._clock() is time.perf_counter
+    finally:
+        torch.set_num_threads(threads)

@@ -30,7 +30,7 @@ def test_every_backend_module_has_both_entries():
         if entry.paths is not None:
             paths = importlib.import_module(entry.paths)
             for function in ("inference_plan", "run_inference_path", "fuse_layer", "linear_recurrence",
-                             "stack_inference"):
+                             "stack_plan", "run_stack"):
                 assert callable(getattr(paths, function)), f"{name}: {entry.paths}.{function}"
 
 

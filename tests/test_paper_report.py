@@ -340,3 +340,13 @@ def test_a_later_seed_is_checked_against_the_first_three(tmp_path):
     # with three seeds mean ± 2 std is narrow; the 95% prediction interval is t(2) = 4.303 x 5 x sqrt(4/3)
     assert "(205.00 ± 10.00), inside their 95% prediction interval for one more seed (205.00 ± 24.84)" in text
     assert "(205.00 ± 10.00), **outside** their 95% prediction interval for one more seed (205.00 ± 24.84)" in text
+
+
+def test_a_record_names_the_commit_it_ran_at():
+    """run.json's commit is HEAD of the checkout (it was "" while ROOT pointed one folder above it)."""
+    import re
+
+    from reproduce.run_cells import ROOT as CHECKOUT
+    from reproduce.run_cells import git_commit
+    assert (CHECKOUT / "reproduce" / "run_cells.py").is_file()
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", git_commit())

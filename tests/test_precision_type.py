@@ -14,7 +14,7 @@ import torch
 import sru
 from sru.linear import DispatchedLinear
 from sru.ops.backends import int8_engine
-from sru.ops.precision import INFERENCE_NAMES, TRAINING_NAMES, Precision, parse
+from sru.ops.precision import INFERENCE_NAMES, TRAINING_NAMES, Precision, of_autocast, parse
 from sru.ops.quantized import Int8Weight
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def test_the_route_table_picks_one_route_per_precision(monkeypatch):
                 assert name(routes.Call("auto", bf16, None, False)) == "bf16 prepacked"
         assert name(routes.Call("auto", bf16, None, True), linear=True) == "autocast"  # Linear layers: torch's op
         with torch.autocast("cpu", torch.bfloat16):
-            assert routes.autocast_precision() is Precision.BF16
+            assert of_autocast() is Precision.BF16
             got = routes.matmul(x, w)
         want = routes.matmul(x, w, precision=Precision.BF16)  # explicit: the same product, no autocast around it
     assert got.dtype is torch.float32 and torch.equal(got, want)

@@ -149,8 +149,9 @@ def test_int8_refusals_name_what_works():
 def test_bf16_emulation_warns_once(monkeypatch):
     import sru.quantize as q
     monkeypatch.setattr(q, "_warned", set())
-    monkeypatch.setattr(q, "bf16_native", lambda: False)
-    with pytest.warns(UserWarning, match="bf16 is emulated"):
+    monkeypatch.setattr(sru.ops.precision, "bf16_flags", lambda: ())  # a CPU without avx512_bf16 / amx_bf16
+    with pytest.warns(UserWarning, match="neither avx512_bf16 nor amx_bf16 in its flags, so bf16 products are "
+                                         "emulated"):
         q.warn_if_bf16_emulated()
     import warnings
     with warnings.catch_warnings():

@@ -16,7 +16,7 @@ from tasks.speech.data import Utterance, load_audio, read_manifest
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import collapse, gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.features import LogMel, cmvn, hz_to_mel, mel_filterbank, mel_to_hz, spec_augment, stack_frames
-from tasks.speech.metrics import error_counts, rates
+from tasks.speech.report import error_counts, rates
 from tasks.corpora.transcripts import normalize_transcript
 from tasks.speech.text import char_vocabulary
 

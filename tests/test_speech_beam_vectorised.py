@@ -6,9 +6,9 @@ import random
 import pytest
 import torch
 
-from speech_reference_decoder import reference_prefix_beam_search
+from speech_reference_decoder import reference_prefix_beam_search, reference_scored_beam_search
 from tasks.speech.char_lm import CharNgramLM
-from tasks.speech.decoding import prefix_beam_search
+from tasks.speech.decoding import prefix_beam_search, scored_beam_search
 
 
 def _case(seed: int):
@@ -24,6 +24,8 @@ def _case(seed: int):
     # for the search to sort by: the scalar search then sorted NaN bounds in an arbitrary order)
     options = dict(beam=rng.choice([1, 2, 4, 8, 16]), lm=lm, lm_weight=rng.choice([0.0, 0.5, 1.0, 3.0]),
                    bonus=rng.choice([0.0, 0.5, 2.0]), prune=rng.choice([-12.0, -2.0, -1.0]))
+    if rng.random() < 0.3:  # one language's alphabet: only these labels may be written
+        options["allowed"] = set(rng.sample(range(1, labels), rng.randrange(0, labels))) if labels > 1 else set()
     return log_probs, options
 
 
@@ -31,7 +33,7 @@ def _case(seed: int):
 def test_the_vectorised_search_decodes_exactly_as_the_scalar_one(first):
     for seed in range(first, first + 50):
         log_probs, options = _case(seed)
-        assert prefix_beam_search(log_probs, **options) == reference_prefix_beam_search(log_probs, **options), seed
+        assert scored_beam_search(log_probs, **options) == reference_scored_beam_search(log_probs, **options), seed
 
 
 def test_an_untrained_models_frames_decode_alike_and_the_lm_is_asked_less():

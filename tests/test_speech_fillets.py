@@ -226,3 +226,57 @@ def test_one_language_picks_its_clips(pack, run_train, tmp_path):
     assert rows and all(r["id"].startswith("nl/") for r in rows)
     with pytest.raises(ValueError, match=r"task.data.languages\[0\]: expected one of \['cs', 'nl'\], received 'de'"):
         run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[de]"]), tmp_path / "run2")
+
+
+@pytest.mark.slow
+def test_predict_and_evaluate_take_the_language(pack, run_train, tmp_path, capsys):
+    """A cs+nl model on the fixture packs: predict.py writes the language beside each transcript (auto picks
+    one of the two, language=nl decodes every file as Dutch), evaluate.py reports how often the language
+    decoded in is the utterance's own, and a language the model lacks is one line (exit 2)."""
+    from tasks.engine.inference.evaluate_cmd import evaluate_run
+    from tasks.engine.inference.predict_cmd import main as predict_main
+    run_train(_run_overrides(pack, tmp_path / "cache"), tmp_path / "run")
+    wavs = sorted(str(p) for p in next((tmp_path / "cache").glob("fillets-*")).glob("wav/**/*.wav"))[:4]
+    capsys.readouterr()  # the training's printout
+    for language, allowed in (("auto", {"cs", "nl"}), ("nl", {"nl"})):
+        with pytest.raises(SystemExit) as done:
+            predict_main([f"run={tmp_path / 'run'}", f"language={language}", f"output={tmp_path / language}.jsonl",
+                          *wavs])
+        rows = [json.loads(line) for line in (tmp_path / f"{language}.jsonl").read_text().splitlines()]
+        assert done.value.code == 0 and len(rows) == len(wavs) and {r["language"] for r in rows} <= allowed
+        assert all(set(r) == {"audio", "text", "seconds", "language"} for r in rows)
+    metrics = evaluate_run([f"run={tmp_path / 'run'}", "language=cs", f"out_dir={tmp_path / 'e'}"])
+    test = [json.loads(line) for line in (tmp_path / "e" / "transcripts_test.jsonl").read_text().splitlines()]
+    assert {r["decoded_language"] for r in test} == {"cs"}
+    assert metrics["language_accuracy"] == pytest.approx(100 * sum(r["language"] == "cs" for r in test) / len(test))
+    from tasks.speech.language_tools import main as language_tools
+    language_tools(["identify", str(tmp_path / "run" / "model.pt")])  # each rule's share of languages right
+    out = capsys.readouterr().out
+    assert "3 utterances; language right: greedy-lm " in out and ", beam " in out and "greedy-masked " in out
+    run_train(_run_overrides(pack, tmp_path / "cache", ["task.data.languages=[nl]"]), tmp_path / "nl")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        predict_main([f"run={tmp_path / 'nl'}", "language=cs", *wavs])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert refused.value.code == 2 and err[-1] == ("[predict] error: language=cs: this model was trained on nl; give "
+                                                   "language=nl or language=auto")
+
+
+@pytest.mark.slow
+def test_add_languages_gives_an_older_model_its_languages(pack, run_train, tmp_path):
+    """A model saved before per-language decoding (its inference state without languages) gets them from its
+    own training transcripts in a new file, the weights unchanged; the old file is only read."""
+    import torch
+
+    from tasks.speech.language_tools import main as language_tools
+    run_train(_run_overrides(pack, tmp_path / "cache"), tmp_path / "run")
+    saved = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    languages = saved["inference"].pop("languages")
+    torch.save(saved, tmp_path / "old.pt")
+    language_tools(["add", str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+    new = torch.load(tmp_path / "new.pt", weights_only=True)
+    assert new["inference"]["languages"] == languages and "languages" not in torch.load(tmp_path / "old.pt")["inference"]
+    assert all(torch.equal(new["model"][k], saved["model"][k]) for k in saved["model"])
+    with pytest.raises(SystemExit) as refused:  # never overwritten
+        language_tools(["add", str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
+    assert refused.value.code == 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT
-from tasks.squad.data import load_squad_file
+from conftest import ROOT, compose
+from tasks.squad.data import human_check_path, load_squad_file
 
 SQUAD = ROOT / "tasks" / "squad"
 WHOLE, TUNE, REPORT = (SQUAD / f"human_{name}-v1.1.json" for name in ("dev", "tune", "report"))
@@ -43,3 +43,10 @@ def test_the_report_half_adds_at_least_100_new_questions_of_the_kinds_people_ask
     for kind in ("how high", "how long", "how far", "how many", "how deep", "in which city", "in which country",
                  "which ocean", "which river", "which war", "which museum", "which emperor", "begin?", "end?"):
         assert kind in asked, kind
+
+
+def test_what_every_run_scores_beside_its_test_is_the_tuning_half():
+    """A run's printed human_em may steer a knob, so the default check set must be the tuning half; the report
+    half is read only by an explicit evaluate.py file= (the default Table 2 cells compose the same key)."""
+    for overrides in (["task=squad"], ["experiment=cpu/squad_sru"], ["experiment=cpu/squad_lstm"]):
+        assert human_check_path(compose(overrides).task.human_check).resolve() == TUNE.resolve(), overrides

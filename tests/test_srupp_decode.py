@@ -103,3 +103,48 @@ def test_decode_refuses_bidirectional_training_and_wrong_batch():
     assert isinstance(cache, SRUppCache)
     with pytest.raises(ValueError, match="cache for batch 3"):
         model.decode(torch.randn(3, 4), cache)
+
+
+def test_cache_buffers_survive_growth_windows_and_branching():
+    """The keys/values buffers (sru.srupp_decode.KeyStore) grow and are replaced past their capacity, and
+    a cache decoded from twice (two beams from one) leaves the first branch's cache intact: every path
+    equals a fresh decode that copies everything."""
+    model = build("plain")
+    length = 40  # past the first buffer's capacity (16), with and without a window
+    x = torch.randn(length, B, 5, dtype=torch.float64)
+    with torch.no_grad():
+        want, _, _ = model(x, attn_mask=causal(length))
+    cache, outs = None, []
+    for t in range(length):
+        h, cache = model.decode(x[t], cache)
+        outs.append(h)
+    torch.testing.assert_close(torch.stack(outs), want, rtol=0, atol=1e-12)
+    windowed = None
+    for t in range(length):
+        _, windowed = model.decode(x[t], windowed, max_context=5)
+    assert windowed.length == 5
+    fork = windowed
+    h_a, branch_a = model.decode(x[0], fork)        # appends in place: fork's buffer frontier
+    h_b, branch_b = model.decode(x[1], fork)        # fork is no longer the frontier: copied
+    h_a2, _ = model.decode(x[2], branch_a)          # branch a still sees its own position
+    fresh = lambda c: type(c)([k.clone() for k in c.keys], [v.clone() for v in c.values], c.c.clone())
+    torch.testing.assert_close(h_b, model.decode(x[1], fresh(fork))[0], rtol=0, atol=0)
+    torch.testing.assert_close(h_a2, model.decode(x[2], fresh(branch_a))[0], rtol=0, atol=0)
+    torch.testing.assert_close(branch_a.keys[0][-1:], model.decode(x[0], fresh(fork))[1].keys[0][-1:],
+                               rtol=0, atol=0)
+
+
+def test_direct_recurrence_equals_the_layers_own_recurrence():
+    """A decoding step's recurrence (one direct kernel call) gives the numbers of apply_recurrence."""
+    from sru.srupp_decode import direct_recurrence
+
+    for name in CONFIGS:
+        model = build(name)
+        for cell in model.rnn_lst:
+            U = torch.randn(1, B, cell.output_size * cell.num_matrices, dtype=torch.float64)
+            residual = torch.randn(1, B, cell.input_size, dtype=torch.float64)
+            c0 = torch.randn(B, cell.output_size, dtype=torch.float64)
+            with torch.no_grad():
+                got = direct_recurrence(cell, U, residual, c0)
+                want = cell.apply_recurrence(U, residual, c0, None, None)
+            torch.testing.assert_close(got, want, rtol=0, atol=0)

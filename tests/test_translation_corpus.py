@@ -26,7 +26,7 @@ def real_config(**real):
     cfg = {"sources": ["libreoffice", "gnome", "fillets", "dictionary"], "libreoffice_help": str(LO),
            "gnome_help": str(REAL / "help"), "fillets_scripts": str(REAL / "fillets"), "dictionary_block_lines": 4,
            "min_words": 1, "max_words": 60, "valid_fraction": 0.0, "test_fraction": 0.0, "min_valid": 1,
-           "min_test": 2, "max_pairs": None}
+           "min_test": 2, "max_pairs": None, "train_extra": None}
     cfg.update(real)
     return typed_data("translation", TranslationDataConfig, source="real", real=RealCorpusConfig(**cfg),
                       dictionary_path=str(FIX / "de-en.ding"), min_words=5, split_seed=1234)
@@ -172,3 +172,15 @@ def test_libreoffice_reader_pairs_pages_present_in_both_languages(tmp_path):
     (tmp_path / "de").mkdir()
     (tmp_path / "en-US" / "text" / "only_en.html").write_text("<p id='par_id1'>Hello there</p>")
     assert list(read_libreoffice(tmp_path / "en-US", tmp_path / "de")) == []
+
+
+def test_documents_left_out_by_the_cap_join_train_only_and_valid_test_stay_the_same():
+    capped, _ = build_corpus(real_config(max_pairs={"dictionary": 5}))
+    extra, stats = build_corpus(real_config(max_pairs={"dictionary": 5}, train_extra={"dictionary": 100}))
+    assert extra["valid"] == capped["valid"] and extra["test"] == capped["test"]   # the same evaluation sets
+    count = lambda rows: sum(r[2] == "dictionary" for r in rows["train"])
+    assert count(extra) > count(capped)
+    assert stats["train_extra_after_dedupe"]["dictionary"] == count(extra) - count(capped)
+    train_en = {r[0] for r in extra["train"]}
+    assert not any(r[0] in train_en for split in ("valid", "test") for r in extra[split])
+    assert all(r[3].startswith("train-only ") for r in extra["train"] if r not in capped["train"])

@@ -21,7 +21,7 @@ def tiny_translation_overrides(model: str, cache_dir, steps: int = 80):
     return [
         "task=translation", f"model={model}", "task.data.source=files", f"task.data.cache_dir={cache_dir}",
         *(f"task.data.files.{split}={SAMPLE_PAIRS}" for split in ("train", "valid", "test")),
-        "task.subwords.vocab_size=300", "task.max_tokens=256", "task.max_sentences=8",
+        "task.subwords.vocab_size=320", "task.max_tokens=256", "task.max_sentences=8",
         "task.decoding.beam_size=3", "task.decoding.max_len_b=5",
         "model.d_model=32", "model.attention_heads=2", "model.ffn_dim=64", "model.encoder_layers=1",
         "model.decoder_layers=1", "model.dropout=0.0", "model.sru.rnn_dropout=0.0", "model.max_positions=128",

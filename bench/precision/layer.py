@@ -1,6 +1,6 @@
 """The SRU layer (L=64 B=32 d=512, 2 layers) on CPU through each GEMM route, in one process with
 paired interleaved rounds (bench/harness.py): fp32 with gemm=mkl / onednn / auto, int8
-(``sru.quantize_dynamic``; its automatic engine and each engine forced) and bf16 (autocast), inference and a B=1 decode step; the training step
+(``sru.quantize_dynamic``; its automatic engine and each engine forced) and bf16 (``sru.to_precision``), inference and a B=1 decode step; the training step
 with gemm=mkl / onednn; the GEMM bound through both libraries; and nn.LSTM beside (issues 54, 55).
 ``--decode-only 1,2,4,8``: only decode steps at those batch sizes, fp32 against int8 (where int8 starts to pay).
 
@@ -42,11 +42,7 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
                 m(inp)
         return run
 
-    def bf16(inp):
-        def run():
-            with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
-                base(inp)
-        return run
+    bf16_model = sru.to_precision(base, "bf16")  # as predict.py / evaluate.py precision=bf16
 
     def step(m):
         def run():
@@ -67,12 +63,12 @@ def candidates(L: int, B: int, d: int, layers: int) -> Dict[str, callable]:
     rows = torch.randn(L * B, d)
     inference = {f"fp32 {k}": infer(m, x) for k, m in models.items()}
     inference.update({"int8": infer(int8, x), **{f"int8 {e}": int8_on(e, x) for e in engines},
-                      "bf16": bf16(x), "nn.LSTM": infer(lstm, x),
+                      "bf16": infer(bf16_model, x), "nn.LSTM": infer(lstm, x),
                       "GEMM bound mkl": lambda: [rows.mm(w) for _ in range(layers)],
                       "GEMM bound onednn": lambda: [torch.ops.mkldnn._linear_pointwise(rows, packed, None, "none", [], "")
                                                     for _ in range(layers)]})
     decode = {"decode fp32": infer(base, x1), "decode int8": infer(int8, x1),
-              **{f"decode int8 {e}": int8_on(e, x1) for e in engines}, "decode bf16": bf16(x1)}
+              **{f"decode int8 {e}": int8_on(e, x1) for e in engines}, "decode bf16": infer(bf16_model, x1)}
     training = {f"train fp32 {k}": step(m) for k, m in train.items()}
     lstm_t = nn.LSTM(d, d, num_layers=layers)
     training["train nn.LSTM"] = step(lstm_t)

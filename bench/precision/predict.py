@@ -18,11 +18,15 @@ from pathlib import Path
 
 import torch
 
+from sru.ops.precision import Precision
+
 from bench.harness import interleaved, machine_info, make_timer, markdown_table, paired_ratio, summarize
 
 # the ops that run a linear product in fp32 (MKL, oneDNN), int8 (oneDNN's qlinear, torch's dynamic linear) and bf16
 PRODUCT_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "mkldnn::_linear_pointwise", "onednn::qlinear_pointwise",
                "quantized::linear_dynamic")
+
+BASELINE = Precision.FP32.value  # the row the others are compared with
 
 
 def main(argv=None):
@@ -51,10 +55,10 @@ def main(argv=None):
     info = machine_info(capability=torch.backends.cpu.get_cpu_capability())
     print(f"{info['cpu_model']}, get_cpu_capability()={info['capability']}, {args.threads} threads, torch "
           f"{info['torch']}; {len(lines)} inputs, {words} words; `{info['command']}`\n")
-    same = {p: sum(a == b for a, b in zip(out, outputs["fp32"])) for p, out in outputs.items()} \
-        if "fp32" in outputs else {}
+    same = {p: sum(a == b for a, b in zip(out, outputs[BASELINE])) for p, out in outputs.items()} \
+        if BASELINE in outputs else {}
     rows = [[p, f"{words / (s['median_ms'] / 1e3):.0f}",
-             f"{paired_ratio(stats['fp32'], s):.2f}×" if "fp32" in stats else "–",
+             f"{paired_ratio(stats[BASELINE], s):.2f}×" if BASELINE in stats else "–",
              f"{same.get(p, 0)}/{len(lines)}"] for p, s in stats.items()]
     print(markdown_table(["precision", "input words/s", "speed-up vs fp32 (paired)", "outputs equal to fp32"],
                          rows, "lrrr"))
@@ -76,7 +80,7 @@ def product_shares(predictors, lines) -> str:
             seconds = time.perf_counter() - start
         products = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in PRODUCT_OPS) / 1e6
         share = products / seconds
-        bound = f"{1 / (1 - share):.2f}×" if precision == "fp32" else "–"
+        bound = f"{1 / (1 - share):.2f}×" if precision == BASELINE else "–"
         rows.append([precision, f"{seconds:.3f}", f"{products:.3f}", f"{100 * share:.1f} %", bound])
     return markdown_table(["precision", "profiled call s", "in linear products s", "share",
                            "speed-up if products were free"], rows, "lrrrr")

@@ -7,9 +7,12 @@ runs the general path (matmul, then the recurrence):
 
     inference_plan(cells, input) -> plan | None        no autograd: can these cells run one direct call each?
     run_inference_path(plan, input, c0, mask_pad)      ... then run them: (h, c)
-    fuse_layer(cell, input, residual, c0) -> bool      training: can matmul + recurrence be one function?
+    fuse_layer(cell, input, c0) -> bool                 training: can matmul + recurrence be one function?
     linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing=None)   ... then run it
-    stack_inference(sru, input, c0, mask_pad) -> (h, c) | None   a whole stack in inference, one call
+    stack_plan(sru, input, c0, mask_pad) -> plan | None  a whole stack in inference: can it be one call?
+    run_stack(sru, plan, input, c0, mask_pad) -> (h, c) | None   ... then run it
+
+``sru.forward_routes.choose_route`` asks them, in the order of its table (docs/ops.md#forward-routes).
 
 and ``matmul(x, weight, library)``, the layer's products U = x W (the CPU GEMM dispatch, sru/ops/cpu/gemm.py).
 
@@ -34,6 +37,7 @@ from .cpu.build import cpu_kernel_available, load_error
 # here, so that nothing outside sru/ops imports sru.ops.cpu, whose layout may then change freely.
 from .cpu import autograd as cpu_autograd, int8 as cpu_int8, kernel as cpu_kernel  # noqa: F401
 from .cpu import decoding as cpu_decoding  # noqa: F401  (beam_rows, attend: sru/ops/cpu/decoding.py)
+from .cpu import paths as cpu_paths, stack as cpu_stack  # noqa: F401  (bench.decode's step profile)
 from .cpu.build import compile_flags, load_library, load_or_build, short_log  # noqa: F401
 from .cpu.custom_op import load_op_library, op_error  # noqa: F401
 from .cpu.int8 import int8_engine  # noqa: F401  (which engine runs int8 products: SRU_INT8_ENGINE overrides)
@@ -133,30 +137,40 @@ def resolve(backend: str, U: Tensor) -> ModuleType:
 
 # The whole-layer / whole-stack entry points, asked of the backend that serves the input's device
 # (each checks the cells' own ``backend`` and returns None / False when its path does not apply).
+def _paths(input: Tensor):
+    """The entry points for ``input``'s device, or None. ``is_cpu`` first: ``.device`` builds an object, a
+    few hundred ns at every decoding step."""
+    return _PATHS.get("cpu" if input.is_cpu else input.device.type)
+
+
 def inference_plan(cells, input: Tensor):
-    paths = _PATHS.get(input.device.type)
+    paths = _paths(input)
     return None if paths is None else paths.inference_plan(cells, input)
 
 
 def run_inference_path(plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
-    return _PATHS[input.device.type].run_inference_path(plan, input, c0, mask_pad)
+    return _paths(input).run_inference_path(plan, input, c0, mask_pad)
 
 
-def fuse_layer(cell, input: Tensor, residual: Tensor, c0: Optional[Tensor]) -> bool:
-    paths = _PATHS.get(input.device.type)
-    return paths is not None and paths.fuse_layer(cell, input, residual, c0)
+def fuse_layer(cell, input: Tensor, c0: Optional[Tensor]) -> bool:
+    paths = _paths(input)
+    return paths is not None and paths.fuse_layer(cell, input, c0)
 
 
 def linear_recurrence(x: Tensor, weight: Tensor, weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
                       masks, spec, packing=None, gemm: str = "auto"):
-    return _PATHS[x.device.type].linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
+    return _paths(x).linear_recurrence(x, weight, weight_c, bias, c0, masks, spec, packing, gemm)
 
 
-def stack_inference(sru, input, c0, mask_pad):
+def stack_plan(sru, input, c0, mask_pad):
     if type(input) is not Tensor:  # a PackedSequence: the packed path
         return None
-    paths = _PATHS.get(input.device.type)
-    return None if paths is None else paths.stack_inference(sru, input, c0, mask_pad)
+    paths = _PATHS.get("cpu" if input.is_cpu else input.device.type)  # _paths, inlined: every decoding step
+    return None if paths is None else paths.stack_plan(sru, input, c0, mask_pad)
+
+
+def run_stack(sru, plan, input: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]):
+    return _PATHS["cpu" if input.is_cpu else input.device.type].run_stack(sru, plan, input, c0, mask_pad)
 
 
 # The projection entry points (sru/ops/cpu/routes.py, one table of routes: int8 with an ``Int8Weight``, bf16,
@@ -167,11 +181,13 @@ check_library = cpu_gemm.check_library
 clear_cpu_gemm_cache, cpu_gemm_report = cpu_gemm.clear_cpu_gemm_cache, cpu_gemm.cpu_gemm_report
 
 
-def matmul(x: Tensor, weight: Tensor, library: str = "auto", int8=None) -> Tensor:
-    """The layer's products U = x W (weight stored (in, out)); ``int8``: the weight's ``Int8Weight``."""
-    return cpu_routes.matmul(x, weight, library, False, int8)
+def matmul(x: Tensor, weight: Tensor, library: str = "auto", int8=None, precision=None) -> Tensor:
+    """The layer's products U = x W (weight stored (in, out)); ``int8``: the weight's ``Int8Weight``;
+    ``precision``: the layer's ``sru.Precision`` (None: what autocast says)."""
+    return cpu_routes.matmul(x, weight, library, False, int8, precision)
 
 
-def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None) -> Tensor:
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None,
+           precision=None) -> Tensor:
     """``F.linear`` (weight stored (out, in)) through the same entry point."""
-    return cpu_routes.linear(x, weight, bias, library, int8)
+    return cpu_routes.linear(x, weight, bias, library, int8, precision)

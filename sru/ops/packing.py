@@ -1,5 +1,11 @@
 """The SRU recurrence over packed (ragged) batches, without padded compute.
 
+A layer's forward runs over a *layout* (``SRUCell.forward_layout``): ``PaddedLayout``, the trivial one, for
+(L, B, .) time-major tensors with an optional ``mask_pad``, or ``PackedLayout`` for packed rows. Both answer
+the same questions: how many sequences (``batch``), how a per-sequence mask reaches the tokens
+(``per_token``), the padding the masks carry (``masks``), the CPU kernel's row layout (``kernel_args``) and
+which recurrence entry runs (``recurrence``).
+
 A packed batch is a ``PackedSequence``'s time-major layout: sequences sorted by decreasing
 length, step t's tokens are the ``batch_sizes[t]`` rows that follow step t-1's, N = the sum of
 ``batch_sizes`` tokens in all. ``PackedLayout`` holds that layout once per batch (every layer
@@ -14,6 +20,31 @@ import torch
 from torch import Tensor
 
 from .spec import SKIP_SCALED_X, Masks, RecurrenceSpec
+
+
+class PaddedLayout:
+    """The trivial layout: (L, B, .) time-major tensors, ``mask_pad`` (L, B) nonzero = padded step (or None)."""
+
+    kernel_args = None  # the CPU kernel's dense (L, B) rows
+
+    def __init__(self, batch: int, mask_pad: Optional[Tensor] = None):
+        self.batch, self.mask_pad = batch, mask_pad
+
+    @staticmethod
+    def per_token(mask: Tensor) -> Tensor:
+        """A per-sequence (B, d) mask as it multiplies (L, B, d) tokens: itself, broadcast over time."""
+        return mask
+
+    def masks(self, mask_c: Optional[Tensor]) -> Masks:
+        return Masks(mask_c, self.mask_pad)
+
+    def recurrence(self, U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+                   hidden_size: int, mask_c: Optional[Tensor], **options) -> Tuple[Tensor, Tensor]:
+        """``sru.ops.elementwise_recurrence`` with this layout's padding (``options``: its keywords)."""
+        from . import elementwise_recurrence  # the package imports this module's users, not this module
+
+        return elementwise_recurrence(U, x, weight_c, bias, c0, hidden_size, mask_c=mask_c,
+                                      mask_pad=self.mask_pad, **options)
 
 
 class PackedLayout:
@@ -49,6 +80,21 @@ class PackedLayout:
     def kernel_args(self) -> Tuple[Tensor, Tensor]:
         """``(batch_sizes, step_offsets)`` as the CPU kernel takes them (sru/ops/cpu/kernel.py)."""
         return self.batch_sizes, self.step_offsets
+
+    mask_pad = None  # no padding: absent rows are never computed
+
+    def per_token(self, mask: Tensor) -> Tensor:
+        """A per-sequence (B, d) mask gathered onto its (N, d) packed rows."""
+        return mask[self.row_batch]
+
+    @staticmethod
+    def masks(mask_c: Optional[Tensor]) -> Masks:
+        return Masks(mask_c)
+
+    def recurrence(self, U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor, c0: Optional[Tensor],
+                   hidden_size: int, mask_c: Optional[Tensor], **options) -> Tuple[Tensor, Tensor]:
+        """``elementwise_recurrence_packed`` over this layout (``options``: its keywords)."""
+        return elementwise_recurrence_packed(U, x, weight_c, bias, c0, hidden_size, self, mask_c=mask_c, **options)
 
     def on(self, device: torch.device) -> Tuple[Tensor, Tensor]:
         """``(batch_sizes, step_offsets)`` on ``device`` (Triton), copied once per device."""

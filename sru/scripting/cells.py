@@ -7,7 +7,8 @@ test as a constant, compiles only the methods below, and never sees the eager co
 checks and messages stay as they are.
 
 The scripted recurrence is the reference's maths (sru/ops/reference.py ``cell_step``) as a
-TorchScript loop over time: it runs wherever LibTorch runs (CPU, CUDA, C++ without Python or
+TorchScript loop over time, held to the same specification cases as every backend (``sru.testing.CASES``,
+forward and gradients: tests/test_scripted_recurrence_spec.py): it runs wherever LibTorch runs (CPU, CUDA, C++ without Python or
 any extension library), with autograd. Supported, as in the official ``sru`` 2.x scripting path:
 bidirectional, projection_size, layer_norm (before or after), rescale, has_skip_term, use_tanh,
 num_layers, dropout / rnn_dropout (masks drawn in training mode), c0, mask_pad, batch_first,
@@ -18,6 +19,8 @@ from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+
+from sru.ops.precision import recurrence_dtype
 
 # A PackedSequence as a scripted module receives one from Python: TorchScript infers a plain tuple (its
 # NamedTuple type is not inferred), which matched no type of ``forward``'s signature and failed in
@@ -88,7 +91,7 @@ def scripted_recurrence(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: 
 
 def _state_dtype(t: Tensor) -> torch.dtype:
     """float32 for half-precision inputs (c accumulates over time), else the input's dtype."""
-    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+    return recurrence_dtype(t.dtype, False)
 
 
 def stack_states(c_last: List[Tensor], compatible: bool, layers: int, batch: int, dirs: int,

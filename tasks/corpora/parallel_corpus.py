@@ -2,10 +2,11 @@
 
 Built from whichever of these Debian packages are installed (``parallel_text.py`` reads their formats):
 
-    libreoffice   LibreOffice help pages, aligned by par_id / hd_id   libreoffice-help-en-us libreoffice-help-de
-    gnome         GNOME help (Mallard pages), block by block            gnome-user-docs
-    fillets       Fish Fillets game dialogue, line by line              fillets-ng-data
-    dictionary    example sentences of the Ding De-En dictionary        trans-de-en
+    libreoffice   LibreOffice help pages, aligned by par_id / hd_id   libreoffice-help-en-us libreoffice-help-de  MPL-2.0
+    gnome         GNOME help (Mallard pages), block by block            gnome-user-docs                             CC-BY-SA-3.0
+    fillets       Fish Fillets game dialogue, line by line              fillets-ng-data                             GPL-2+
+    dictionary    example sentences of the Ding De-En dictionary        trans-de-en                                 GPL-2+
+                  (everyday phrases: besides the capped share in the split, ``real.train_extra`` more for train only)
 
 Steps: read documents -> clean and filter every pair (``parallel_text.keep_pair``) -> deduplicate on normalised
 text across the whole corpus (``parallel_text.dedupe``) -> split by document per source (``parallel_text.split_by_document``)
@@ -82,8 +83,14 @@ def read_documents(source: str, roots: List[Path], real: Any, min_words_dictiona
 
 def sample_documents(docs: List[Document], max_pairs: Optional[int], seed: str) -> List[Document]:
     """Whole documents drawn at random (``seed``) until about ``max_pairs`` pairs (None: all), kept in order."""
+    return split_sample(docs, max_pairs, seed)[0]
+
+
+def split_sample(docs: List[Document], max_pairs: Optional[int], seed: str) -> Tuple[List[Document], List[Document]]:
+    """``sample_documents``'s choice and the documents it left out (in the order drawn, so a further cap on
+    them takes the next ones of the same draw)."""
     if not max_pairs or sum(len(d.pairs) for d in docs) <= max_pairs:
-        return docs
+        return docs, []
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
     chosen, total = set(), 0
@@ -92,7 +99,25 @@ def sample_documents(docs: List[Document], max_pairs: Optional[int], seed: str) 
             break
         chosen.add(i)
         total += len(docs[i].pairs)
-    return [d for i, d in enumerate(docs) if i in chosen]
+    return [d for i, d in enumerate(docs) if i in chosen], [docs[i] for i in order if i not in chosen]
+
+
+def train_only_documents(left_out: List[Document], extra_pairs: Optional[int]) -> List[Document]:
+    """About ``extra_pairs`` pairs (whole documents, None or 0: none) of what the cap left out, for train only:
+    more of the source to learn from while valid and test keep the capped share (and stay the same sets)."""
+    if not extra_pairs:
+        return []
+    return sample_documents_in_order(left_out, int(extra_pairs))
+
+
+def sample_documents_in_order(docs: List[Document], max_pairs: int) -> List[Document]:
+    chosen, total = [], 0
+    for doc in docs:
+        if total >= max_pairs:
+            break
+        chosen.append(doc)
+        total += len(doc.pairs)
+    return chosen
 
 
 # ---- overlap between splits --------------------------------------------------------------------------
@@ -155,8 +180,8 @@ def build_corpus(data: Any, log=print) -> Tuple[Dict[str, List[Tuple[str, str, s
         log(f"[translation] real corpus without {missing} (not installed); for the full corpus: "
             f"apt-get install {' '.join(PACKAGES[s] for s in missing)}")
     min_words, max_words = int(real.min_words), int(real.max_words)
-    documents, read_counts, kept_counts, skipped = [], Counter(), Counter(), []
-    caps = dict(real.max_pairs or {})
+    documents, read_counts, kept_counts, skipped, extra = [], Counter(), Counter(), [], []
+    caps, extra_caps = dict(real.max_pairs or {}), dict(real.train_extra or {})
     for source in installed:
         t0 = time.time()
         docs = []
@@ -165,20 +190,29 @@ def build_corpus(data: Any, log=print) -> Tuple[Dict[str, List[Tuple[str, str, s
             doc.pairs = [p for p in doc.pairs if keep_pair(p[0], p[1], min_words, max_words)]
             kept_counts[source] += len(doc.pairs)
             docs.append(doc)
-        documents.extend(sample_documents(docs, caps.get(source), f"{data.split_seed}:{source}"))
+        chosen, left_out = split_sample(docs, caps.get(source), f"{data.split_seed}:{source}")
+        documents.extend(chosen)
+        extra.extend(train_only_documents(left_out, extra_caps.get(source)))
         log(f"[translation] {source}: {read_counts[source]:,} aligned pairs, {kept_counts[source]:,} after cleaning "
             f"({time.time() - t0:.1f}s)")
-    documents, removed = dedupe(documents)
-    unique = Counter()
+    # the train-only documents come last, so a sentence they share with the split's documents stays there
+    documents, removed = dedupe(documents + [Document(d.source, "train-only " + d.doc_id, d.pairs) for d in extra])
+    extra = [d for d in documents if d.doc_id.startswith("train-only ")]
+    documents = [d for d in documents if not d.doc_id.startswith("train-only ")]
+    unique, unique_extra = Counter(), Counter()
     for doc in documents:
         unique[doc.source] += len(doc.pairs)
+    for doc in extra:
+        unique_extra[doc.source] += len(doc.pairs)
     sizes = {s: (max(int(real.min_valid), round(float(real.valid_fraction) * n)),
                  max(int(real.min_test), round(float(real.test_fraction) * n))) for s, n in unique.items()}
     by_split = split_by_document(documents, sizes, int(data.split_seed))
+    by_split["train"] += extra
     rows = {split: [(en, de, d.source, d.doc_id) for d in docs for en, de in d.pairs] for split, docs in by_split.items()}
     stats: Dict[str, Any] = {
         "sources": installed, "missing": missing, "gnome_pages_skipped": len(skipped),
         "aligned": dict(read_counts), "after_cleaning": dict(kept_counts), "max_pairs": caps, "after_dedupe": dict(unique),
+        "train_extra": extra_caps, "train_extra_after_dedupe": dict(unique_extra),
         "removed_by_dedupe": removed, "per_split": {}, "overlap": overlap_report(rows),
         "settings": {"min_words": min_words, "max_words": max_words, "split_seed": int(data.split_seed)}}
     for split, docs in by_split.items():

@@ -25,6 +25,7 @@ Using a trained model (``evaluate.py`` / ``predict.py``, docs/inference.md)::
     restore_inference_state(state)          the reverse, before build_model(), with no data loaded
     predict_schema                          predict.py's task options: a dataclass in the task's schema.py
     predict(model, inputs, options, progress) -> results   the one method a task writes for predict.py
+    use_options(options)                    evaluate.py's task options (declared ``evaluate=True``), before it scores
     parse_input(line) / read_document(text)  one input line -> input; a whole-file input format -> inputs
     input_warnings(numbered)                inputs that run but may not mean what the user thinks
     format_prediction(result) -> line       one result (or a ``BadInput``) -> its output line
@@ -261,6 +262,11 @@ class Task:
         and ``setup`` keeps what was restored. Raise ``KeyError`` naming what is missing (a checkpoint made
         before model.pt): the loader then rebuilds it from the training data with ``setup()``."""
         raise KeyError(f"task={self.name} keeps no inference state")
+
+    def use_options(self, options: Any) -> None:
+        """Apply evaluate.py's task options (an instance of ``predict_schema``, only options declared with
+        ``evaluate=True`` given) to the evaluation's decoding. A task declaring such an option overrides it."""
+        raise NotImplementedError(f"task={self.name} declares an evaluate.py option but no use_options")
 
     def parse_input(self, line: str) -> Any:
         """One line of predict.py's input -> one input of ``predict``; raise ``ValueError`` for a bad line

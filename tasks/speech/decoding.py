@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Collection, List, Optional, Tuple
 
 import numpy as np
 
@@ -186,13 +186,24 @@ def _kept(kept, step, prefixes, fused, rows, parent, labels, ctc, n):
 
 
 def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
-                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0) -> List[int]:
+                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0,
+                       allowed: Optional[Collection[int]] = None) -> List[int]:
+    """The label ids of ``scored_beam_search`` (below), without their score."""
+    return scored_beam_search(log_probs, beam, blank, prune, lm, lm_weight, bonus, allowed)[0]
+
+
+def scored_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
+                       lm: Optional["CharNgramLM"] = None, lm_weight: float = 0.0, bonus: float = 0.0,
+                       allowed: Optional[Collection[int]] = None) -> Tuple[List[int], float]:
     """Most probable label sequence of one utterance ``log_probs`` (T, V) under the CTC model, or with
     ``lm`` under shallow fusion: prefixes ranked by log P_ctc + lm_weight * log P_lm + bonus * length
     (the bonus offsets the LM's bias towards short outputs), the end of utterance scored at the last frame.
 
     ``prune``: labels whose frame log-probability is below it are not tried as extensions (they cannot
-    change a beam's ranking meaningfully and cost most of the time).
+    change a beam's ranking meaningfully and cost most of the time). ``allowed``: the only labels that may
+    be written (one language's alphabet, tasks/speech/languages.py); None: all.
+    Returns the best label ids and their score (CTC + fusion, end of utterance included), which compares
+    decodings of the same audio under different LMs and alphabets.
     Only the ``beam`` live prefixes and their scores are kept from frame to frame, so memory does not grow
     with the utterance's length beyond the prefixes themselves.
     """
@@ -210,8 +221,11 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     # a new prefix's fusion score is at most its parent's + this (a negative LM weight: no bound)
     bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
     labels = np.arange(frames.shape[1])
+    writable = labels != blank
+    if allowed is not None:
+        writable &= np.isin(labels, np.fromiter(allowed, dtype=np.int64))
     for frame in frames:
-        candidates = labels[(frame >= prune) & (labels != blank)]
+        candidates = labels[(frame >= prune) & writable]
         step = _Frame(prefixes, pbs, pnbs, frame, candidates, blank)
         best = _best(step, prefixes, candidates, fused, rows, beam, extend, bound_gain)
         was = {p: i for i, p in enumerate(prefixes)}
@@ -223,4 +237,5 @@ def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     def final(j: int) -> float:
         end = lm_weight * lm.log_prob_end(prefixes[j]) if lm is not None else 0.0
         return _logadd(pbs[j], pnbs[j]) + fused[j] + end
-    return list(prefixes[max(range(len(prefixes)), key=final)])
+    best = max(range(len(prefixes)), key=final)
+    return list(prefixes[best]), final(best)

@@ -21,7 +21,7 @@ from tasks.engine.inference.options import one_line_errors
 from tasks.engine.inference.loader import load_trained
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.decoding import greedy_decode, prefix_beam_search
-from tasks.speech.metrics import error_counts, rates
+from tasks.speech.report import error_counts, rates
 
 
 @torch.no_grad()

@@ -1,19 +1,57 @@
-"""What a speech evaluation reports beyond overall WER/CER: rates per group of utterances and the test
-printout (rates, groups, trivial baselines, ten random utterances, reference vs hypothesis).
+"""What a speech evaluation reports: WER/CER from summed edit counts, rates per group of utterances and the
+test printout (rates, groups, trivial baselines, ten random utterances, reference vs hypothesis).
 
 Groups, each from summed edit counts (as the overall rates):
     language   wer_cs, cer_cs, ...            records with a language field (the voice-pack corpus)
     voice      wer_voice_cs-small, ...        voices without an engine prefix, when there are at most 40
     engine     wer_espeak, cer_espeak, ...    synthetic voices "engine:voice" (the offline corpus)
     kind       wer_digits, cer_sentence, ...  the offline corpus's text kinds
+and ``language_accuracy`` (percent of utterances decoded in their own language, tasks/speech/languages.py)
+where the records have both a language and the language they were decoded in.
+
+Word and character error counts (``error_counts``, then ``rates``) are summed over utterances (and DDP ranks)
+before dividing:
+
+    WER = (substitutions + deletions + insertions over all utterances) / reference words of all utterances
+
+which is corpus-level WER as jiwer and sclite compute it (never a mean of per-utterance rates). CER is
+the same over characters, spaces included (as jiwer.cer).
 """
 from __future__ import annotations
 
 import random
-from typing import Dict, List, Mapping
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from tasks.engine.base import Record
-from tasks.speech.metrics import error_counts, rates
+
+
+def edit_distance(ref: Sequence, hyp: Sequence) -> int:
+    """Levenshtein distance (substitutions, deletions, insertions all cost 1), one row at a time."""
+    previous = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        current = [i]
+        for j, h in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h)))
+        previous = current
+    return previous[-1]
+
+
+def error_counts(pairs: Iterable[Tuple[str, str]]) -> Dict[str, float]:
+    """Summable counts for (reference, hypothesis) pairs."""
+    counts = {"word_errors": 0.0, "words": 0.0, "char_errors": 0.0, "chars": 0.0}
+    for ref, hyp in pairs:
+        counts["word_errors"] += edit_distance(ref.split(), hyp.split())
+        counts["words"] += len(ref.split())
+        counts["char_errors"] += edit_distance(ref, hyp)
+        counts["chars"] += len(ref)
+    return counts
+
+
+def rates(counts: Dict[str, float]) -> Dict[str, float]:
+    """WER and CER in percent from summed counts."""
+    return {"wer": 100.0 * counts["word_errors"] / max(counts["words"], 1.0),
+            "cer": 100.0 * counts["char_errors"] / max(counts["chars"], 1.0)}
+
 
 MAX_VOICE_GROUPS = 40  # a corpus with hundreds of speakers (LibriSpeech) gets no per-speaker lines
 
@@ -45,6 +83,9 @@ def group_rates(records: List[Record]) -> Dict[str, float]:
         for name in sorted(names):
             r = rates(error_counts((x["reference"], x["hypothesis"]) for x in groups[name]))
             out[f"wer_{name}"], out[f"cer_{name}"] = r["wer"], r["cer"]
+    known = [r for r in records if r.get("language") and r.get("decoded_language")]
+    if known:
+        out["language_accuracy"] = 100.0 * sum(r["language"] == r["decoded_language"] for r in known) / len(known)
     return out
 
 
@@ -69,6 +110,8 @@ def test_report(records: List[Record], metrics: Mapping[str, float], extra: Mapp
     if groups:
         lines.append("[speech] test WER / CER by " + ", ".join(f"{g} {extra['wer_' + g]:.1f} / {extra['cer_' + g]:.1f}"
                                                               for g in groups))
+    if "language_accuracy" in extra:
+        lines.append(f"[speech] language identified correctly: {extra['language_accuracy']:.1f}%")
     if voices:
         lines.append("[speech] test WER / CER by voice: " + ", ".join(
             f"{v} ({counts.get(v, 0)}) {extra['wer_voice_' + v]:.1f} / {extra['cer_voice_' + v]:.1f}" for v in voices))

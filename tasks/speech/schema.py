@@ -118,3 +118,7 @@ class SpeechPredictOptions(CommandOptions):
                                                                                 "work grows with beam x labels)")
     lm_weight: Optional[float] = option(None, low=0, when=BEAM, help="the character LM's weight in the beam's "
                                                                      "score")
+    # tasks/speech/languages.py: each language's own alphabet and character LM; a model trained on one
+    # language, or on a corpus without languages, refuses cs / nl it does not have
+    language: Literal["auto", "cs", "nl"] = option("auto", evaluate=True, help="the language spoken: auto "
+                                                   "identifies it per utterance; cs / nl decode in that one")

@@ -26,16 +26,14 @@ from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
 from tasks.speech.data import Utterance, load_audio, load_split_utterances
 from tasks.speech.char_lm import CharNgramLM
-from tasks.speech.inference import (audio_info, batched_log_probs, char_lm_from_state, char_lm_state,
-                                   read_audio_file)
-from tasks.speech.long_audio import LONG_S, LongAudio, check_long_audio, windows
+from tasks.speech.inference import char_lm_from_state, char_lm_state, read_input, transcribe
 from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
+from tasks.speech.languages import AUTO, DecodeSettings, LanguageDecoders
 from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
-from tasks.speech.metrics import error_counts, rates
 from tasks.speech.model import CTCModel
 from tasks.corpora.speech_synthesis import default_cache_dir
-from tasks.speech.report import group_rates, test_report
+from tasks.speech.report import error_counts, group_rates, rates, test_report
 from tasks.speech.schema import SpeechConfig, SpeechPredictOptions
 from tasks.corpora.transcripts import normalize_transcript
 from tasks.speech.text import ALPHABETS, char_vocabulary
@@ -64,6 +62,10 @@ class SpeechRecognitionTask(Task):
         self.data: Dict[str, Dict[str, list]] = {}
         self.global_stats: Optional[Tuple[Tensor, Tensor]] = None
         self.char_lm: Optional[CharNgramLM] = None  # fitted in setup() when task.decoder=beam and task.lm_order > 0
+        # per-language alphabets and LMs (tasks/speech/languages.py), for a corpus whose utterances name their
+        # language; the test split and predict.py decode in ``language`` (auto: identified per utterance)
+        self.languages: Optional[LanguageDecoders] = None
+        self.language = AUTO
         self.frequent_word = ""  # the most frequent training word (a trivial baseline)
         self.train_chars_per_step: Optional[float] = None
         self._plans = PlanCache(self._make_plan)
@@ -131,6 +133,9 @@ class SpeechRecognitionTask(Task):
             print(f"[speech] character {t.lm_order}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
                   f"(weight {t.lm_weight:g}, bonus {t.lm_bonus:g})", flush=True)
+        if "train" in self.data and not self.restored:
+            self.languages = LanguageDecoders.fit(self.data["train"]["target"], self.data["train"]["language"],
+                                                  t.lm_order, len(self.vocab))
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
 
@@ -244,12 +249,24 @@ class SpeechRecognitionTask(Task):
 
     def decode(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
                greedy: Optional[List[List[int]]] = None) -> List[str]:
-        """Transcripts of a batch; the beam decoder (task.decoder=beam) only for test: validation runs every
-        epoch and only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy
-        label ids when already computed; the LM's length bonus is withheld where they are nearly empty
+        return [text for text, _ in self.decode_languages(log_probs, lengths, split, greedy)]
+
+    def decode_languages(self, log_probs: Tensor, lengths: Tensor, split: str = "test",
+                         greedy: Optional[List[List[int]]] = None) -> List[Tuple[str, Optional[str]]]:
+        """Transcripts of a batch and the language each was decoded in (None: a model without languages);
+        the beam decoder (task.decoder=beam) and the languages only for test: validation runs every epoch and
+        only picks the checkpoint, so it takes the fast greedy path. ``greedy``: the batch's greedy label ids
+        when already computed; the LM's length bonus is withheld where they are nearly empty
         (tasks/speech/decoding.py, gated_bonus)."""
         t = self.task_cfg
         greedy = greedy_decode(log_probs, lengths) if greedy is None else greedy
+        if self.languages is not None and split == "test":
+            beam = t.beam_size if t.decoder == "beam" else None
+            bonus, rate = (t.lm_bonus if beam else 0.0), self.chars_per_step()
+            decoded = [self.languages.decode(log_probs[: int(n), b], self.language,
+                                             DecodeSettings(beam, t.lm_weight, gated_bonus(greedy[b], int(n), bonus, rate)))
+                       for b, n in enumerate(lengths.tolist())]
+            return [(self.transcript(ids), lang) for ids, lang in decoded]
         if t.decoder == "beam" and split == "test":
             weight, bonus = (t.lm_weight, t.lm_bonus) if self.char_lm is not None else (0.0, 0.0)
             rate = self.chars_per_step()
@@ -258,7 +275,7 @@ class SpeechRecognitionTask(Task):
                    for b, n in enumerate(lengths.tolist())]
         else:
             ids = greedy
-        return [self.transcript(seq) for seq in ids]
+        return [(self.transcript(seq), None) for seq in ids]
 
     def chars_per_step(self) -> float:
         """Reference characters per model input step in the training data (what a trained model emits);
@@ -276,7 +293,7 @@ class SpeechRecognitionTask(Task):
         _, log_probs, logging_output = self._forward(model, batch)
         d = self.data[split]
         greedy = greedy_decode(log_probs, batch["lengths"].cpu())
-        hyps = self.decode(log_probs, batch["lengths"].cpu(), split, greedy)
+        hyps, chosen = zip(*self.decode_languages(log_probs, batch["lengths"].cpu(), split, greedy))
         refs = [d["ref"][i] for i in batch["index"]]
         logging_output.update(error_counts(zip(refs, hyps)))
         if self.task_cfg.decoder == "beam" and split == "test":
@@ -284,7 +301,8 @@ class SpeechRecognitionTask(Task):
             greedy_counts = error_counts(zip(refs, (self.transcript(g) for g in greedy)))
             logging_output.update({f"greedy_{k}": v for k, v in greedy_counts.items()})
         records = [{"id": d["id"][i], "reference": ref, "hypothesis": hyp, "voice": d["voice"][i], "kind": d["kind"][i],
-                    "language": d["language"][i], "audio": d["audio"][i]} for i, ref, hyp in zip(batch["index"], refs, hyps)]
+                    "language": d["language"][i], "audio": d["audio"][i], "decoded_language": lang}
+                   for i, ref, hyp, lang in zip(batch["index"], refs, hyps, chosen)]
         return logging_output, records
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
@@ -310,7 +328,8 @@ class SpeechRecognitionTask(Task):
             path = Path(run_dir) / f"transcripts_{split}.jsonl"
             with open(path, "w", encoding="utf-8") as out:
                 for r in records:
-                    keys = ("id", "reference", "hypothesis") + (("audio",) if r.get("audio") else ())
+                    keys = ("id", "reference", "hypothesis") + (("audio",) if r.get("audio") else ()) + \
+                        (("language", "decoded_language") if r.get("decoded_language") else ())
                     out.write(json.dumps({k: r[k] for k in keys}, ensure_ascii=False) + "\n")
             if split != "test":
                 print(f"[speech] {split}: WER {metrics['wer']:.2f}% CER {metrics['cer']:.2f}%", flush=True)
@@ -336,6 +355,8 @@ class SpeechRecognitionTask(Task):
         state = {**self.state_dict(), "frequent_word": self.frequent_word, "chars_per_step": self.chars_per_step()}
         if self.char_lm is not None:
             state["char_lm"] = char_lm_state(self.char_lm)
+        if self.languages is not None:
+            state["languages"] = self.languages.state()
         return state
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
@@ -349,55 +370,37 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (state["cmvn_mean"], state["cmvn_std"])
         if t.lm_order and t.decoder == "beam":
             self.char_lm = char_lm_from_state(state["char_lm"])
+        # a model saved before per-language decoding has none: it decodes all languages as one
+        self.languages = LanguageDecoders.from_state(state["languages"]) if state.get("languages") else None
 
     def parse_input(self, line: str) -> Any:
         """An audio file's path -> (path, mono samples at the model's rate, seconds); a file longer than
         long_audio.LONG_S -> (path, LongAudio, seconds), read window by window when transcribed."""
-        path = super().parse_input(line).strip()
-        rate, win_ms = self.task_cfg.data.sample_rate, self.task_cfg.features.win_ms
-        info = audio_info(path)
-        if info is not None and info.duration > LONG_S:
-            return path, check_long_audio(Path(path).expanduser(), info), float(info.duration)
-        wave, seconds = read_audio_file(path, rate)
-        if not np.isfinite(wave).all():
-            raise ValueError(f"{path}: {int((~np.isfinite(wave)).sum())} samples are NaN or infinite; a damaged or "
-                             f"floating-point file out of range (re-encode it, e.g. `sox {path} -b 16 out.wav`)")
-        if len(wave) < rate * win_ms / 1000:
-            raise ValueError(f"{path}: {len(wave)} samples ({1000 * seconds:.1f} ms), shorter than one feature frame "
-                             f"(task.features.win_ms={win_ms} ms): nothing to transcribe")
-        return path, wave, seconds
+        return read_input(super().parse_input(line).strip(), self.task_cfg.data.sample_rate,
+                          self.task_cfg.features.win_ms)
 
     def predict(self, model: nn.Module, inputs: List[Any], options: SpeechPredictOptions, progress) -> List[Any]:
         """The training's features, the evaluation's batches and its test decoding (greedy, or beam with the
-        character LM), unless ``decoder`` / ``beam_size`` / ``lm_weight`` say otherwise. Long files go
-        window by window (tasks/speech/long_audio.py), after the others."""
-        # predict.py's options replace the test decoding settings of this task (decode() reads task_cfg)
-        chosen = {k: v for k, v in dataclasses.asdict(options).items() if v is not None}
-        self._task_cfg = t = dataclasses.replace(self.task_cfg, **chosen)
-        f = t.features
-        logmel = LogMel(t.data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
-        short = [i for i, (_, wave, _) in enumerate(inputs) if not isinstance(wave, LongAudio)]
-        xs = [self._features(inputs[i][1], logmel) for i in short]
-        plan = bucket_batches([x.size(0) for x in xs], max_tokens=t.eval_max_frames, max_examples=None)
-        device = next(model.parameters()).device
-        results: List[Any] = [None] * len(inputs)
-        for index, log_probs, lengths in batched_log_probs(model, xs, plan, device):
-            for k, text in zip(index, self.decode(log_probs, lengths, "test")):
-                i = short[k]
-                results[i] = {"audio": inputs[i][0], "text": text, "seconds": round(inputs[i][2], 3)}
-            progress(len(index))
-        for i, (path, audio, seconds) in enumerate(inputs):
-            if isinstance(audio, LongAudio):
-                texts: List[str] = []
-                for wave in windows(audio, t.data.sample_rate):
-                    x = self._features(wave, logmel)
-                    for _, log_probs, lengths in batched_log_probs(model, [x], [[0]], device):
-                        texts += self.decode(log_probs, lengths, "test")
-                results[i] = {"audio": path, "text": " ".join(x for x in texts if x), "seconds": round(seconds, 3)}
-                progress(1)
-        return results
+        character LM) in the language chosen or identified, unless the options say otherwise; one
+        ``{"audio", "text", "seconds", "language"}`` per file (tasks/speech/inference.py)."""
+        self.use_options(options)
+        return transcribe(self, model, inputs, progress)
 
-    def _features(self, wave: np.ndarray, logmel: LogMel) -> Tensor:
+    def use_options(self, options: SpeechPredictOptions) -> SpeechConfig:
+        """predict.py's / evaluate.py's options replace the test decoding settings (decode() reads task_cfg
+        and ``language``); a language the model was not trained on is one line."""
+        chosen = {k: v for k, v in dataclasses.asdict(options).items() if v is not None and k != "language"}
+        self._task_cfg = dataclasses.replace(self.task_cfg, **chosen)
+        if self.languages is not None:
+            self.languages.check(options.language)
+        elif options.language != AUTO:
+            raise ValueError(f"language={options.language}: this model's training data names no languages, so it "
+                             f"has one alphabet and LM; leave language= out (auto)")
+        self.language = options.language
+        return self._task_cfg
+
+    def features_of(self, wave: np.ndarray, logmel: LogMel) -> Tensor:
+        """The model input of one clip's samples, as the training's features."""
         f = self.task_cfg.features
         m = logmel(torch.from_numpy(wave))
         m = cmvn(m) if f.cmvn == "utterance" else cmvn(m, *self.global_stats) if f.cmvn == "global" else m

@@ -27,6 +27,7 @@ from torch import Tensor
 from tasks.common.batching import pad_collate
 from tasks.common.text import Vocabulary
 
+from .answer_kinds import kind_mask
 from .answer_types import expected_types, type_match_column
 from .data import SquadExample, char_to_token_span, tokenize
 from .tagger import num_tag_features, one_hot_tags, paragraph_tags
@@ -139,7 +140,10 @@ def _feature_rows(ex: EncodedExample, type_column: Optional[Tensor]) -> Tensor:
     return torch.cat([ex.features, one_hot_tags(ex.tags)] + ([] if type_column is None else [type_column]), 1)
 
 
-def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int) -> Dict[str, Tensor]:
+def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int,
+            kinds: bool = False) -> Dict[str, Tensor]:
+    """A batch; ``kinds``: the decoding mask ``type_match`` is narrowed to the kind the question asks for where
+    the paragraph has one (answer_kinds.py; the feature column stays the entity-type one)."""
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
     type_columns = [_type_column(ex) for ex in examples]  # the feature column and the decoding mask, made once
@@ -150,7 +154,8 @@ def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: in
         words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased
         ends[b, :len(words)] = torch.tensor(sentence_ends(words), dtype=torch.bool)
         if column is not None:
-            type_match[b, :len(words)] = column.squeeze(1).bool()
+            type_match[b, :len(words)] = (kind_mask(ex.question_words, words, ex.tags, column) if kinds
+                                          else column.squeeze(1).bool())
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
             "type_match": type_match,
             "question": question, "question_mask_pad": question_mask_pad,

@@ -54,6 +54,8 @@ class SquadConfig:
     readers: int = key(low=1)   # readers trained side by side, answering together (model.py: ReaderEnsemble)
     answer_type_match: bool = key()   # with a tagger: a column marking tokens of the asked entity type (answer_types.py)
     answer_type_prior: float = key(low=0)   # decoding: log-prob bonus of a span boundary on the asked type (metrics.py)
+    span_edges: bool = key()   # decoding: a span cutting a name widened to it, no "how many" noun (span_edges.py)
+    answer_kinds: bool = key()   # decoding: the prior only on the asked kind (city, country, measure...; answer_kinds.py)
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)
 
 

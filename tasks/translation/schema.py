@@ -29,6 +29,7 @@ class RealCorpusConfig:
     min_valid: int = key(low=0)
     min_test: int = key(low=0)
     max_pairs: Optional[Dict[str, Any]] = key()
+    train_extra: Optional[Dict[str, Any]] = key()
 
 
 @dataclass(kw_only=True)
@@ -52,7 +53,7 @@ class TranslationDataConfig:
 @dataclass(kw_only=True)
 class SubwordConfig:
     model_type: Literal["unigram", "bpe"]
-    vocab_size: int = key(low=300)     # 256 byte-fallback pieces + the specials + the characters
+    vocab_size: int = key(low=300)     # 256 byte-fallback pieces + the specials + the characters (+ 10 number placeholders)
     character_coverage: float = key(low=0, high=1, low_open=True)
     max_sentences: int = key(low=1)
 
@@ -81,6 +82,7 @@ class TranslationConfig:
     eval_max_sentences: int = key(low=1)
     label_smoothing: float = key(**Rate)
     show_samples: int = key(low=0)   # random test sentences printed at the end of the run
+    number_placeholders: bool = key()   # numbers as placeholders through the model (numbers.py)
 
 
 @dataclass(kw_only=True)

@@ -37,6 +37,14 @@ class Subwords:
             raise ValueError(f"subword model: expected ids 0..3 to be {[PAD, UNK, BOS, EOS]}, found {pieces[:4]}")
         self.vocabulary = Vocabulary(pieces[4:], specials=(PAD, UNK, BOS, EOS))
 
+    @property
+    def has_placeholders(self) -> bool:
+        """Whether the model holds the number placeholders (``numbers.PLACEHOLDERS``) as pieces of their own:
+        a model trained before them (an older checkpoint) translates numbers as text."""
+        from tasks.translation.numbers import PLACEHOLDERS
+
+        return all(self.sp.piece_to_id(p) != self.vocabulary.unk_id for p in PLACEHOLDERS)
+
     def __len__(self) -> int:
         return len(self.vocabulary)
 
@@ -62,15 +70,18 @@ class Subwords:
         return cls(Path(path).read_bytes())
 
 
-def train_subwords(sentences: Sequence[str], cfg: SubwordConfig, cache_dir: Path) -> Subwords:
+def train_subwords(sentences: Sequence[str], cfg: SubwordConfig, cache_dir: Path,
+                   symbols: Sequence[str] = ()) -> Subwords:
     """Train (or load from the cache) a joint sentencepiece model on ``sentences``; ``cfg``: task.subwords,
-    typed (the task's ``task_cfg.subwords``: vocab_size >= 300, 256 byte-fallback pieces, specials, chars)."""
+    typed (the task's ``task_cfg.subwords``: vocab_size >= 300, 256 byte-fallback pieces, specials, chars);
+    ``symbols``: strings that are always one piece each (the number placeholders)."""
     import sentencepiece as spm
 
     digest = hashlib.sha1()
     for s in sentences:
         digest.update(s.encode("utf-8") + b"\n")
-    settings = f"{cfg.model_type}-{cfg.vocab_size}-{cfg.character_coverage}"
+    settings = f"{cfg.model_type}-{cfg.vocab_size}-{cfg.character_coverage}" + (f"-sym{len(symbols)}" if symbols else "")
+    digest.update("\t".join(symbols).encode())
     digest.update(settings.encode())
     path = Path(cache_dir).expanduser() / f"spm-{settings}-{digest.hexdigest()[:12]}.model"
     if path.is_file():
@@ -79,7 +90,7 @@ def train_subwords(sentences: Sequence[str], cfg: SubwordConfig, cache_dir: Path
           f"{len(sentences):,} sentences; cached in {path}", flush=True)
     proto = io.BytesIO()
     with smallest_vocabulary_named():
-        _train_sentencepiece(spm, sentences, cfg, proto)
+        _train_sentencepiece(spm, sentences, cfg, proto, symbols)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(proto.getvalue())
@@ -103,8 +114,10 @@ def smallest_vocabulary_named():
                           f"task.subwords.character_coverage)") from None
 
 
-def _train_sentencepiece(spm, sentences: Sequence[str], cfg: SubwordConfig, proto: io.BytesIO) -> None:
-    spm.SentencePieceTrainer.train(
+def _train_sentencepiece(spm, sentences: Sequence[str], cfg: SubwordConfig, proto: io.BytesIO,
+                         symbols: Sequence[str] = ()) -> None:
+    extra = {"user_defined_symbols": list(symbols)} if symbols else {}
+    spm.SentencePieceTrainer.train(**extra,
         sentence_iterator=iter(sentences), model_writer=proto, model_type=cfg.model_type,
         vocab_size=int(cfg.vocab_size), character_coverage=float(cfg.character_coverage),
         # byte fallback: characters never seen in training become UTF-8 byte pieces instead of <unk>, so

@@ -34,6 +34,7 @@ from tasks.translation.data import load_pairs, load_scored_files
 from tasks.translation.metrics import (bleu_from_statistics, chrf_from_statistics, domain_metrics, signatures,
                                        statistics_by_domain, translation_statistics)
 from tasks.translation.model import Seq2SeqTransformer, check_model_config
+from tasks.translation.numbers import PLACEHOLDERS, Number, mask_source, mask_target, restore
 from tasks.translation.schema import TranslationConfig, TranslationPredictOptions
 from tasks.translation.search import beam_search, greedy_search
 from tasks.translation.subwords import Subwords, train_subwords
@@ -105,17 +106,22 @@ class TranslationTask(Task):
         scored = load_scored_files(data, (self.src, self.tgt), self.splits) if self.restored else None
         pairs = scored if scored is not None else load_pairs(data, (self.src, self.tgt))
         if self.subwords is None:
-            sentences = [p[lang] for p in pairs["train"] for lang in (self.src, self.tgt)]
-            self.subwords = train_subwords(sentences, t.subwords, Path(str(data.cache_dir)).expanduser())
+            mask = bool(t.number_placeholders)
+            masked_train = [self._masked_pair(p, mask) for p in pairs["train"]]
+            sentences = [text for texts in masked_train for text in texts[:2]]
+            self.subwords = train_subwords(sentences, t.subwords, Path(str(data.cache_dir)).expanduser(),
+                                           symbols=PLACEHOLDERS if mask else ())
+        mask = self.subwords.has_placeholders  # a checkpoint's subwords from before the placeholders: text as is
         limit, eos = t.max_subwords, self.subwords.vocabulary.eos_id
         for split in pairs:
             examples = []
             for p in pairs[split]:
-                src, tgt = self.subwords.encode(p[self.src]), self.subwords.encode(p[self.tgt])
+                src_text, tgt_text, numbers = self._masked_pair(p, mask)
+                src, tgt = self.subwords.encode(src_text), self.subwords.encode(tgt_text)
                 if split == "train" and (len(src) > limit or len(tgt) > limit or not src or not tgt):
                     continue  # overlong training pairs cost memory and teach little; evaluation keeps all
                 examples.append({"src": src[:limit] + [eos], "tgt": tgt[:limit], "ref": p[self.tgt],
-                                 "source": p[self.src], "domain": p.get("domain")})
+                                 "source": p[self.src], "domain": p.get("domain"), "numbers": numbers})
             self.examples[split] = examples
             # the sources (packages) of a split, for per-source scores; none for single-source data
             self.domains[split] = sorted({e["domain"] for e in examples if e["domain"]})
@@ -123,6 +129,13 @@ class TranslationTask(Task):
         ntok = sum(len(e["tgt"]) + 1 for e in self.examples["train"]) if "train" in pairs else 0
         print(f"[translation] {data.source} {self.src}->{self.tgt}: pairs {sizes}; joint {t.subwords.model_type} "
               f"vocabulary {len(self.subwords):,}; {ntok:,} training target tokens ({time.time() - t0:.1f}s)", flush=True)
+
+    def _masked_pair(self, pair: Mapping[str, str], mask: bool) -> Tuple[str, str, List[Number]]:
+        """Source and target text with their numbers as placeholders (``numbers.py``), and the source's numbers."""
+        if not mask:
+            return pair[self.src], pair[self.tgt], []
+        source, numbers = mask_source(pair[self.src], self.src)
+        return source, mask_target(pair[self.tgt], self.tgt, numbers), numbers
 
     def _make_plan(self, split: str, epoch: int, seed: int) -> List[List[int]]:
         train = split == "train"
@@ -180,9 +193,11 @@ class TranslationTask(Task):
                       "nsentences": int(batch["src"].size(1)), "sample_size": ntokens}
 
     def translate(self, model: nn.Module, src: Tensor, src_pad: Tensor, beam_size: int,
-                  nbest: Optional[int] = None, length_penalty: Optional[float] = None) -> List[Any]:
+                  nbest: Optional[int] = None, length_penalty: Optional[float] = None,
+                  numbers: Optional[List[List[Number]]] = None) -> List[Any]:
         """Detokenised translations of a batch; with ``nbest``, each sentence's list of (score, text).
-        ``length_penalty``: predict.py's choice; None: task.decoding.length_penalty."""
+        ``length_penalty``: predict.py's choice; None: task.decoding.length_penalty. ``numbers``: each
+        source's numbers, put back in place of the placeholders (None: none were masked)."""
         v, dec = self.subwords.vocabulary, self.task_cfg.decoding
         if length_penalty is None:
             length_penalty = dec.length_penalty
@@ -195,16 +210,21 @@ class TranslationTask(Task):
             found = beam_search(model, src, src_pad, beam_size=beam_size,
                                 length_penalty=float(length_penalty), nbest=nbest, **common)
             if nbest is not None:
-                return [[(score, self.subwords.decode(seq)) for score, seq in f] for f in found]
+                return [[(score, self._text(seq, numbers, i)) for score, seq in f] for i, f in enumerate(found)]
             ids = found
-        return [self.subwords.decode(seq) for seq in ids]
+        return [self._text(seq, numbers, i) for i, seq in enumerate(ids)]
+
+    def _text(self, ids: List[int], numbers: Optional[List[List[Number]]], i: int) -> str:
+        text = self.subwords.decode(ids)
+        return text if numbers is None else restore(text, numbers[i], self.tgt)
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Any], split: str) -> Tuple[LoggingOutput, List[Record]]:
         _, logging_output = self.compute_loss(model, batch, split)
         dec = self.task_cfg.decoding
         beam = dec.valid_beam_size if split == "valid" else dec.beam_size
-        hyps = self.translate(model, batch["src"], batch["src_pad"], int(beam))
         ids = batch["ids"].tolist()
+        numbers = [self.examples[split][i]["numbers"] for i in ids]
+        hyps = self.translate(model, batch["src"], batch["src_pad"], int(beam), numbers=numbers)
         refs = [self.examples[split][i]["ref"] for i in ids]
         logging_output.update(translation_statistics(hyps, refs))
         if self.domains.get(split):
@@ -266,8 +286,11 @@ class TranslationTask(Task):
         penalty = options.length_penalty  # None: the test's task.decoding.length_penalty
         beam, nbest = options.beam or dec.beam_size, options.nbest  # nbest <= beam: checked with the options
         limit, v = self.task_cfg.max_subwords, self.subwords.vocabulary
-        sources = []
+        sources, numbers = [], []
         for n, text in enumerate(inputs, 1):
+            if self.subwords.has_placeholders:
+                text, found = mask_source(text, self.src)
+                numbers.append(found)
             ids = self.subwords.encode(text)
             if len(ids) > limit:
                 print(f"[predict] input {n}: {len(ids)} subwords, cut to task.max_subwords={limit}", file=sys.stderr)
@@ -277,7 +300,8 @@ class TranslationTask(Task):
         for index in self.decode_plan(sources, options.batch_size):
             src, src_pad, _ = pad_collate([sources[i] for i in index], v.pad_id)
             out = self.translate(model, src.to(device), src_pad.to(device), beam, nbest if nbest > 1 else None,
-                                 None if penalty is None else float(penalty))
+                                 None if penalty is None else float(penalty),
+                                 [numbers[i] for i in index] if numbers else None)
             for i, result in zip(index, out):
                 results[i] = (" ".join(result.split()) if isinstance(result, str) else
                               {"translations": [" ".join(t.split()) for _, t in result],

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 from torch.utils.weak import WeakIdKeyDictionary
 
+from ..precision import under_autocast
 from ..tracing import eager_cpu
 from .int8 import clear_packs
 
@@ -77,7 +78,7 @@ def row_bucket(rows: int) -> int:
 def dispatchable(a: Tensor, b: Tensor) -> bool:
     """Float32 tensors on the one eager-CPU guard (``sru.ops.tracing.eager_cpu``), outside autocast: a
     product (of the fused training path's backward) the dispatch may send to oneDNN."""
-    return (a.dtype is torch.float32 and b.dtype is torch.float32 and not torch.is_autocast_enabled("cpu")
+    return (a.dtype is torch.float32 and b.dtype is torch.float32 and not under_autocast("cpu")
             and eager_cpu(a, b))
 
 
@@ -166,11 +167,20 @@ def _operands(kind: str, rows: int, d_in: int, d_out: int, oi: bool) -> Tuple[Te
     return {"fwd": (x, w), "dx": (dy, w), "dw": (x, dy)}[kind]
 
 
+def _clock() -> Callable[[], float]:
+    """This thread's CPU time when the products run on one thread, else wall time. Why: on a shared
+    machine time spent descheduled lands on both libraries alike and pulls their ratio towards 1; on a
+    loaded Zen 4 (1 thread) wall time gave MKL / oneDNN 1.02-1.03 at 256 rows where CPU time gave
+    1.06-1.13 (and 1.19-1.25 at 2,048 rows, the grid's bound), so MKL stayed chosen at 1.15-1.2x oneDNN's time."""
+    return time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
 def _time(fn: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter()
+    clock = _clock()
+    start = clock()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - start) / calls
+    return (clock() - start) / calls
 
 
 def measure(kind: str, rows: int, d_in: int, d_out: int, oi: bool = False, rounds: int = 7) -> dict:

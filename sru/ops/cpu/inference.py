@@ -41,6 +41,15 @@ def kernel_cell(cell, dtype: torch.dtype) -> bool:
                 or not (weight_c.is_contiguous() and bias.is_contiguous()))
 
 
+def layer_args(cell) -> tuple:
+    """One layer's entry of ``forward_stack``'s plan (see there), read once from a kernel cell."""
+    params = cell._parameters
+    return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
+            cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
+            cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
+            cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell.own_precision)
+
+
 def skip_mode(cell) -> int:
     """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
     return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
@@ -51,7 +60,8 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
     """Run the layers of ``plan`` on x (L, B, d_in), in order.
 
     plan: per layer ``(weight, weight_c, bias, weight_proj, layer_norm, normalize_after,
-    hidden_size, dirs, k, skip_mode, use_tanh, scale_x, gemm, proj_int8, int8)`` (``sru.ops.cpu.paths.inference_plan``),
+    hidden_size, dirs, k, skip_mode, use_tanh, scale_x, gemm, proj_int8, int8, precision)``
+    (``sru.ops.cpu.paths.inference_plan``),
     tensors in x's dtype; x contiguous; c0 None or contiguous (layers, B, dirs*d); mask_pad
     None or a contiguous uint8 (L, B). Returns h (L, B, dirs*d) and the last c of every layer
     (layers, B, dirs*d). Layer norm (pre or post) runs as a plain torch op.
@@ -69,13 +79,13 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
     c_ptr = c_out.data_ptr()
     h = x.view(rows, x.shape[2])
     for i, (weight, weight_c, bias, proj, norm, normalize_after, hidden, dirs, k, skip_mode,
-            use_tanh, scale_x, gemm, proj_int8, int8) in enumerate(plan):
+            use_tanh, scale_x, gemm, proj_int8, int8, precision) in enumerate(plan):
         residual = h  # the skip term sees the raw input (before layer norm)
         if norm is not None and not normalize_after:
             h = F.layer_norm(h, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
         if proj is not None:
-            h = matmul(h, proj, gemm, False, proj_int8)
-        U = matmul(h, weight, gemm, False, int8)  # the projection's route (sru/ops/cpu/routes.py)
+            h = matmul(h, proj, gemm, False, proj_int8, precision)
+        U = matmul(h, weight, gemm, False, int8, precision)  # the projection's route (sru/ops/cpu/routes.py)
         out = x.new_empty(rows, width)
         args.U, args.h, args.c_last = U.data_ptr(), out.data_ptr(), c_ptr + i * step
         args.x = residual.data_ptr() if skip_mode == 1 else None

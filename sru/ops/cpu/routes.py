@@ -3,9 +3,10 @@ from ``ROUTES``, one table of (name, when it applies, what runs). Each route's `
 fast route shares ``sru.ops.tracing.eager_cpu``) and its one rule for when it pays; the first route that applies
 runs. docs/ops.md#precision-routes-sruopscpuroutespy lists them.
 
-The precision reaches this entry point as arguments: ``precision`` (a ``sru.Precision``; None: what CPU autocast
-says, the way bf16 enters from the commands) and ``int8`` (the weight's ``sru.ops.quantized.Int8Weight``, which
-makes the product int8 wherever int8 pays). ``library`` names the fp32 GEMM library only (auto / mkl / onednn).
+The precision reaches this entry point as arguments: ``precision`` (a ``sru.Precision``: the layer's own, set
+by ``sru.to_precision``; None: what CPU autocast says, the way training's ``trainer.precision=bf16`` enters) and
+``int8`` (the weight's ``sru.ops.quantized.Int8Weight``, which makes the product int8 wherever int8 pays).
+``library`` names the fp32 GEMM library only (auto / mkl / onednn).
 """
 from typing import Callable, NamedTuple, Optional
 
@@ -13,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..precision import Precision
+from ..precision import Precision, of_autocast, under_autocast
 from ..tracing import eager_cpu
 from . import gemm
 from .int8 import per_token_product, takes_int8
@@ -32,13 +33,6 @@ class Route(NamedTuple):
     applies: Callable[[Tensor, Tensor, Call], bool]   # x (rows, in), weight, call: the guard and when it pays
     matmul: Callable[[Tensor, Tensor, Call], Tensor]  # x (rows, in) -> (rows, out)
     linear: Optional[Callable[[Tensor, Tensor, Optional[Tensor], Call], Tensor]]  # None: not for Linear layers
-
-
-def autocast_precision() -> Precision:
-    """The precision CPU autocast asks for right now (FP32 outside autocast)."""
-    if not torch.is_autocast_enabled("cpu"):
-        return Precision.FP32
-    return Precision.BF16 if torch.get_autocast_dtype("cpu") is torch.bfloat16 else Precision.FP16
 
 
 def _mm(x: Tensor, weight: Tensor, call: Call) -> Tensor:
@@ -78,12 +72,22 @@ def _bf16_applies(x: Tensor, weight: Tensor, call: Call) -> bool:
 def _autocast_matmul(x: Tensor, weight: Tensor, call: Call) -> Tensor:
     """torch's product under autocast (which decides the dtype); in inference float32 U, as the fused
     recurrence reads it (training casts in autograd)."""
-    if torch.is_autocast_enabled(x.device.type):
+    if under_autocast(x.device.type):
         out = _mm(x, weight, call)
     else:  # the precision was asked for explicitly
         with torch.autocast(x.device.type, dtype=call.precision.autocast_dtype):
             out = _mm(x, weight, call)
     return out if torch.is_grad_enabled() else out.float()
+
+
+def _autocast_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], call: Call) -> Tensor:
+    """torch's ``F.linear`` under autocast; asked for explicitly (no autocast around the model), the output
+    goes back to the input's dtype, which the model's other (float32) layers expect."""
+    if under_autocast(x.device.type):
+        return F.linear(x, weight, bias)
+    with torch.autocast(x.device.type, dtype=call.precision.autocast_dtype):
+        out = F.linear(x, weight, bias)
+    return out.to(x.dtype)
 
 
 # --- fp32: MKL or oneDNN, whichever is faster for the shape (gemm.py measures) -----------------------------------
@@ -105,7 +109,8 @@ ROUTES = (
     # an int8 weight where int8 does not pay (few rows, autograd, export): its dequantised float copy
     Route("int8 as float", lambda x, w, call: call.int8 is not None, _mm, _torch_linear),
     Route("bf16 prepacked", _bf16_applies, lambda x, w, call: gemm.bf16_matmul(x, w, call.oi), None),
-    Route("autocast", lambda x, w, call: call.precision.autocast_dtype is not None, _autocast_matmul, _torch_linear),
+    Route("autocast", lambda x, w, call: call.precision.autocast_dtype is not None, _autocast_matmul,
+          _autocast_linear),
     Route("onednn", _onednn_applies, _onednn_matmul, _onednn_linear),
     Route("torch", lambda x, w, call: True, _mm, _torch_linear),  # MKL on CPU; every other device and dtype
 )
@@ -122,21 +127,21 @@ def route(x: Tensor, weight: Tensor, call: Call, linear: bool = False) -> Route:
 def matmul(x: Tensor, weight: Tensor, library: str = "auto", oi: bool = False, int8=None,
            precision: Optional[Precision] = None) -> Tensor:
     """x (rows, in) times the weight (in, out), or (out, in) with ``oi`` (then x Wᵀ), differentiable."""
-    call = Call(library, autocast_precision() if precision is None else precision, int8, oi)
+    call = Call(library, of_autocast() if precision is None else precision, int8, oi)
     return route(x, weight, call).matmul(x, weight, call)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, library: str = "auto", int8=None,
            precision: Optional[Precision] = None) -> Tensor:
     """``F.linear`` (weight (out, in)) through the same table, for any leading dimensions."""
-    call = Call(library, autocast_precision() if precision is None else precision, int8, True)
-    if x.dim() < 2:
+    call = Call(library, of_autocast() if precision is None else precision, int8, True)
+    if x.dim() == 0:  # torch's own error
         return _torch_linear(x, weight, bias, call)
     flat = x.reshape(-1, x.shape[-1])
     run = route(flat, weight, call, linear=True).linear
     if run is _torch_linear:  # torch's own op on the input as given
         return F.linear(x, weight, bias)
-    return run(flat, weight, bias, call).view(*x.shape[:-1], weight.shape[0])
+    return run(flat, weight, bias, call).view(*x.shape[:-1], weight.shape[0])  # 1-D x: one row
 
 
-__all__ = ["ROUTES", "Call", "Route", "autocast_precision", "linear", "matmul", "route"]
+__all__ = ["ROUTES", "Call", "Route", "linear", "matmul", "route"]

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from . import gemm as cpu_gemm
 from .int8 import pays as int8_pays
-from .inference import kernel_cell, skip_mode
+from .inference import forward_stack, kernel_cell, layer_args, skip_mode
 
 _DTYPES = (torch.float32, torch.float64)
 _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
@@ -66,8 +66,8 @@ def configure_stack(lib: ctypes.CDLL) -> None:
 # fields), read from the instance dict in one C call (attribute access through nn.Module costs
 # several times more, and this runs at every decoding step). custom_m, a layer norm and the
 # parameters live in ``_modules`` / ``_parameters``: keyed by identity, and storage (``current``).
-_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "dropout", "rnn_dropout", "_scale_x_value",
-                                  "rescale", "activation_type", "has_skip_term")
+_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "_precision", "dropout", "rnn_dropout",
+                                  "_scale_x_value", "rescale", "activation_type", "has_skip_term")
 
 
 def plan_key(cells: Sequence) -> tuple:
@@ -93,7 +93,9 @@ class StackPlan:
         if dtype not in _DTYPES or not all(_plain(cell, dtype) for cell in cells):
             return
         configure_stack(lib)
-        self.call = getattr(lib, _ENTRY[dtype])
+        self.lib, self.call = lib, getattr(lib, _ENTRY[dtype])
+        # where a layer's product routes to oneDNN (``gemm_is_mkl`` false): forward_stack's plan, made once
+        self.routed = tuple(layer_args(cell) for cell in cells)
         self.layers = (StackLayer * len(cells))()
         for slot, cell in zip(self.layers, cells):
             slot.weight, slot.weight_c, slot.bias = (cell.weight.data_ptr(), cell.weight_c.data_ptr(),
@@ -101,7 +103,7 @@ class StackPlan:
             slot.in_features, slot.hidden = cell.input_size, cell.hidden_size
             slot.dirs, slot.k = cell.num_directions, cell.num_matrices
             slot.skip_mode = skip_mode(cell)
-            slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell._skip_scale)
+            slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell.skip_scale)
         self.num_layers = len(cells)
         # (in, out, library) per layer: the stack's C code calls MKL's sgemm, so the plan runs
         # only where the GEMM dispatch picks MKL for every layer (``gemm_is_mkl``)
@@ -144,8 +146,12 @@ class StackPlan:
     def run(self, x: Tensor, c0: Optional[Tensor], mask_pad: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """x contiguous (L, B, in); c0 None or contiguous (layers, B, width) in x's dtype;
         mask_pad None or contiguous uint8 (L, B). Returns (h, c_last) like forward_stack, or None
-        when this torch has no BLAS symbol to call (the plan is then marked unusable)."""
+        when this torch has no BLAS symbol to call (the plan is then marked unusable). Where the GEMM
+        dispatch sends a layer's product to oneDNN, ``forward_stack`` runs the layers with the plan
+        made when this one was: the route is chosen per model and row count, never rebuilt per call."""
         length, batch = x.shape[0], x.shape[1]
+        if not self.gemm_is_mkl(length * batch):
+            return forward_stack(self.lib, x, self.routed, c0, mask_pad)
         h = x.new_empty(length, batch, self.width)
         c_last = x.new_empty(self.num_layers, batch, self.width)
         # U and one layer's output: scratch, reused by this thread while it is large enough
@@ -174,7 +180,8 @@ class StackPlan:
 
 def _plain(cell, dtype: torch.dtype) -> bool:
     """A kernel cell (``inference.kernel_cell``) without projection or layer norm, whose weight
-    is contiguous (the C code reads it row-major)."""
+    is contiguous (the C code reads it row-major), in float precision (no ``sru.to_precision`` of its own:
+    the C code's products are fp32)."""
     params = cell._parameters
-    return (kernel_cell(cell, dtype) and params.get("weight_proj") is None
+    return (kernel_cell(cell, dtype) and cell.own_precision is None and params.get("weight_proj") is None
             and cell._modules.get("layer_norm") is None and params["weight"].is_contiguous())

@@ -27,6 +27,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from ..precision import half_recurrence
 from ..spec import Masks, RecurrenceSpec, needs_history, split_flat
 from .kernels import SKIP_X, compiled_kernels, triton
 from .launch import launch
@@ -230,7 +231,7 @@ def padded(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
     mask_c, mask_pad = masks
     check_device(U, x, weight_c, bias, c0, mask_c, mask_pad)
     skip, x = spec.skip_input(U, x)
-    if amp_recurrence_fp16 and U.dtype == torch.float16:
+    if half_recurrence(U.dtype, amp_recurrence_fp16):
         half = lambda t: None if t is None else t.half()  # noqa: E731
         x, weight_c, bias, c0, mask_c = half(x), half(weight_c), half(bias), half(c0), half(mask_c)
     if c0 is None:

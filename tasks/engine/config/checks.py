@@ -18,6 +18,8 @@ from typing import Any, Mapping, Optional
 
 import torch
 
+from sru.ops.precision import Precision
+
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.cores import usable_cores
 from tasks.engine.config.schema import check_number, typed
@@ -38,8 +40,10 @@ def check_trainer(trainer: Mapping[str, Any]) -> TrainerConfig:
     cuda = torch.cuda.is_available()
     if device.startswith("cuda") and not cuda:
         raise ConfigError(f"trainer.device={device}: CUDA is not available here; use trainer.device=cpu or auto")
-    if t.precision == "fp16" and (device == "cpu" or not cuda):
-        raise ConfigError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
+    try:
+        Precision(t.precision).check_device("cuda" if cuda and device != "cpu" else "cpu")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     check_threads(t.num_threads)
     return t
 

@@ -21,12 +21,13 @@ from tasks.engine.config.schema import check_value, optional_inner
 
 def option(default: Any, *, help: str, low: Optional[float] = None, high: Optional[float] = None,
            low_open: bool = False, high_open: bool = False, when: Optional[Tuple[str, Any]] = None,
-           allowed: Optional[str] = None) -> Any:
+           allowed: Optional[str] = None, evaluate: bool = False) -> Any:
     """A command option's field: its default, what it does (``help``), its range, the (option, value) it
     applies with (``when``: refused otherwise, it would change nothing), and ``allowed``, the wording of
-    what is allowed where the type and range alone do not say it."""
+    what is allowed where the type and range alone do not say it, and ``evaluate``: evaluate.py takes it too
+    (applied to the split's decoding by the task's ``use_options``)."""
     meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open, "help": help,
-            "when": when, "allowed": allowed}
+            "when": when, "allowed": allowed, "evaluate": evaluate}
     return dataclasses.field(default=default, metadata=meta)
 
 

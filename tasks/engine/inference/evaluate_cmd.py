@@ -21,13 +21,14 @@ from contextlib import nullcontext, redirect_stdout
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from tasks.engine.inference.options import EVALUATE, command_options, one_line_errors, parse_options, split_arguments
+from tasks.engine.inference.options import (EVALUATE, check_for_task, command_options, one_line_errors, parse_options,
+                                            split_arguments, task_given)
 from tasks.engine.errors import TrainingInterrupted
 from tasks.engine.training.evaluation import evaluate
 from tasks.engine.inference.loader import InferenceInputError, ask_for_device, build_trained, read_trained
 from tasks.engine.run.interrupts import write_text_atomic
 from tasks.engine.inference.output_paths import check_out_dir, check_output_file, is_stdout, write_output
-from tasks.engine.inference.precision import apply_precision, check_precision
+from tasks.engine.inference.precision import apply_precision, check_compare_differs, check_precision
 from tasks.engine.run_metrics import json_safe
 from tasks.engine.run.context import open_run
 
@@ -45,17 +46,6 @@ def output_folder(out_dir: Optional[str], task: str, split: str) -> Path:
 def write_json_atomic(path: Path, obj: Dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(json_safe(obj), indent=2, allow_nan=False))
-
-
-def check_compare_differs(compare: Optional[str], precision: Optional[str], run_precision: str) -> None:
-    """compare= names a second precision; the evaluation's own (precision=, else the run's trainer.precision)
-    would only score the split twice."""
-    own = precision if precision is not None else run_precision
-    if compare is not None and str(compare) == str(own):
-        said = f"precision={own}" if precision is not None else f"the run's own trainer.precision={own}"
-        example = f"precision={'int8' if str(compare) == 'fp32' else compare} compare=fp32"
-        raise InferenceInputError(f"compare={compare}: this evaluation already runs in {said}; compare two "
-                                  f"precisions, e.g. {example}")
 
 
 def unknown_share(task: Any, split: str) -> Optional[float]:
@@ -79,6 +69,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
         check_output_file("output", options["output"], options["run"])
     scored = None if options["file"] is None else (str(options["file"]), split)
     run = read_trained(options["run"], str(options["checkpoint"]), overrides, scored_file=scored)
+    task_options = task_given(options, given)
+    check_for_task(run.task, task_options)  # before the model is built: an option of another task is one line
     check_compare_differs(options["compare"], options["precision"], run.cfg.trainer.precision)
     folder = output_folder(options["out_dir"], run.task.name, split)
     check_out_dir(str(folder), options["run"])
@@ -87,6 +79,8 @@ def evaluate_run(argv: List[str]) -> Dict[str, float]:
     with open_run(run.cfg, folder, lock=False) as ctx:
         trained = build_trained(run, splits=(split,), device=ctx.device)
         task = trained.task
+        if task_options:  # the task's options of evaluate.py (declared with evaluate=True), on the split's decoding
+            task.use_options(check_for_task(task, task_options))
         print(f"[evaluate] {trained.source} (task={task.name}, step {trained.step}) on {split}; outputs in "
               f"{folder}", flush=True)
         if not trained.data_loaded:

@@ -131,7 +131,8 @@ class TaskOption:
 
     def applies(self) -> str:
         when = self.field.metadata.get("when")
-        return ", ".join(["predict.py", "task=" + "/".join(self.tasks), *([f"{when[0]}={when[1]}"] if when else [])])
+        command = "predict.py and evaluate.py" if self.field.metadata.get("evaluate") else "predict.py"
+        return ", ".join([command, "task=" + "/".join(self.tasks), *([f"{when[0]}={when[1]}"] if when else [])])
 
     def refuse(self, name: str, value: Any) -> OptionError:
         return OptionError(f"{name}={value}: expected {self.allowed()} ({self.applies()})")
@@ -151,14 +152,16 @@ def declarations(name: str) -> List[TaskOption]:
     return list(grouped.values())
 
 
-def task_option_names() -> List[str]:
-    return sorted({f for schema in task_option_schemas().values() for f in fields(schema)})
+def task_option_names(command: str = PREDICT) -> List[str]:
+    """The task options ``command`` takes: predict.py all, evaluate.py those declared with ``evaluate=True``."""
+    return sorted({name for schema in task_option_schemas().values() for name, field in fields(schema).items()
+                   if command == PREDICT or field.metadata.get("evaluate")})
 
 
 def command_options(command: str) -> Dict[str, Any]:
     """The options a command knows, with their defaults (task options: None, the task's default applies)."""
     generic = {name: opt.default for name, opt in OPTIONS.items() if command in opt.commands}
-    return {**generic, **{name: None for name in (task_option_names() if command == PREDICT else [])}}
+    return {**generic, **{name: None for name in task_option_names(command)}}
 
 
 # ---- pass 1: the command line, before the model file is read --------------------------------------------

@@ -3,7 +3,6 @@
 of the machine a run or a measurement ran on (the paper's records, bench/harness.py)."""
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import time
@@ -19,12 +18,8 @@ from sru.ops.precision import Precision, TRAINING_NAMES
 def autocast(device: torch.device, precision: str):
     if precision not in TRAINING_NAMES:
         raise ValueError(f"trainer.precision: expected one of {list(TRAINING_NAMES)}, received {precision!r}")
-    dtype = Precision(precision).autocast_dtype
-    if dtype is None:
-        return contextlib.nullcontext()
-    if dtype is torch.float16 and device.type != "cuda":
-        raise ValueError("trainer.precision=fp16 needs CUDA (GradScaler); on CPU use trainer.precision=bf16 or fp32")
-    return torch.autocast(device.type, dtype=dtype)
+    Precision(precision).check_device(device.type)
+    return Precision(precision).autocast(device.type)
 
 
 def pick_device(name: str) -> torch.device:

@@ -22,6 +22,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from sru.ops.precision import Precision
+
 from tasks.engine.base import LoggingOutput, Task, sum_logging_outputs
 from tasks.engine.config.trainer_schema import TrainerConfig
 from tasks.engine.run import distributed
@@ -35,7 +37,8 @@ class TrainStep:
         self.task, self.model, self.optimizer, self.device = task, model, optimizer, device
         self.precision, self.accumulate, self.grad_clip = trainer.precision, trainer.accumulate, trainer.grad_clip
         self.world_size = world_size
-        self.scaler = scaler or torch.amp.GradScaler(device.type, enabled=(self.precision == "fp16"))
+        self.scales_loss = Precision(self.precision).scales_loss  # fp16: GradScaler
+        self.scaler = scaler or torch.amp.GradScaler(device.type, enabled=self.scales_loss)
 
     def forward(self, batch: Any) -> Tuple[torch.Tensor, LoggingOutput]:
         with autocast(self.device, self.precision):
@@ -61,9 +64,9 @@ class TrainStep:
         if self.grad_clip:  # null or 0: off
             self.scaler.unscale_(self.optimizer)
             grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip))
-        elif self.precision != "fp16":  # the norm only: a non-finite gradient must not reach the weights
+        elif not self.scales_loss:  # the norm only: a non-finite gradient must not reach the weights
             grad_norm = float(nn.utils.clip_grad_norm_(self.model.parameters(), math.inf))
-        if check_grad_norm is not None and self.precision != "fp16":
+        if check_grad_norm is not None and not self.scales_loss:
             check_grad_norm(grad_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()

@@ -26,6 +26,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
+from sru.ops.precision import Precision
+
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Task, run_seed, sum_logging_outputs
 from tasks.engine.training.model_size import memory_budget
@@ -91,6 +93,10 @@ class Trainer:
                 stale.unlink()
         self.precision = self.trainer_cfg.precision
         autocast(self.device, self.precision)  # fp16 without CUDA fails here, before any work
+        slower = Precision(self.precision).slower_than_fp32(self.device.type)  # bf16 without native bf16
+        if slower and self.is_main:
+            print(f"[trainer] warning: trainer.precision={self.precision} trains slower than fp32 here: {slower}; "
+                  "use trainer.precision=fp32", flush=True)
         self.accumulate = self.trainer_cfg.accumulate
         self.seed = run_seed(cfg)
         self.progress = Progress()
@@ -140,7 +146,7 @@ class Trainer:
             model = self.task.build_model()
         self.model = model.to(self.device)
         self.optimizer = build_optimizer(self.model.parameters(), self.trainer_cfg.optimizer)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=(self.precision == "fp16"))
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=Precision(self.precision).scales_loss)
         n_params = sum(p.numel() for p in self.model.parameters())
         print(f"[trainer] {type(self.model).__name__}: {n_params / 1e6:.2f}M parameters on {self.device}", flush=True)
 
@@ -245,7 +251,7 @@ class Trainer:
             loss, logging_output = self.train_step.forward(batch)
             # fp16: the GradScaler skips steps with inf/NaN by design. DDP: a rank raising here alone would
             # leave the others waiting in the gradient all-reduce; the all-reduced norm check stops all of them
-            if self.precision != "fp16" and not self.dist_info.enabled:
+            if not Precision(self.precision).scales_loss and not self.dist_info.enabled:
                 self.guard.check_loss(self.progress.step + 1, float(loss.detach()))
             self.train_step.backward(loss, logging_output)
         return logging_output

@@ -1,0 +1,3 @@
+from bench.versions import main
+
+main()

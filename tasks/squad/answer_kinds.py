@@ -1,0 +1,119 @@
+"""The kind of thing a question asks for, finer than its entity type, for span decoding.
+
+    mask = kind_mask(question_words, context_words, tags, type_column)   # (Lp,) bool: where the prior applies
+
+Why: the answer-type prior (metrics.py: decode_spans) lifts spans on tokens of the asked entity type, but an
+entity type is coarse where people ask by kind. "In which city is the Eiffel Tower?" asks for a GPE, and so
+do "France" and "Europe" beside "Paris"; "How tall is the tower?" asks for a measure, and "three levels" is a
+CARDINAL as much as "330 metres" is a QUANTITY; "Into which ocean ...?" asks for a LOC, and so is "South
+America". Where the question names a kind this module recognises and the paragraph holds an entity of that
+kind, only that entity's tokens keep the prior; otherwise the type column is used as it is. The reader's own
+input (the type column, a feature the model was trained with) is not changed, so a trained model decodes
+with it without retraining.
+
+Kinds (the question's lower-cased words; an entity is a run of tokens with one entity type):
+- a measure ("how tall / high / far / deep / wide / large / heavy", "how long is", "what is the length of")
+  -> QUANTITY entities (a number with its unit); "how long did X last / take" -> DATE / TIME (a duration);
+- "which city / town" -> a place that is not a country, continent or US state (the generator's tables);
+  "which country" -> a country of the table; "which continent" -> a continent; "which state" -> a US state;
+- "which ocean / sea / river / lake / desert / island / mountain / bay / canal" -> a place whose name holds
+  that word ("the Atlantic Ocean", "the Rhine River").
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Set, Tuple
+
+import torch
+from torch import Tensor
+
+from .generator.question_words import CONTINENTS, COUNTRIES, US_STATES
+from .tagger import NER_LABELS
+
+MEASURE_WORDS = {"tall", "high", "far", "deep", "wide", "large", "big", "heavy", "thick"}
+MEASURE_NOUNS = {"length", "height", "area", "width", "depth", "distance", "weight", "elevation", "altitude"}
+DURATION_VERBS = {"last", "lasted", "lasts", "take", "took", "takes", "reign", "reigned", "rule", "ruled", "serve",
+                  "served", "run", "ran", "continue", "continued"}
+NAMED_KINDS = {"ocean", "sea", "river", "lake", "desert", "island", "mountain", "bay", "canal", "gulf", "strait"}
+PLACE_TYPES = {"GPE", "LOC", "FAC"}
+KIND_OPENERS = {"which", "what"}
+
+
+def entities(context_words: Sequence[str], tags: Tensor) -> List[Tuple[int, int, str, str]]:
+    """(start, end exclusive, entity type, lower-cased text) of each run of tokens with one entity type."""
+    ner = [NER_LABELS[int(i)] for i in tags[:, 0]]
+    out, k = [], 0
+    while k < len(ner):
+        j = k + 1
+        while j < len(ner) and ner[j] == ner[k]:
+            j += 1
+        if ner[k]:
+            words = [w.lower() for w in context_words[k:j]]
+            text = " ".join(words[1:] if words[0] == "the" else words)
+            out.append((k, j, ner[k], text))
+        k = j
+    return out
+
+
+def asked_noun(question_words: Sequence[str]) -> str:
+    """The noun after the question's "which" / "what" ("In which city ..." -> "city"), or ""."""
+    words = [w.lower() for w in question_words]
+    for k, w in enumerate(words[:3]):
+        if w in KIND_OPENERS and k + 1 < len(words):
+            return words[k + 1]
+    return ""
+
+
+def _is_measure_question(words: List[str]) -> Optional[bool]:
+    """True: a measure with a unit is asked; False: a duration; None: neither."""
+    for k, w in enumerate(words[:-1]):
+        if w == "how" and words[k + 1] in MEASURE_WORDS:
+            return True
+        if w == "how" and words[k + 1] == "long":
+            return not (set(words) & DURATION_VERBS)
+    if asked_noun(words) in {"is", "was"} and set(words[2:5]) & MEASURE_NOUNS:
+        return True
+    return None
+
+
+def _fits(kind: str, etype: str, text: str) -> bool:
+    if etype not in PLACE_TYPES:
+        return False
+    if kind in ("city", "town"):
+        return text not in COUNTRIES and text not in CONTINENTS and text not in US_STATES and etype == "GPE"
+    table = {"country": COUNTRIES, "continent": CONTINENTS, "state": US_STATES}.get(kind)
+    if table is not None:
+        return text in table
+    return kind in text.split() or kind + "s" in text.split()
+
+
+def kind_tokens(question_words: Sequence[str], context_words: Sequence[str], tags: Tensor) -> Optional[Set[int]]:
+    """The paragraph tokens of the kind the question asks for; None when no kind rule applies or the paragraph
+    has no entity of the kind (decoding then keeps the type column)."""
+    words = [w.lower() for w in question_words]
+    measure, noun = _is_measure_question(words), asked_noun(words)
+    found: Set[int] = set()
+    for start, end, etype, text in entities(context_words, tags):
+        if measure is True:
+            hit = etype == "QUANTITY"
+        elif measure is False:
+            hit = etype in ("DATE", "TIME")
+        elif noun in ("city", "town", "country", "continent", "state") or noun in NAMED_KINDS:
+            hit = _fits(noun, etype, text)
+        else:
+            return None
+        if hit:
+            found.update(range(start, end))
+    return found or None
+
+
+def kind_mask(question_words: Sequence[str], context_words: Sequence[str], tags: Optional[Tensor],
+              type_column: Tensor) -> Tensor:
+    """(Lp,) bool: the tokens the answer-type prior lifts: the asked kind's where the paragraph has one, else the
+    type column's."""
+    broad = type_column.squeeze(1).bool()
+    tokens = None if tags is None else kind_tokens(question_words, context_words, tags)
+    if not tokens:
+        return broad
+    narrow = torch.zeros_like(broad)
+    narrow[sorted(tokens)] = True
+    return narrow
