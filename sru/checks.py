@@ -34,11 +34,12 @@ def check_layer_sizes(owner: str, input_size, hidden_size, dropout, rnn_dropout)
 
 
 def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict = None,
-                  optional: tuple = ()) -> None:
+                  optional: tuple = (), at_least_0: tuple = ()) -> None:
     """The other constructor arguments, refused at construction rather than at the first
     forward (or never: a string is truthy): ``flags`` True/False (0/1 accepted as nn.LSTM
     does), ``counts`` ints >= 0, ``numbers_`` finite numbers (or None for the names in
-    ``optional``, whose default is None)."""
+    ``optional``, whose default is None; >= 0 for those in ``at_least_0``, e.g. a bound of an
+    initialisation range)."""
     for name, value in flags.items():
         if not (isinstance(value, bool) or (_is_int(value) and value in (0, 1))):
             raise ValueError(f"{owner} expected {name} to be True or False, got {value!r}")
@@ -48,6 +49,8 @@ def check_options(owner: str, flags: dict, counts: dict = None, numbers_: dict =
     for name, value in (numbers_ or {}).items():
         if not (_is_number(value) or (value is None and name in optional)):
             raise ValueError(f"{owner} expected {name} to be a finite number, got {value!r}")
+        if name in at_least_0 and value is not None and value < 0:
+            raise ValueError(f"{owner} expected {name} to be a finite number >= 0, got {value!r}")
 
 
 def check_module(owner: str, name: str, value, allow_list: bool = False) -> None:

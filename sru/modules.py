@@ -24,7 +24,7 @@ from sru.ops.backends import linear_recurrence, run_inference_path, run_stack
 from sru.ops.packing import PaddedLayout
 from sru.ops.tracing import quiet_tracer, tracing_loudly
 from sru.packed import forward_packed_sequence, forward_varlen
-from sru.scripting.cells import ScriptableCell, ScriptableStack
+from sru.scripting.cells import PackedAsTuple, ScriptableCell, ScriptableStack
 
 
 class SRUCell(ScriptableCell, RecurrentCellBase):
@@ -75,7 +75,7 @@ class SRUCell(ScriptableCell, RecurrentCellBase):
                                       rescale=rescale, v1=v1, amp_recurrence_fp16=amp_recurrence_fp16,
                                       normalize_after=normalize_after, project_skip=project_skip),
                       dict(n_proj=n_proj), dict(highway_bias=highway_bias, weight_c_init=weight_c_init),
-                      optional=("weight_c_init",))
+                      optional=("weight_c_init",), at_least_0=("weight_c_init",))
         check_module("SRUCell", "custom_m", custom_m)
         self._set_options(input_size, hidden_size, dropout, rnn_dropout, bidirectional, use_tanh,
                           has_skip_term=has_skip_term, highway_bias=highway_bias, v1=v1,
@@ -237,7 +237,8 @@ class SRU(ScriptableStack, StackBase):
                                   amp_recurrence_fp16=amp_recurrence_fp16, normalize_after=normalize_after,
                                   batch_first=batch_first, project_skip=project_skip),
                       dict(projection_size=projection_size),
-                      dict(highway_bias=highway_bias, weight_c_init=weight_c_init), optional=("weight_c_init",))
+                      dict(highway_bias=highway_bias, weight_c_init=weight_c_init), optional=("weight_c_init",),
+                      at_least_0=("weight_c_init",))
         check_module("SRU", "custom_m", custom_m, allow_list=True)
         if isinstance(custom_m, list) and len(custom_m) != num_layers:
             raise ValueError(f"SRU expected one custom_m per layer ({num_layers}), "
@@ -302,7 +303,7 @@ class SRU(ScriptableStack, StackBase):
             self.input_to_hidden.reset_parameters()
 
     def forward(self,
-                input: Union[Tensor, PackedSequence],
+                input: Union[Tensor, PackedSequence, PackedAsTuple],
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None) -> Tuple[Union[Tensor, PackedSequence], Tensor]:
         if torch.jit.is_scripting():  # a constant to TorchScript: it compiles only this branch

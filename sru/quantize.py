@@ -57,6 +57,9 @@ def warn_if_bf16_emulated() -> bool:
 def kept_names(model: nn.Module, keep_fp32: Union[str, Iterable[str]]) -> Tuple[str, ...]:
     """``keep_fp32`` as a tuple of submodule names, each checked against ``model.named_modules()``
     (a misspelt name would otherwise quantise the very module it meant to keep)."""
+    if not isinstance(keep_fp32, (str, Iterable)):
+        raise ValueError(f"quantize_dynamic: keep_fp32 expected a submodule name or a list of them, got "
+                         f"{type(keep_fp32).__name__}")
     keep = (keep_fp32,) if isinstance(keep_fp32, str) else tuple(keep_fp32)
     names = [name for name, _ in model.named_modules() if name]
     for name in keep:
@@ -87,6 +90,10 @@ def quantize_dynamic(model: nn.Module, keep_fp32: Union[str, Iterable[str]] = ()
                      inplace: bool = False) -> nn.Module:
     """``model`` with int8 projections (see the module docstring). ``keep_fp32``: the name, or
     names, of submodules (as in ``named_modules``) left in float32, e.g. an output softmax."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"quantize_dynamic expected an nn.Module, got {type(model).__name__}")
+    if not isinstance(inplace, bool):  # a string is truthy: inplace='no' quantised the caller's model
+        raise ValueError(f"quantize_dynamic expected inplace to be True or False, got {inplace!r}")
     if int8_engine() is None:
         check_int8_device("cpu")  # raises the one-line error
     keep = kept_names(model, keep_fp32)

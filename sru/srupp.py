@@ -23,7 +23,7 @@ from sru.linear import DispatchedLinear
 from sru.ops.packing import PaddedLayout
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
-from sru.scripting.cells import ScriptableCell
+from sru.scripting.cells import PackedAsTuple, ScriptableCell
 from sru.scripting.srupp import ScriptableSRUppCell, ScriptableSRUppStack
 
 _SRUPP_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
@@ -296,7 +296,7 @@ class SRUpp(ScriptableSRUppStack, StackBase):
             nn.init.xavier_uniform_(self.input_to_hidden.weight)
 
     def forward(self,
-                input: Union[Tensor, PackedSequence],
+                input: Union[Tensor, PackedSequence, PackedAsTuple],
                 c0: Optional[Tensor] = None,
                 mask_pad: Optional[Tensor] = None,
                 attn_mask: Optional[Tensor] = None,

@@ -209,6 +209,37 @@ def test_a_speech_manifest_line_that_is_not_an_object_is_named(tmp_path):
         read_manifest(tmp_path / "m.jsonl")
 
 
+# read_manifest (evaluate.py file=<manifest> of a speech model, task.data.manifests.*): content -> the message
+MANIFEST_ROWS = [
+    ("manifest-tsv-without-header", "m.tsv", "a.wav\t1.0\tahoj\n",  # was "the manifest has no utterances"
+     "m.tsv:1: ['a.wav', '1.0', 'ahoj'] is not a header naming the columns; a .tsv manifest starts with one, "
+     "e.g. audio<TAB>duration<TAB>text (the audio column one of ['audio', 'audio_filepath', 'path'])"),
+    ("manifest-empty-transcript", "m.jsonl", '{"audio": "a.wav", "duration": 1.0, "text": ""}\n',
+     "m.jsonl:1: text is empty; every manifest line needs its transcript (an utterance with nothing to score "
+     "has no place in a manifest: leave the line out)"),  # was "no transcript field"
+    ("manifest-empty-audio", "m.tsv", "audio\tduration\ttext\n\t1.0\tahoj\n",
+     "m.tsv:2: audio is empty; every manifest line needs its audio path (an utterance with nothing to score "
+     "has no place in a manifest: leave the line out)"),
+]
+
+
+@pytest.mark.parametrize("row", MANIFEST_ROWS, ids=[r[0] for r in MANIFEST_ROWS])
+def test_a_speech_manifest_error_says_what_is_wrong(row, tmp_path):
+    from tasks.speech.data import read_manifest
+
+    _, name, content, message = row
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError) as err:
+        read_manifest(tmp_path / name)
+    assert str(err.value) == f"{tmp_path}/{message}"
+
+
+def test_docs_failures_lists_every_manifest_row():
+    docs = (ROOT / "docs" / "failures.md").read_text()
+    missing = [r[0] for r in MANIFEST_ROWS if f"`<dir>/{r[3]}`" not in docs]
+    assert not missing, f"add these rows to docs/failures.md: {missing}"
+
+
 def test_file_names_a_split_of_every_task():
     from tasks.engine.base import available_tasks, task_class
 

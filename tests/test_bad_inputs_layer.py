@@ -13,6 +13,7 @@ from typing import Any, Callable, List
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
 
 from sru import SRU, SRUCell, SRUpp, quantize_dynamic, to_precision
 
@@ -67,6 +68,16 @@ ROWS: List[Row] = [
     Row("quantize-keep-fp32-not-a-name", lambda: quantize_dynamic(Tagger(), keep_fp32=["decoder", 3]),
         "quantize_dynamic: keep_fp32 names 3, which is no submodule of this Tagger; give names from "
         "model.named_modules() (rnn, rnn.rnn_lst, rnn.rnn_lst.0, rnn.rnn_lst.1, decoder)"),
+    Row("weight-c-init-negative", lambda: SRU(8, 4, weight_c_init=-1),
+        "SRU expected weight_c_init to be a finite number >= 0, got -1"),
+    Row("cell-weight-c-init-negative", lambda: SRUCell(8, 4, weight_c_init=-0.5),
+        "SRUCell expected weight_c_init to be a finite number >= 0, got -0.5"),
+    Row("quantize-not-a-module", lambda: quantize_dynamic("model.pt"),
+        "quantize_dynamic expected an nn.Module, got str"),
+    Row("quantize-keep-fp32-an-int", lambda: quantize_dynamic(Tagger(), keep_fp32=5),
+        "quantize_dynamic: keep_fp32 expected a submodule name or a list of them, got int"),
+    Row("quantize-inplace-a-string", lambda: quantize_dynamic(Tagger(), inplace="no"),
+        "quantize_dynamic expected inplace to be True or False, got 'no'"),
     Row("to-precision-unknown", lambda: to_precision(Tagger(), "fp8"),
         "to_precision=fp8: expected one of ['fp32', 'bf16', 'int8']"),
     Row("cell-precision-int8", lambda: setattr(SRUCell(8, 8), "precision", "int8"),
@@ -90,7 +101,35 @@ SCRIPTED: List[Row] = [
         "SRUCell expected input on the parameters' device cpu, got meta; move the input or the module"),
     Row("scripted-srupp-wrong-width", lambda: torch.jit.script(SRUpp(8, 8, 4).eval())(torch.randn(3, 2, 5)),
         "SRUpp expected input of shape (length, batch, 8), got [3, 2, 5]"),
+    # TorchScript's own argument check refused these before the forward ran (a PackedSequence reaches a
+    # scripted module as a plain tuple): sru/scripting/cells.py, PackedAsTuple
+    Row("scripted-packed-sequence", lambda: torch.jit.script(SRU(8, 4).eval())(_packed()),
+        "SRU under torch.jit.script takes a padded tensor with mask_pad, not a PackedSequence"),
+    Row("scripted-packed-unsorted", lambda: torch.jit.script(SRU(8, 4).eval())(_packed(enforce_sorted=False)),
+        "SRU under torch.jit.script takes a padded tensor with mask_pad, not a PackedSequence"),
+    Row("scripted-srupp-packed-sequence", lambda: torch.jit.script(SRUpp(8, 8, 4).eval())(_packed()),
+        "SRUpp under torch.jit.script takes a padded tensor with mask_pad, not a PackedSequence"),
 ]
+
+
+def _packed(enforce_sorted: bool = True):
+    lengths = torch.tensor([5, 3]) if enforce_sorted else torch.tensor([3, 5])
+    return pack_padded_sequence(torch.randn(5, 2, 8), lengths, enforce_sorted=enforce_sorted)
+
+
+def test_a_saved_and_loaded_scripted_module_refuses_a_packed_sequence_alike(tmp_path):
+    torch.jit.save(torch.jit.script(SRU(8, 4).eval()), str(tmp_path / "sru.pt"))
+    with pytest.raises(torch.jit.Error) as err:
+        torch.jit.load(str(tmp_path / "sru.pt"))(_packed())
+    assert str(err.value).strip().splitlines()[-1] == (
+        "builtins.ValueError: SRU under torch.jit.script takes a padded tensor with mask_pad, not a PackedSequence")
+
+
+def test_a_scripted_module_still_runs_padded_input():
+    model = SRU(8, 4).eval()
+    x = torch.randn(5, 2, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.jit.script(model)(x)[0], model(x)[0], atol=1e-5, rtol=1e-5)
 
 
 def test_the_table_covers_the_probe():

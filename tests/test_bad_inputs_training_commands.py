@@ -65,6 +65,26 @@ def test_a_sweep_with_a_failing_job_says_so_and_exits_1(tmp_path):
     assert "Traceback" in (tmp_path / "s" / "1" / "failure.json").read_text()
 
 
+EMPTY_SWEEP = ("[train] the sweep ran no jobs: a swept list or range of the -m overrides is empty (e.g. "
+               "range(16,8)), or the sweeper's n_trials is 0; check them")
+
+
+def test_a_sweep_that_runs_no_job_says_so_and_exits_1(tmp_path):
+    """Was silent, status 0: 'Launching 0 jobs locally' and nothing else."""
+    proc = train_cli(tmp_path, ["-m", *lm_cli_args(2), "model.hidden_size=range(16,8)", f"hydra.sweep.dir={tmp_path}/s"])
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    assert _stderr_lines(proc) == [EMPTY_SWEEP]
+    assert EMPTY_SWEEP in (ROOT / "docs" / "failures.md").read_text()
+
+
+def test_the_multirun_flag_after_the_overrides_runs_the_sweep(tmp_path):
+    """``train.py <overrides> -m seed=0,1``: argparse read -m only before the overrides (a usage block and
+    'unrecognized arguments'); the flag is moved to the front (tasks/engine/runner.py, flags_first)."""
+    proc = train_cli(tmp_path, [*lm_cli_args(2), "-m", "seed=0,1", f"hydra.sweep.dir={tmp_path}/s"])
+    assert proc.returncode == 0 and "unrecognized arguments" not in proc.stderr, proc.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["0", "1"]
+
+
 def test_an_optuna_space_no_trial_could_run_is_refused_before_trial_1(tmp_path):
     args = ["hparams_search=lm_optuna", *lm_cli_args(2), "hydra.sweeper.n_trials=2", f"hydra.sweep.dir={tmp_path}/s"]
     line = assert_one_error_line(train_cli(tmp_path, args + ["model.dropout=interval(1.5,2.0)"]))

@@ -82,3 +82,16 @@ def test_arguments_split_into_options_overrides_and_inputs():
     assert overrides == ["task.decoding.length_penalty=1.0"] and positional == ["a.wav"]
     with pytest.raises(InferenceInputError, match="did you mean run"):
         split_arguments(["rnu=m.pt"], {"run": None})
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_input(tmp_path, monkeypatch):
+    """A file saved by Notepad as UTF-8 starts with EF BB BF: the first path read '\\ufeff/a.wav' and was
+    'no such audio file' (stdin alike)."""
+    import io
+
+    from tasks.engine.inference.predict_cmd import read_lines
+
+    (tmp_path / "in.txt").write_bytes(b"\xef\xbb\xbf/data/a.wav\r\n/data/b.wav\r\n")
+    assert read_lines(str(tmp_path / "in.txt"), []) == ["/data/a.wav", "/data/b.wav"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfthe cat\n")))
+    assert read_lines("-", []) == ["the cat"]

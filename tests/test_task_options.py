@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import compose
+from conftest import ROOT, compose
 
 from tasks.engine.base import available_tasks, build_task, task_class
 from tasks.engine.config.command_options import allowed_text
@@ -59,6 +59,18 @@ def test_the_docs_table_lists_every_task_option_with_its_tasks():
         assert row is not None, f"docs/inference.md#options: no row for {name}"
         for declaration in declarations(name):
             assert all(t in row for t in declaration.tasks), (name, declaration.tasks, row)
+
+
+@pytest.mark.parametrize("word", ["beam_size=4", "lm_weight=0.3", "beam=4", "decoder=greedy"])
+def test_a_predict_option_given_to_evaluate_names_the_config_key_route(word):
+    """Was "not an option; expected one of [...]": evaluate.py decodes as the saved config says."""
+    from tasks.engine.inference.options import EVALUATE, OptionError, command_options, split_arguments
+
+    with pytest.raises(OptionError) as err:
+        split_arguments([word, "run=m.pt"], command_options(EVALUATE))
+    assert str(err.value) == (f"{word}: an option of predict.py; evaluate.py decodes as the saved config says: "
+                              "override that config's task.* key instead (the run's .hydra/config.yaml lists them)")
+    assert str(err.value).replace(word, "beam_size=4") in (ROOT / "docs" / "failures.md").read_text()
 
 
 def test_a_misspelt_task_option_from_python_gets_the_close_match():

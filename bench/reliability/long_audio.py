@@ -85,6 +85,13 @@ def main() -> None:
     ap.add_argument("--forms", nargs="*", default=["file", "dir"], choices=["file", "dir"],
                     help="the built (untrained) model as run=<file> and/or run=<dir>; none: only the --runs")
     args = ap.parse_args()
+    if not args.forms and not args.runs:
+        ap.error("nothing to measure: give --runs, or leave --forms out (the built model, both forms)")
+    if min(args.minutes) <= 0:
+        ap.error(f"--minutes: expected lengths > 0, received {args.minutes}")
+    missing = [r for r in args.runs if not Path(r).expanduser().exists()]
+    if missing:  # before minutes of WAV writing, not after
+        ap.error(f"--runs: no such run directory or model file: {', '.join(missing)}")
     with tempfile.TemporaryDirectory() as tmp:
         built = Path(tmp) / "untrained" / "model.pt"
         models = [{"file": built, "dir": built.parent}[form] for form in args.forms]
@@ -92,18 +99,20 @@ def main() -> None:
             built.parent.mkdir()
             model_file(built)
         models += [Path(r).expanduser().resolve() for r in args.runs]
-        print("| model (run=) | audio | decoder | peak memory | wall time |\n|---|---|---|---|---|", flush=True)
+        print("| model (run=) | audio | decoder | peak memory | wall time | load average (start, end) |\n"
+              "|---|---|---|---|---|---|", flush=True)
         for minutes in args.minutes:
             wav = Path(tmp) / f"{minutes:g}min.wav"
             wav_file(wav, minutes)
             for model in models:
                 for decoder in args.decoders:
                     extra = [] if decoder == "default" else [f"decoder={decoder}"]
+                    load = os.getloadavg()[0]
                     peak, seconds = measure(model, wav, extra)
                     name = "beam 8 + char LM (default)" if decoder == "default" else decoder
                     shown = str(model).replace(tmp, "<built>")
-                    print(f"| {shown} | {minutes:g} min | {name} | {peak / 2**20:.2f} GiB | {seconds:.0f} s |",
-                          flush=True)
+                    print(f"| {shown} | {minutes:g} min | {name} | {peak / 2**20:.2f} GiB | {seconds:.0f} s | "
+                          f"{load:.1f}, {os.getloadavg()[0]:.1f} |", flush=True)
             wav.unlink()
     import torch
     from tasks.engine.run.devices import cpu_model  # the one machine description

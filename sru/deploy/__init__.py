@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from sru.deploy.checks import MAX_BATCH, MAX_LENGTH, CheckedPackage, InputSpec, checked_program
+from sru.deploy.onnx import CheckedSession, onnx_session
 from sru.ops.backends import load_op_library, op_error
 
 def dynamic_shapes(example: torch.Tensor, batch_first: bool = False):
@@ -39,11 +40,29 @@ def _example_for_dynamic_dims(example: torch.Tensor) -> torch.Tensor:
     return example.repeat(*(2 if size == 1 else 1 for size in example.shape[:2]), 1)
 
 
+def _check_model(model, example) -> None:
+    """An exported program is for inference, of the width the model takes (refused here, before tracing:
+    torch.export would record training-mode dropout, or fail on the width with symbolic sizes)."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"sru.deploy.export expected an nn.Module (an SRU, SRUpp or a model holding one), got "
+                         f"{type(model).__name__}")
+    if model.training:
+        raise ValueError("sru.deploy.export: the model is in training mode (its dropout would be part of the "
+                         "program); call model.eval() first: an exported program is for inference (docs/deploy.md)")
+    width = getattr(model, "input_size", None)
+    if isinstance(width, int) and isinstance(example, torch.Tensor) and example.dim() == 3 \
+            and example.shape[-1] != width:
+        shape = InputSpec(width, getattr(model, "batch_first", False)).shape()
+        raise ValueError(f"sru.deploy.export: the example has width {example.shape[-1]}, and the model takes "
+                         f"input_size={width}; give an example of shape {shape}")
+
+
 def export(model: nn.Module, example: torch.Tensor, dynamic: bool = True):
     """``torch.export.export(model, (example,))`` for inference, length and batch dynamic. The
     program's ``module()`` checks its input as ``InputSpec`` says (sru/deploy/checks.py)."""
+    _check_model(model, example)
     batch_first = getattr(model, "batch_first", False)
-    spec = InputSpec.of(example, batch_first)
+    spec = InputSpec.of(example, batch_first, dynamic)
     spec.check("sru.deploy.export: the example", example)
     shapes = None
     if dynamic:
@@ -59,7 +78,7 @@ def compile_package(model: nn.Module, example: torch.Tensor, path, dynamic: bool
     program = export(model, example, dynamic)
     uses_op = any(str(node.target).startswith("sru_cpp.") for node in program.graph.nodes)
     library = load_op_library() if uses_op else None
-    metadata = {**InputSpec.of(example, getattr(model, "batch_first", False)).metadata(),
+    metadata = {**InputSpec.of(example, getattr(model, "batch_first", False), dynamic).metadata(),
                 "sru_op_library": str(library) if library else ""}
     return torch._inductor.aoti_compile_and_package(
         program, package_path=str(path),
@@ -75,7 +94,12 @@ def load_package(path) -> CheckedPackage:
         raise FileNotFoundError(f"sru.deploy.load_package: no package file at {path}; make one with "
                                 "sru.deploy.compile_package (docs/deploy.md)")
     load_op_library()
-    runner = torch._inductor.aoti_load_package(str(path))
+    try:
+        runner = torch._inductor.aoti_load_package(str(path))
+    except RuntimeError as err:  # not a zip archive, or one without a compiled model in it
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"sru.deploy.load_package: {path} is not an AOTInductor package ({first}); make one "
+                         "with sru.deploy.compile_package (docs/deploy.md)") from None
     return CheckedPackage(runner, InputSpec.from_metadata(runner.get_metadata(), path))
 
 

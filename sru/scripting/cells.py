@@ -22,6 +22,12 @@ from torch import Tensor
 
 from sru.ops.precision import recurrence_dtype
 
+# A PackedSequence as a scripted module receives one from Python: TorchScript infers a plain tuple (its
+# NamedTuple type is not inferred), which matched no type of ``forward``'s signature and failed in
+# TorchScript's own argument check. In the signatures of SRU and SRUpp it lets the call through to the
+# scripted forward's one-line refusal ("... takes a padded tensor with mask_pad, not a PackedSequence").
+PackedAsTuple = Tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]
+
 
 def scripted_recurrence(U: Tensor, x: Optional[Tensor], weight_c: Tensor, bias: Tensor,
                         c0: Optional[Tensor], mask_c: Optional[Tensor],

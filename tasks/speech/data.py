@@ -61,6 +61,10 @@ def _pick(row: Mapping[str, Any], keys, where: str, what: str) -> Any:
     for key in keys:
         if row.get(key) not in (None, ""):
             return row[key]
+    empty = next((key for key in keys if row.get(key) == ""), None)
+    if empty is not None:  # the field is there: say what is wrong with it, not that it is missing
+        raise ValueError(f"{where}: {empty} is empty; every manifest line needs its {what} (an utterance "
+                         f"with nothing to score has no place in a manifest: leave the line out)")
     raise ValueError(f"{where}: no {what} field (expected one of {list(keys)}); a manifest line needs "
                      f"audio, duration and text, e.g. {{\"audio\": \"a.wav\", \"duration\": 1.2, \"text\": \"one two\"}}")
 
@@ -83,7 +87,12 @@ def read_manifest(path: Union[str, Path]) -> List[Utterance]:
                     except json.JSONDecodeError as err:
                         raise ValueError(f"{path}:{n}: not valid JSON ({err.msg}); one JSON object per line") from None
         else:
-            rows = [(n + 1, r) for n, r in enumerate(csv.DictReader(f, delimiter="\t"), 1)]
+            reader = csv.DictReader(f, delimiter="\t")
+            if reader.fieldnames and not set(reader.fieldnames) & set(_AUDIO_KEYS):
+                raise ValueError(f"{path}:1: {reader.fieldnames} is not a header naming the columns; a .tsv manifest "
+                                 f"starts with one, e.g. audio<TAB>duration<TAB>text (the audio column one of "
+                                 f"{list(_AUDIO_KEYS)})")
+            rows = [(n + 1, r) for n, r in enumerate(reader, 1)]
     out = []
     for n, row in rows:
         where = f"{path}:{n}"

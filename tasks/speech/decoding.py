@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import TYPE_CHECKING, Collection, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Collection, List, Optional, Tuple
+
+import numpy as np
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -76,56 +78,111 @@ def check_beam(beam: int) -> None:
         raise ValueError(f"task.beam_size: expected an integer from 1 to {MAX_BEAM}, received {beam}")
 
 
-def _extensions(beams, frame, candidates, blank):
-    """The next frame's prefixes: prefix -> [log p_blank, log p_nonblank], and each new prefix's
-    (parent, label)."""
-    nxt: Dict[Tuple[int, ...], List[float]] = {}
-    parents: Dict[Tuple[int, ...], Tuple[Tuple[int, ...], int]] = {}
-
-    def add(prefix, pb, pnb):
-        entry = nxt.setdefault(prefix, [NEG_INF, NEG_INF])
-        entry[0], entry[1] = _logadd(entry[0], pb), _logadd(entry[1], pnb)
-
-    for prefix, (pb, pnb) in beams.items():
-        total = _logadd(pb, pnb)
-        add(prefix, total + frame[blank], NEG_INF)           # a blank keeps the prefix
-        last = prefix[-1] if prefix else None
-        for c in candidates:
-            lp, longer = frame[c], prefix + (c,)
-            parents[longer] = (prefix, c)
-            if c == last:
-                add(prefix, NEG_INF, pnb + lp)               # repeat without blank: merged into the prefix
-                add(longer, NEG_INF, pb + lp)                # repeat after a blank: a new label
-            else:
-                add(longer, NEG_INF, total + lp)
-    return nxt, parents
+CHUNK = 32  # sorted entries checked at a time against the beam's worst (numpy) before any is visited in Python
 
 
-def _best(nxt, parents, fused, beam, extend, bound_gain):
-    """The ``beam`` best prefixes of ``nxt`` by CTC + fusion score, best first, with their fusion scores.
+class _Frame:
+    """One frame's step of the search, vectorised over (live prefix, label): every extension of a live
+    prefix by a label that is not itself live gets exactly one path, so its CTC score is one addition,
+    done for all at once in float64 (the same IEEE sums as the scalar search: identical scores). Only the
+    prefixes that stay live (at most ``beam``) collect several paths; they are summed in Python in the
+    order the scalar search summed them, and each entry carries the position the scalar search gave it
+    (its first touch), which breaks ties exactly as before."""
+
+    def __init__(self, prefixes, pbs, pnbs, frame, candidates, blank):
+        self.width = len(frame) + 1                   # order keys: live prefix position x width + label + 1
+        totals = [_logadd(pb, pnb) for pb, pnb in zip(pbs, pnbs)]
+        column = {c: k for k, c in enumerate(candidates.tolist())}
+        self.ctc = np.add.outer(np.asarray(totals, dtype=np.float64), frame[candidates])  # total + lp: a new label
+        live = {p: j for j, p in enumerate(prefixes)}
+        merged = np.zeros(self.ctc.shape, dtype=bool)
+        kids: List[List[int]] = [[] for _ in prefixes]     # per live prefix: labels that lead to another live one
+        for j, p in enumerate(prefixes):
+            parent = live.get(p[:-1]) if p else None
+            if parent is not None and p[-1] in column:
+                merged[parent, column[p[-1]]] = True
+                kids[parent].append(p[-1])
+        for i, p in enumerate(prefixes):              # a repeat of the last label after a blank: from p_blank
+            if p and p[-1] in column:
+                self.ctc[i, column[p[-1]]] = pbs[i] + float(frame[p[-1]])
+        self.kept_apart = merged
+        self.live = self._sum_live(prefixes, pbs, pnbs, totals, frame, column, live, kids, blank)
+
+    def _sum_live(self, prefixes, pbs, pnbs, totals, frame, column, live, kids, blank):
+        """(log p_blank, log p_nonblank, order key) of each live prefix at the next frame, summed in the scalar
+        search's order: live prefixes best first, each one's blank, then its labels in increasing order."""
+        acc = [[NEG_INF, NEG_INF, math.inf] for _ in prefixes]
+
+        def add(j, pb, pnb, key):
+            entry = acc[j]
+            entry[0], entry[1], entry[2] = _logadd(entry[0], pb), _logadd(entry[1], pnb), min(entry[2], key)
+
+        lp_blank = float(frame[blank])
+        for i, p in enumerate(prefixes):
+            base = i * self.width
+            add(i, totals[i] + lp_blank, NEG_INF, base)
+            last = p[-1] if p else None
+            for c in sorted(set(kids[i]) | ({last} if last in column else set())):
+                lp = float(frame[c])
+                child = live.get(p + (c,)) if c in kids[i] else None
+                if c == last:
+                    add(i, NEG_INF, pnbs[i] + lp, base + c + 1)
+                    if child is not None:
+                        add(child, NEG_INF, pbs[i] + lp, base + c + 1)
+                else:
+                    add(child, NEG_INF, totals[i] + lp, base + c + 1)
+        return acc
+
+
+def _best(step: "_Frame", prefixes, candidates, fused, rows, beam, extend, bound_gain):
+    """The ``beam`` best next prefixes by CTC + fusion score, best first: [(prefix, (pb, pnb), fusion)].
     A new prefix's fusion score is at most its parent's + ``bound_gain`` (the LM term is a weighted
-    log-probability, <= 0), so prefixes are scored in the order of that bound and the LM is asked only
-    until no bound can beat the beam's worst: the same beam as scoring all of them, with far fewer LM calls."""
-    bounded = []
-    for order, (prefix, (pb, pnb)) in enumerate(nxt.items()):
-        ctc = _logadd(pb, pnb)
-        known = fused.get(prefix)
-        bound = ctc + (known if known is not None else fused[parents[prefix][0]] + bound_gain)
-        bounded.append((bound, -order, prefix, ctc, known))
-    bounded.sort(key=lambda x: (x[0], x[1]), reverse=True)
-    kept: List[Tuple[float, int, Tuple[int, ...], float]] = []  # a min-heap: (score, -order, prefix, fusion)
-    for bound, rank, prefix, ctc, known in bounded:
-        if len(kept) == beam and bound <= kept[0][0]:
-            break
-        if known is None:
-            parent, label = parents[prefix]
-            known = extend(parent, fused[parent], label)
-        item = (ctc + known, rank, prefix, known)
-        if len(kept) < beam:
-            heapq.heappush(kept, item)
-        elif item[:2] > kept[0][:2]:
-            heapq.heapreplace(kept, item)
-    return [(prefix, fusion) for _, _, prefix, fusion in sorted(kept, key=lambda x: x[:2], reverse=True)]
+    log-probability, <= 0), so entries are visited in the order of that bound and the LM is asked only
+    until no bound can beat the beam's worst: the same beam as scoring all of them, with far fewer LM calls.
+    ``rows``: (live prefixes, labels) fusion scores of the extensions asked for so far, NaN where not yet."""
+    parent, column = np.nonzero(~step.kept_apart)
+    ctc = step.ctc[parent, column]
+    labels = candidates[column]
+    live_ctc = [_logadd(pb, pnb) for pb, pnb, _ in step.live]
+    gains = np.asarray([f + bound_gain for f in fused], dtype=np.float64)
+    bounds = np.concatenate([ctc + gains[parent], np.asarray(live_ctc, dtype=np.float64) + np.asarray(fused)])
+    scores = np.concatenate([ctc + rows[parent, labels], np.asarray(live_ctc, dtype=np.float64) + np.asarray(fused)])
+    keys = np.concatenate([parent * step.width + labels + 1, np.asarray([k for *_, k in step.live], dtype=np.int64)])
+    order = np.lexsort((keys, -bounds))
+    n, ranks = len(ctc), (-keys).tolist()
+    bounds, scores = bounds[order], scores[order]
+    kept: List[Tuple[float, int, int]] = []  # a min-heap: (score, -order key, entry)
+    for start in range(0, len(order), CHUNK):
+        end = start + CHUNK
+        visit = np.arange(start, min(end, len(order)))
+        if len(kept) == beam:  # the beam's worst only rises: what is below it now, bound above, changes nothing
+            worst = kept[0][0]
+            visit = visit[(bounds[start:end] <= worst) | ~(scores[start:end] < worst)]
+        for k in visit.tolist():
+            bound, score, e = float(bounds[k]), float(scores[k]), int(order[k])
+            if len(kept) == beam and bound <= kept[0][0]:
+                return _kept(kept, step, prefixes, fused, rows, parent, labels, ctc, n)
+            if score != score:  # NaN: this extension's LM term not asked for yet
+                i, c = int(parent[e]), int(labels[e])
+                rows[i, c] = extend(prefixes[i], fused[i], c)
+                score = float(ctc[e]) + float(rows[i, c])
+            if len(kept) < beam:
+                heapq.heappush(kept, (score, ranks[e], e))
+            elif score > kept[0][0] or (score == kept[0][0] and ranks[e] > kept[0][1]):
+                heapq.heapreplace(kept, (score, ranks[e], e))
+    return _kept(kept, step, prefixes, fused, rows, parent, labels, ctc, n)
+
+
+def _kept(kept, step, prefixes, fused, rows, parent, labels, ctc, n):
+    """The heap's entries as (prefix, (pb, pnb), fusion), best first."""
+    best = []
+    for _, _, e in sorted(kept, reverse=True):
+        if e < n:
+            i, c = int(parent[e]), int(labels[e])
+            best.append((prefixes[i] + (c,), (NEG_INF, float(ctc[e])), float(rows[i, c])))
+        else:
+            best.append((prefixes[e - n], tuple(step.live[e - n][:2]), fused[e - n]))
+    return best
 
 
 def prefix_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: float = -12.0,
@@ -151,26 +208,34 @@ def scored_beam_search(log_probs: Tensor, beam: int = 8, blank: int = 0, prune: 
     with the utterance's length beyond the prefixes themselves.
     """
     check_beam(beam)
-    keep = None if allowed is None else frozenset(allowed)
-    frames = log_probs.detach().float().cpu().tolist()
-    beams: Dict[Tuple[int, ...], Tuple[float, float]] = {(): (0.0, NEG_INF)}  # prefix -> (log p_blank, log p_nonblank)
-    # fusion score of each live prefix (a function of the prefix alone): lm_weight * log P_lm + bonus * length
-    fused: Dict[Tuple[int, ...], float] = {(): 0.0}
+    frames = log_probs.detach().float().cpu().numpy().astype(np.float64)
+    # the live prefixes, best first, with (log p_blank, log p_nonblank) and their fusion scores (a function of
+    # the prefix alone): lm_weight * log P_lm + bonus * length; rows: their extensions' fusion scores asked so far
+    prefixes: List[Tuple[int, ...]] = [()]
+    pbs, pnbs, fused = [0.0], [NEG_INF], [0.0]
+    rows = np.full((1, frames.shape[1]), np.nan)
 
     def extend(prefix: Tuple[int, ...], score: float, label: int) -> float:
         return score + (lm_weight * lm.log_prob(prefix, label) if lm is not None else 0.0) + bonus
 
     # a new prefix's fusion score is at most its parent's + this (a negative LM weight: no bound)
     bound_gain = bonus if lm is None or lm_weight >= 0 else math.inf
+    labels = np.arange(frames.shape[1])
+    writable = labels != blank
+    if allowed is not None:
+        writable &= np.isin(labels, np.fromiter(allowed, dtype=np.int64))
     for frame in frames:
-        candidates = [c for c, lp in enumerate(frame) if lp >= prune and c != blank and (keep is None or c in keep)]
-        nxt, parents = _extensions(beams, frame, candidates, blank)
-        best = _best(nxt, parents, fused, beam, extend, bound_gain)
-        beams = {prefix: tuple(nxt[prefix]) for prefix, _ in best}
-        fused = dict(best)
+        candidates = labels[(frame >= prune) & writable]
+        step = _Frame(prefixes, pbs, pnbs, frame, candidates, blank)
+        best = _best(step, prefixes, candidates, fused, rows, beam, extend, bound_gain)
+        was = {p: i for i, p in enumerate(prefixes)}
+        prefixes = [p for p, _, _ in best]
+        pbs, pnbs = [s[0] for _, s, _ in best], [s[1] for _, s, _ in best]
+        fused = [f for *_, f in best]
+        rows = np.stack([rows[was[p]] if p in was else np.full(frames.shape[1], np.nan) for p in prefixes])
 
-    def final(kv) -> float:
-        end = lm_weight * lm.log_prob_end(kv[0]) if lm is not None else 0.0
-        return _logadd(*kv[1]) + fused[kv[0]] + end
-    best = max(beams.items(), key=final)
-    return list(best[0]), final(best)
+    def final(j: int) -> float:
+        end = lm_weight * lm.log_prob_end(prefixes[j]) if lm is not None else 0.0
+        return _logadd(pbs[j], pnbs[j]) + fused[j] + end
+    best = max(range(len(prefixes)), key=final)
+    return list(prefixes[best]), final(best)

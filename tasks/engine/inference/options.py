@@ -179,6 +179,10 @@ def split_arguments(argv: Sequence[str], known: Collection[str]) -> Tuple[Dict[s
             if key in given:
                 raise OptionError(f"{key}= given twice ({key}={given[key]} and {word}); give it once")
             given[key] = value
+        elif key in task_option_names():  # predict.py's decoding options: evaluate.py scores with the config's
+            raise OptionError(f"{key}={value}: an option of predict.py; evaluate.py decodes as the saved config "
+                              "says: override that config's task.* key instead (the run's .hydra/config.yaml "
+                              "lists them)")
         else:
             raise OptionError(f"{key}: not an option{_did_you_mean(key, [*known, 'task.', 'trainer.'])}; expected "
                               f"one of {sorted(known)}, or task.* / trainer.* keys of the saved config")

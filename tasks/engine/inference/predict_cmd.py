@@ -15,6 +15,7 @@ model file instead (for runs made before every run wrote model.pt).
 """
 from __future__ import annotations
 
+import codecs
 import sys
 import time
 from contextlib import nullcontext, redirect_stdout
@@ -163,6 +164,8 @@ def read_lines(source: str, positional: List[str]) -> List[str]:
             raise InferenceInputError(f"input={path}: no such file; pass a file with one input per line, or - "
                                       f"for stdin")
         data = path.read_bytes()
+    if data.startswith(codecs.BOM_UTF8):  # Notepad's UTF-8 mark, not part of the first input (was its first char)
+        data = data[len(codecs.BOM_UTF8):]
     if b"\x00" in data:
         line = data[:data.index(b"\x00")].count(b"\n") + 1
         raise InferenceInputError(f"input={name}: binary data (a NUL byte on line {line}), not text; give one input "

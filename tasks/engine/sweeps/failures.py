@@ -137,7 +137,8 @@ def launched_jobs(sweep_dir: str | os.PathLike, since: float = 0.0) -> int:
 
 class SweepSummary(Callback):
     """After the last job of a ``-m`` sweep (any sweeper, any launcher): a sweep with failed jobs says how
-    many in one line and ends with status 1, so scripts and CI do not take it for a success."""
+    many in one line and ends with status 1, so scripts and CI do not take it for a success; so does a
+    sweep that ran no job at all."""
 
     def __init__(self):
         self.started = 0.0
@@ -153,3 +154,7 @@ class SweepSummary(Callback):
             print(f"[train] {failed} of {total} jobs failed; see {sweep_dir}/failures.jsonl", file=sys.stderr,
                   flush=True)
             raise SystemExit(1)  # a BaseException: Hydra lets it through without a traceback
+        if launched_jobs(sweep_dir, self.started) == 0:  # was silent, status 0: nothing trained, nothing said
+            print("[train] the sweep ran no jobs: a swept list or range of the -m overrides is empty (e.g. "
+                  "range(16,8)), or the sweeper's n_trials is 0; check them", file=sys.stderr, flush=True)
+            raise SystemExit(1)

@@ -369,6 +369,15 @@ def _hydra_job(cfg: DictConfig, run_dir: Path, overrides: Sequence[str]) -> Opti
     return outcome.value if outcome.failed else summary["best_valid"]
 
 
+# Hydra's flags that take no value: argparse reads them only before the overrides (``train.py model=lstm -m
+# seed=1,2`` was a 5-line usage block and "unrecognized arguments"), so they are moved to the front
+VALUELESS_FLAGS = ("-m", "--multirun")
+
+
+def flags_first(args: list) -> list:
+    return [a for a in args if a in VALUELESS_FLAGS] + [a for a in args if a not in VALUELESS_FLAGS]
+
+
 def prepare_argv() -> None:
     """torchrun starts N copies of the entry point: ranks > 0 must not create Hydra run dirs or logs.
     A user's --config-dir is checked first (tasks/engine/config/user_dir.py), then the command line composed
@@ -376,6 +385,7 @@ def prepare_argv() -> None:
     from tasks.engine.config.hydra_errors import check_composes
     from tasks.engine.config.user_dir import check_config_dirs
 
+    sys.argv[1:] = flags_first(sys.argv[1:])
     try:
         check_config_dirs(sys.argv[1:])
         check_composes(sys.argv[1:])  # Hydra's missing config file / missing key: one line, not its block
