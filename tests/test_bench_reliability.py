@@ -17,6 +17,7 @@ def test_only_idle_runs_the_default_against_2_threads_with_no_busy_loop():
     assert chosen_settings() == SETTINGS
 
 
+@pytest.mark.slow
 def test_rounds_below_1_are_refused_in_one_line():
     done = subprocess.run([sys.executable, "-m", "bench.reliability.threads", "--only", "idle", "--rounds", "0"],
                           cwd=ROOT, capture_output=True, text=True)
@@ -25,6 +26,7 @@ def test_rounds_below_1_are_refused_in_one_line():
                                                      "received 0 and 150")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, line", [
     (["--minutes", "-5"], "long_audio.py: error: --minutes: expected lengths > 0, received [-5.0]"),
     (["--forms"], "long_audio.py: error: nothing to measure: give --runs, or leave --forms out (the built model, "
