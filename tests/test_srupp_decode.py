@@ -26,6 +26,15 @@ def build(name, backend="auto", input_size=5):
     return randomize(model)
 
 
+def decode_each(model, x, cache=None):
+    """x (T, B, in) one token at a time through ``model.decode``: the stacked outputs and the last cache."""
+    outs = []
+    for t in range(x.size(0)):
+        h, cache = model.decode(x[t], cache)
+        outs.append(h)
+    return torch.stack(outs), cache
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", CONFIGS)
 def test_token_by_token_equals_full_forward(name, backend):
@@ -33,11 +42,8 @@ def test_token_by_token_equals_full_forward(name, backend):
     x = torch.randn(T, B, 5, dtype=torch.float64)
     with torch.no_grad():
         want, c_want, _ = model(x, attn_mask=causal(T))
-    cache, steps = None, []
-    for t in range(T):
-        h, cache = model.decode(x[t], cache)
-        steps.append(h)
-    torch.testing.assert_close(torch.stack(steps), want, rtol=0, atol=1e-12)
+    steps, cache = decode_each(model, x)
+    torch.testing.assert_close(steps, want, rtol=0, atol=1e-12)
     torch.testing.assert_close(cache.c, c_want, rtol=0, atol=1e-12)
     assert cache.length == T
 
@@ -114,11 +120,8 @@ def test_cache_buffers_survive_growth_windows_and_branching():
     x = torch.randn(length, B, 5, dtype=torch.float64)
     with torch.no_grad():
         want, _, _ = model(x, attn_mask=causal(length))
-    cache, outs = None, []
-    for t in range(length):
-        h, cache = model.decode(x[t], cache)
-        outs.append(h)
-    torch.testing.assert_close(torch.stack(outs), want, rtol=0, atol=1e-12)
+    outs, cache = decode_each(model, x)
+    torch.testing.assert_close(outs, want, rtol=0, atol=1e-12)
     windowed = None
     for t in range(length):
         _, windowed = model.decode(x[t], windowed, max_context=5)
