@@ -91,11 +91,6 @@ class KeyStore:
         return self.keys, self.values
 
 
-def _skip_mode(cell) -> int:
-    """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
-    return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
-
-
 def direct_recurrence(cell, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Tensor, Tensor]:
     """(h, c) of ``cell.apply_recurrence(U, residual, c0, None, None)`` in eval mode without autograd."""
     dtype = U.dtype
@@ -109,7 +104,7 @@ def direct_recurrence(cell, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Te
         lib = load_library()
     if lib is None:
         return cell.apply_recurrence(U, residual, c0, None, None)
-    skip = _skip_mode(cell)
+    skip = cpu_kernel.skip_mode_of(cell)
     options = cpu_kernel.KernelOptions(cell.hidden_size, cell.num_directions, skip,
                                        bool(cell.activation_type), float(cell.skip_scale))
     inputs = (U.contiguous(), residual.contiguous() if skip == 1 else None, weight_c.contiguous(),

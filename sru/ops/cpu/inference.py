@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .routes import matmul
-from .kernel import SruArgs
+from .kernel import SruArgs, skip_mode_of
 
 _ENTRY = {torch.float32: "sru_forward_f32", torch.float64: "sru_forward_f64"}
 
@@ -46,13 +46,8 @@ def layer_args(cell) -> tuple:
     params = cell._parameters
     return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
             cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
-            cell.num_matrices, skip_mode(cell), cell.activation_type, cell.skip_scale,
+            cell.num_matrices, skip_mode_of(cell), cell.activation_type, cell.skip_scale,
             cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell.own_precision)
-
-
-def skip_mode(cell) -> int:
-    """The kernel's skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
-    return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
 
 
 def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Optional[Tensor],

@@ -44,6 +44,11 @@ def _sizes(U: Tensor, packing: Optional[Tuple[Tensor, Tensor]]) -> Tuple[int, in
     return batch_sizes.numel(), int(batch_sizes[0]) if batch_sizes.numel() else 0, (U.shape[0],)
 
 
+def skip_mode_of(cell) -> int:
+    """A layer's kernel skip_mode: 0 no skip term, 1 x * scale_x (k = 3), 2 u3 (k = 4)."""
+    return (1 if cell.num_matrices == 3 else 2) if cell.has_skip_term else 0
+
+
 class KernelOptions(NamedTuple):
     """The integers and flags of ``SruArgs`` that describe the recurrence (a
     ``RecurrenceSpec`` resolved for one U: sru/ops/spec.py)."""

@@ -21,7 +21,8 @@ from torch import Tensor
 
 from . import gemm as cpu_gemm
 from .int8 import pays as int8_pays
-from .inference import forward_stack, kernel_cell, layer_args, skip_mode
+from .inference import forward_stack, kernel_cell, layer_args
+from .kernel import skip_mode_of
 
 _DTYPES = (torch.float32, torch.float64)
 _ENTRY = {torch.float32: "sru_stack_forward_f32", torch.float64: "sru_stack_forward_f64"}
@@ -102,7 +103,7 @@ class StackPlan:
                                                      cell.bias.data_ptr())
             slot.in_features, slot.hidden = cell.input_size, cell.hidden_size
             slot.dirs, slot.k = cell.num_directions, cell.num_matrices
-            slot.skip_mode = skip_mode(cell)
+            slot.skip_mode = skip_mode_of(cell)
             slot.use_tanh, slot.scale_x = int(cell.activation_type), float(cell.skip_scale)
         self.num_layers = len(cells)
         # (in, out, library) per layer: the stack's C code calls MKL's sgemm, so the plan runs
