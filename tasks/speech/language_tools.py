@@ -2,6 +2,7 @@
 
     python -m tasks.speech.language_tools add OLD_MODEL NEW_MODEL
     python -m tasks.speech.language_tools identify MODEL [MANIFEST]   # MANIFEST: a .jsonl with "language"; else test
+    python -m tasks.speech.language_tools identify MODEL [MANIFEST] --classifiers   # + the dropped classifiers
 
 ``add`` gives a model saved before per-language decoding its languages, without training it again: it reads
 the model's own training split (as its config names it), fits each language's alphabet and character LM on
@@ -18,21 +19,124 @@ the share it gets right is printed:
     beam-w1       the same with LM weight 1.0 for the choice
     greedy-lm     the unconstrained greedy transcript scored by each language's LM alone
     greedy-masked the best path within each alphabet + lm_weight x log P_lm (auto's rule with task.decoder=greedy)
+``--classifiers`` adds two logistic regressions on the model's own outputs (below:
+the utterance-mean CTC posteriors, the utterance-mean encoder states), fitted on the model's validation
+split as heard and played at speeds 0.8 and 1.25, and prints how many of the second language each called
+the first.
 """
 from __future__ import annotations
 
 import argparse
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
 
+import numpy as np
 import torch
+from torch import Tensor
 
+from tasks.common.batching import bucket_batches
 from tasks.engine.inference.loader import InferenceInputError, build_trained, load_trained, read_trained
 from tasks.engine.inference.options import one_line_errors
 from tasks.engine.inference.predict_cmd import export
 from tasks.engine.run.context import open_run
+from tasks.speech.data import load_audio, load_split_utterances
 from tasks.speech.decoding import gated_bonus, greedy_decode
+from tasks.speech.features import LogMel, change_speed
+from tasks.speech.inference import batched_log_probs
 from tasks.speech.languages import DecodeSettings, LanguageDecoders
+
+
+# ---- language classifiers on the model's own outputs: tried for auto and dropped (tasks/speech/README.md) ----
+# Two summaries of an utterance, each averaged over its frames: the CTC posteriors of the non-blank labels
+# (renormalised, logged: a soft bag of the characters the model hears) and the encoder's output states. The
+# rules are fitted on the model's validation split, as heard and played at other speeds (change_speed: tempo,
+# pitch and formants shifted together, a cheap stand-in for voices the model has not heard).
+SPEEDS = (1.0, 0.8, 1.25)  # the validation split as heard and as two shifted "voices"
+
+
+@dataclass
+class LogisticRule:
+    mean: Tensor
+    scale: Tensor
+    weight: Tensor
+    bias: Tensor
+
+    def logits(self, x: Tensor) -> Tensor:
+        return ((x - self.mean) / self.scale) @ self.weight + self.bias
+
+    def predict(self, x: Tensor) -> Tensor:
+        return self.logits(x) > 0
+
+
+def fit_logistic(x: Tensor, y: Tensor, l2: float = 1e-2, steps: int = 200) -> LogisticRule:
+    """Binary logistic regression on standardised features (``y`` bool), L2 penalty ``l2`` on the weights."""
+    if y.all() or not y.any():
+        raise ValueError("fit_logistic: the labels hold one class only; both languages are needed")
+    x, y = x.double(), y.double()
+    mean, scale = x.mean(0), x.std(0).clamp_min(1e-6)
+    z = (x - mean) / scale
+    weight = torch.zeros(x.size(1), dtype=torch.float64, requires_grad=True)
+    bias = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([weight, bias], max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ weight + bias, y) + l2 * weight.square().sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    return LogisticRule(mean, scale, weight.detach(), bias.detach())
+
+
+def posterior_summary(log_probs: Tensor) -> Tensor:
+    """log of the utterance's share of each non-blank label in the CTC posteriors (summed over frames)."""
+    mass = log_probs.float().exp()[:, 1:].sum(0)
+    return (mass / mass.sum().clamp_min(1e-9) + 1e-4).log()
+
+
+@torch.no_grad()
+def utterance_features(task, model, inputs: Sequence[Tensor]) -> Dict[str, Tensor]:
+    """Per-utterance summaries of the model's outputs on ``inputs`` (model inputs, as task.features_of)."""
+    states: Dict[str, Tensor] = {}
+    hook = model.encoder.register_forward_hook(lambda module, args, out: states.__setitem__("h", out[0]))
+    posts: List[Tensor] = [torch.empty(0)] * len(inputs)
+    encs: List[Tensor] = [torch.empty(0)] * len(inputs)
+    plan = bucket_batches([x.size(0) for x in inputs], max_tokens=task.task_cfg.eval_max_frames, max_examples=None)
+    try:
+        for index, log_probs, lengths in batched_log_probs(model, list(inputs), plan, torch.device("cpu")):
+            for b, (i, n) in enumerate(zip(index, lengths.tolist())):
+                posts[i], encs[i] = posterior_summary(log_probs[:n, b]), states["h"][:n, b].float().mean(0)
+    finally:
+        hook.remove()
+    return {"posteriors": torch.stack(posts), "encoder": torch.stack(encs)}
+
+
+def shifted_inputs(task, waves: Sequence[np.ndarray], speed: float) -> List[Tensor]:
+    """The model inputs of ``waves`` played ``speed`` times as fast."""
+    t = task.task_cfg
+    logmel = LogMel(t.data.sample_rate, t.features.n_mels, t.features.win_ms, t.features.hop_ms)
+    return [task.features_of(change_speed(w, speed), logmel) for w in waves]
+
+
+def fit_rules(task, model, waves: Sequence[np.ndarray], languages: Sequence[str],
+              second: str) -> Dict[str, LogisticRule]:
+    """One rule per summary, fitted on ``waves`` at every speed of SPEEDS (True: ``second`` language)."""
+    feats = [utterance_features(task, model, shifted_inputs(task, waves, s)) for s in SPEEDS]
+    y = torch.tensor([lang == second for lang in languages] * len(SPEEDS))
+    return {name: fit_logistic(torch.cat([f[name] for f in feats]), y) for name in feats[0]}
+
+
+def rule_accuracy(rules: Dict[str, LogisticRule], feats: Dict[str, Tensor], languages: Sequence[str],
+                  second: str) -> Dict[str, Tuple[float, int]]:
+    """Share right (percent) and how many of ``second`` each rule called the first language."""
+    y = torch.tensor([lang == second for lang in languages])
+    out = {}
+    for name, rule in rules.items():
+        guess = rule.predict(feats[name])
+        out[name] = (100.0 * float((guess == y).double().mean()), int((y & ~guess).sum()))
+    return out
 
 
 def add_languages(old: Path, new: Path) -> LanguageDecoders:
@@ -53,26 +157,43 @@ def add_languages(old: Path, new: Path) -> LanguageDecoders:
 
 
 def utterances(model_path: Path, manifest):
-    """(log-probs (T, V), language) of every utterance of the test split or ``manifest``; and the task."""
+    """(log-probs (T, V), language) of every utterance of the test split or ``manifest``; the task and model."""
     run = read_trained(model_path, "best", [], scored_file=(str(manifest), "test") if manifest else None)
     with open_run(run.cfg, None, lock=False):
         trained = build_trained(run, splits=("test",), device="cpu")
         task = trained.task
         task.setup()
         if task.languages is None:
-            raise ValueError(f"{model_path}: no languages in it (python -m tasks.speech.add_languages gives them)")
+            raise ValueError(f"{model_path}: no languages in it (python -m tasks.speech.language_tools add gives them)")
         out, d = [], task.data["test"]
         with torch.no_grad():
             for batch in task.batches("test"):
                 lp = trained.model(batch["x"], batch["mask_pad"]).float().log_softmax(-1)
                 out += [(lp[:n, b].clone(), d["language"][i])
                         for b, (i, n) in enumerate(zip(batch["index"], batch["lengths"].tolist()))]
-    return task, out
+    return task, out, trained.model
 
 
-def identify(model: Path, manifest) -> None:
+def classifier_accuracy(model_path: Path, task, model) -> str:
+    """The classifiers of tasks/speech/language_probe.py, fitted on the model's validation split, scored on
+    the utterances of ``task``'s test split (the manifest)."""
+    run = read_trained(model_path, "best", [])
+    with open_run(run.cfg, None, lock=False):
+        fitted = build_trained(run, splits=("valid",), device="cpu")
+        data = fitted.task.task_cfg.data
+        utts = load_split_utterances(data, "valid")
+        first, second = task.languages.names[:2]
+        rules = fit_rules(fitted.task, fitted.model, [load_audio(u, data.sample_rate) for u in utts],
+                          [u.language for u in utts], second)
+    feats = utterance_features(task, model, task.data["test"]["x"])
+    scores = rule_accuracy(rules, feats, task.data["test"]["language"], second)
+    return "classifiers fitted on valid: " + ", ".join(f"{name}-lr {acc:.1f}% ({missed} {second} called {first})"
+                                                      for name, (acc, missed) in scores.items())
+
+
+def identify(model: Path, manifest, classifiers: bool = False) -> None:
     """Print the share of utterances each rule gives the right language."""
-    task, items = utterances(model, manifest)
+    task, items, acoustic = utterances(model, manifest)
     langs, t, rate = task.languages, task.task_cfg, task.chars_per_step()
     right: Counter = Counter()
     for lp, lang in items:
@@ -87,6 +208,8 @@ def identify(model: Path, manifest) -> None:
             right[rule] += langs.decode(lp, "auto", settings)[1] == lang
     print(f"{len(items)} utterances; language right: " + ", ".join(f"{rule} {100 * n / len(items):.1f}%"
                                                                for rule, n in right.items()), flush=True)
+    if classifiers:
+        print(classifier_accuracy(model, task, acoustic), flush=True)
 
 
 def main(argv=None) -> None:
@@ -98,13 +221,14 @@ def main(argv=None) -> None:
     grid = commands.add_parser("identify", help="each identification rule's share of languages right")
     grid.add_argument("model", type=Path)
     grid.add_argument("manifest", type=Path, nargs="?")
+    grid.add_argument("--classifiers", action="store_true", help="also the classifiers of language_probe.py")
     args = parser.parse_args(argv)
     with one_line_errors("language_tools"):
         if args.command == "add":
             languages = add_languages(args.old, args.new)
             print(f"[language_tools] {args.new}: languages {', '.join(languages.names)}", flush=True)
         else:
-            identify(args.model, args.manifest)
+            identify(args.model, args.manifest, args.classifiers)
 
 
 if __name__ == "__main__":
