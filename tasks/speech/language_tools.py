@@ -221,7 +221,7 @@ def main(argv=None) -> None:
     grid = commands.add_parser("identify", help="each identification rule's share of languages right")
     grid.add_argument("model", type=Path)
     grid.add_argument("manifest", type=Path, nargs="?")
-    grid.add_argument("--classifiers", action="store_true", help="also the classifiers of language_probe.py")
+    grid.add_argument("--classifiers", action="store_true", help="also the two logistic-regression classifiers (fitted on the validation split)")
     args = parser.parse_args(argv)
     with one_line_errors("language_tools"):
         if args.command == "add":
