@@ -11,6 +11,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+
 namespace sru_bf16 {
 
 inline float widen(uint16_t v) {
@@ -33,10 +37,16 @@ inline void widen_row(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t j = 0; j < n; ++j) dst[j] = widen(src[j]);
 }
 
-// n floats at src -> bf16 at dst.
+// n floats at src -> bf16 at dst. With AVX512-BF16 one instruction rounds 16 (to nearest even, as
+// narrow; it also flushes denormals, below 1.2e-38, to zero): the backward's grad U got faster.
 inline void narrow_row(const float* src, uint16_t* dst, int64_t n) {
+  int64_t j = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  for (; j + 16 <= n; j += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + j)));
+#endif
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j) dst[j] = narrow(src[j]);
+  for (int64_t k = j; k < n; ++k) dst[k] = narrow(src[k]);
 }
 
 // U's storage: T itself, or bf16 (uint16_t) widened to T = float as each step's row is read.
