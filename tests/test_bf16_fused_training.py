@@ -147,3 +147,14 @@ def test_bf16_fused_training_on_packed_input():
         runs.append([h, inp.grad] + [p.grad for p in model.parameters()])
     for got, want in zip(*runs):
         assert got.dtype is torch.float32 and rel_err(got, want) < 2 * BF16
+
+
+def test_the_training_bench_splits_the_step_into_products_recurrence_and_rest():
+    from bench.precision import training
+    fns, failed = training.runnable(training.candidates(4, 2, 16))
+    assert {"SRU bf16", "GEMM bound bf16", "recurrence bf16", "recurrence fp32"} <= set(fns) and not failed
+    summary = {name: {"median_ms": ms} for name, ms in (("SRU bf16", 10.0), ("GEMM bound bf16", 8.0),
+                                                        ("recurrence bf16", 1.5))}
+    assert training.split(summary, "bf16") == ("- the bf16 step's split: its GEMMs 80%, the fused recurrence 15%, "
+                                               "the rest 5%")
+    assert "not measured" in training.split(summary, "fp32")
