@@ -11,8 +11,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from sru import SRU, SRUCell, Precision, forward_routes
 from sru.forward_routes import Route, choose_route
 from sru.ops import available_backends
-from sru.ops.cpu import kernel
-from sru.ops.cpu.build import load_library
+from sru.ops.backends import cpu_kernel as kernel, load_library
 from sru.testing import TOLERANCE, rel_err
 
 pytestmark = pytest.mark.skipif("cpu" not in available_backends(), reason="the fused CPU kernel does not build here")

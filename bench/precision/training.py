@@ -18,8 +18,7 @@ from bench.harness import (bench_parser, calls_per_sample, fmt, interleaved, mac
                            markdown_table, paired_ratio, summarize)
 from sru import Precision
 from sru.ops.precision import names
-from sru.ops.cpu import kernel
-from sru.ops.cpu.build import load_library
+from sru.ops.backends import cpu_kernel as kernel, load_library
 from sru.ops.spec import SKIP_SCALED_X
 from sru.quantize import bf16_native
 
