@@ -17,17 +17,23 @@ Kinds (the question's lower-cased words; an entity is a run of tokens with one e
 - "which city / town" -> a place that is not a country, continent or US state (the generator's tables);
   "which country" -> a country of the table; "which continent" -> a continent; "which state" -> a US state;
 - "which ocean / sea / river / lake / desert / island / mountain / bay / canal" -> a place whose name holds
-  that word ("the Atlantic Ocean", "the Rhine River").
+  that word ("the Atlantic Ocean", "the Rhine River");
+- "where" -> a place entity, or a proper noun right after "in / from / at / near" that the tagger left
+  untyped or called an organisation (spaCy's en_core_web_md tags "born in Pisa" and "from Genoa" as ORG);
+- "when" / "in what year" -> a date that names a point in time ("1519", not "his final years" nor "10-day"); with an end verb ("when did the war end?") not the date after "from / between / since", with a
+  begin verb not the date after "to / until / and": the other boundary of "from 1618 to 1648" (a date run the
+  tagger made one entity is split at "to / until / and").
 """
 from __future__ import annotations
 
+import re
 from typing import List, Optional, Sequence, Set, Tuple
 
 import torch
 from torch import Tensor
 
 from .generator.question_words import CONTINENTS, COUNTRIES, US_STATES
-from .tagger import NER_LABELS
+from .tagger import NER_LABELS, POS_LABELS
 
 MEASURE_WORDS = {"tall", "high", "far", "deep", "wide", "large", "big", "heavy", "thick"}
 MEASURE_NOUNS = {"length", "height", "area", "width", "depth", "distance", "weight", "elevation", "altitude"}
@@ -36,6 +42,26 @@ DURATION_VERBS = {"last", "lasted", "lasts", "take", "took", "takes", "reign", "
 NAMED_KINDS = {"ocean", "sea", "river", "lake", "desert", "island", "mountain", "bay", "canal", "gulf", "strait"}
 PLACE_TYPES = {"GPE", "LOC", "FAC"}
 KIND_OPENERS = {"which", "what"}
+LOCATIVE = {"in", "from", "at", "near"}
+END_VERBS = {"end", "ended", "ends", "finish", "finished", "close", "closed", "stop", "stopped", "conclude",
+             "concluded", "cease", "ceased"}
+BEGIN_VERBS = {"begin", "began", "begins", "start", "started", "starts", "open", "opened", "commence",
+               "commenced"}
+RANGE_SPLIT = {"to", "until", "till", "and", "–"}  # and "-" between two numbers ("1939-1945", not "10-day")
+AFTER_START = {"from", "between", "since"}  # the word before a range's first date
+DURATION = re.compile(r"\d+ - (day|week|month|year|hour|minute)s?\b")  # "a 10-day festival": how long, not when
+
+
+def _vague(words: List[str], pos: List[str]) -> bool:
+    """A date that names no point in time: "his final years" (a pronoun's), "10-day" (a duration)."""
+    return "PRON" in pos or bool(DURATION.search(" ".join(words)))
+
+
+def _splits_range(lower: List[str], j: int) -> bool:
+    """Is token j the "to" / "and" / dash between the two dates of a range?"""
+    if lower[j] == "-":
+        return 0 < j < len(lower) - 1 and lower[j - 1].isdigit() and lower[j + 1].isdigit()
+    return lower[j] in RANGE_SPLIT
 
 
 def entities(context_words: Sequence[str], tags: Tensor) -> List[Tuple[int, int, str, str]]:
@@ -86,10 +112,68 @@ def _fits(kind: str, etype: str, text: str) -> bool:
     return kind in text.split() or kind + "s" in text.split()
 
 
+def _place_tokens(context_words: Sequence[str], tags: Tensor) -> Set[int]:
+    """A "where" answer: the tokens of place entities and of proper nouns after a locative preposition that the
+    tagger left untyped or called an organisation."""
+    ner = [NER_LABELS[int(i)] for i in tags[:, 0]]
+    pos = [POS_LABELS[int(i)] for i in tags[:, 1]]
+    found = {k for k, t in enumerate(ner) if t in PLACE_TYPES}
+    for k in range(1, len(ner)):
+        if context_words[k - 1].lower() in LOCATIVE and pos[k] == "PROPN" and ner[k] in ("", "ORG"):
+            j = k
+            while j < len(ner) and pos[j] == "PROPN" and ner[j] == ner[k]:
+                found.add(j)
+                j += 1
+    return found
+
+
+def _time_tokens(question: List[str], context_words: Sequence[str], tags: Tensor) -> Set[int]:
+    """A "when" answer: the dates that name a point in time, without the other boundary of a range when the
+    question asks for its end or its start."""
+    lower = [w.lower() for w in context_words]
+    pos = [POS_LABELS[int(i)] for i in tags[:, 1]]
+    points = []  # (first token, last token exclusive) of each date, ranges split at "to" / "and"
+    for start, end, etype, _ in entities(context_words, tags):
+        if etype not in ("DATE", "TIME"):
+            continue
+        k = start
+        for j in range(start, end + 1):
+            if j == end or _splits_range(lower, j):
+                if j > k and not _vague(lower[k:j], pos[k:j]):
+                    points.append((k, j))
+                k = j + 1
+    asked = set(question)
+    if asked & (END_VERBS | BEGIN_VERBS):
+        before = AFTER_START if asked & END_VERBS else RANGE_SPLIT | {"-"}
+        other = [(k, j) for k, j in points if k > 0 and lower[k - 1] in before]
+        if len(other) < len(points):
+            points = [p for p in points if p not in other]
+    return {t for k, j in points for t in range(k, j)}
+
+
+def _asks(words: List[str]) -> str:
+    """ "where" / "when" when the question opens with it (or "in what / which year"), else ""."""
+    if words[:1] == ["where"]:
+        return "where"
+    if words[:1] == ["when"] or (words[:1] == ["in"] and words[1:2] in (["what"], ["which"]) and words[2:3] == ["year"]):
+        return "when"
+    return ""
+
+
+def asks_place_or_time(question_words: Sequence[str]) -> bool:
+    """Does the question open with "where" / "when" / "in what year" (decoded with task.where_when_prior)?"""
+    return bool(_asks([w.lower() for w in question_words]))
+
+
 def kind_tokens(question_words: Sequence[str], context_words: Sequence[str], tags: Tensor) -> Optional[Set[int]]:
     """The paragraph tokens of the kind the question asks for; None when no kind rule applies or the paragraph
     has no entity of the kind (decoding then keeps the type column)."""
     words = [w.lower() for w in question_words]
+    asks = _asks(words)
+    if asks == "where":
+        return _place_tokens(context_words, tags) or None
+    if asks == "when":
+        return _time_tokens(words, context_words, tags) or None
     measure, noun = _is_measure_question(words), asked_noun(words)
     found: Set[int] = set()
     for start, end, etype, text in entities(context_words, tags):
