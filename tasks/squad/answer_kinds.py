@@ -20,7 +20,8 @@ Kinds (the question's lower-cased words; an entity is a run of tokens with one e
   that word ("the Atlantic Ocean", "the Rhine River");
 - "where" -> a place entity, or a proper noun right after "in / from / at / near" that the tagger left
   untyped or called an organisation (spaCy's en_core_web_md tags "born in Pisa" and "from Genoa" as ORG);
-- "when" / "in what year" -> a date that names a point in time ("1519", not "his final years" nor "10-day"); with an end verb ("when did the war end?") not the date after "from / between / since", with a
+- "when" / "in what year" -> a date that names a point in time ("1519", not "his final years" nor "10-day"), or
+  an event after "during / before / after" ("during the Second World War"); with an end verb ("when did the war end?") not the date after "from / between / since", with a
   begin verb not the date after "to / until / and": the other boundary of "from 1618 to 1648" (a date run the
   tagger made one entity is split at "to / until / and").
 """
@@ -41,6 +42,7 @@ DURATION_VERBS = {"last", "lasted", "lasts", "take", "took", "takes", "reign", "
                   "served", "run", "ran", "continue", "continued"}
 NAMED_KINDS = {"ocean", "sea", "river", "lake", "desert", "island", "mountain", "bay", "canal", "gulf", "strait"}
 PLACE_TYPES = {"GPE", "LOC", "FAC"}
+PEOPLE = {"PERSON", "ORG", "NORP"}
 KIND_OPENERS = {"which", "what"}
 LOCATIVE = {"in", "from", "at", "near"}
 END_VERBS = {"end", "ended", "ends", "finish", "finished", "close", "closed", "stop", "stopped", "conclude",
@@ -49,6 +51,7 @@ BEGIN_VERBS = {"begin", "began", "begins", "start", "started", "starts", "open",
                "commenced"}
 RANGE_SPLIT = {"to", "until", "till", "and", "–"}  # and "-" between two numbers ("1939-1945", not "10-day")
 AFTER_START = {"from", "between", "since"}  # the word before a range's first date
+DURING = {"during", "before", "after", "since", "until"}  # an event named as a time
 DURATION = re.compile(r"\d+ - (day|week|month|year|hour|minute)s?\b")  # "a 10-day festival": how long, not when
 
 
@@ -134,6 +137,9 @@ def _time_tokens(question: List[str], context_words: Sequence[str], tags: Tensor
     pos = [POS_LABELS[int(i)] for i in tags[:, 1]]
     points = []  # (first token, last token exclusive) of each date, ranges split at "to" / "and"
     for start, end, etype, _ in entities(context_words, tags):
+        article = int(start > 0 and lower[start - 1] in ("the", "a"))  # the tagger may leave "the" out
+        if etype == "EVENT" and start > article and lower[start - 1 - article] in DURING:  # "during the ... War"
+            points.append((start, end))
         if etype not in ("DATE", "TIME"):
             continue
         k = start
@@ -170,24 +176,44 @@ def kind_tokens(question_words: Sequence[str], context_words: Sequence[str], tag
     has no entity of the kind (decoding then keeps the type column)."""
     words = [w.lower() for w in question_words]
     asks = _asks(words)
-    if asks == "where":
-        return _place_tokens(context_words, tags) or None
-    if asks == "when":
-        return _time_tokens(words, context_words, tags) or None
+    if asks:
+        found = _place_tokens(context_words, tags) if asks == "where" else _time_tokens(words, context_words, tags)
+        return _not_named(found, words, context_words) or None
     measure, noun = _is_measure_question(words), asked_noun(words)
     found: Set[int] = set()
     for start, end, etype, text in entities(context_words, tags):
-        if measure is True:
-            hit = etype == "QUANTITY"
-        elif measure is False:
-            hit = etype in ("DATE", "TIME")
-        elif noun in ("city", "town", "country", "continent", "state") or noun in NAMED_KINDS:
-            hit = _fits(noun, etype, text)
-        else:
+        hit = _entity_fits(words, measure, noun, etype, text)
+        if hit is None:
             return None
-        if hit:
+        if hit and not set(text.split()) <= set(words):  # the answer is not what the question names
             found.update(range(start, end))
     return found or None
+
+
+def _not_named(tokens: Set[int], question: List[str], context_words: Sequence[str]) -> Set[int]:
+    """The tokens without the runs of them whose words the question holds ("Where did Columbus sail from Spain?":
+    not Spain)."""
+    out, run = set(), []
+    for k in sorted(tokens) + [-2]:
+        if run and k != run[-1] + 1:
+            if not {context_words[i].lower() for i in run} <= set(question):
+                out.update(run)
+            run = []
+        run.append(k)
+    return out
+
+
+def _entity_fits(words: List[str], measure: Optional[bool], noun: str, etype: str, text: str) -> Optional[bool]:
+    """Is an entity of the asked kind? None: the question names no kind."""
+    if measure is True:
+        return etype == "QUANTITY"
+    if measure is False:
+        return etype in ("DATE", "TIME")
+    if noun in ("city", "town", "country", "continent", "state") or noun in NAMED_KINDS:
+        return _fits(noun, etype, text)
+    if words[:1] in (["who"], ["whom"], ["whose"]):  # "Whose poem did Beethoven set?": a person, not Beethoven
+        return etype in PEOPLE
+    return None
 
 
 def kind_mask(question_words: Sequence[str], context_words: Sequence[str], tags: Optional[Tensor],
