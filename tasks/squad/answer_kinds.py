@@ -44,6 +44,10 @@ NAMED_KINDS = {"ocean", "sea", "river", "lake", "desert", "island", "mountain", 
 PLACE_TYPES = {"GPE", "LOC", "FAC"}
 PEOPLE = {"PERSON", "ORG", "NORP"}
 KIND_OPENERS = {"which", "what"}
+# works, events and buildings asked by their kind ("Which treaty ...?"): their name holds the noun or stands by it
+NAMED_BY_KIND = set("poem painting novel book song album opera symphony play film war battle revolution treaty "
+                    "mission museum building bridge tower palace cathedral church stadium airport ship expedition "
+                    "spacecraft satellite rocket telescope dynasty empire".split())
 LOCATIVE = {"in", "from", "at", "near"}
 END_VERBS = {"end", "ended", "ends", "finish", "finished", "close", "closed", "stop", "stopped", "conclude",
              "concluded", "cease", "ceased"}
@@ -135,26 +139,29 @@ def _time_tokens(question: List[str], context_words: Sequence[str], tags: Tensor
     question asks for its end or its start."""
     lower = [w.lower() for w in context_words]
     pos = [POS_LABELS[int(i)] for i in tags[:, 1]]
-    points = []  # (first token, last token exclusive) of each date, ranges split at "to" / "and"
+    points = []  # (first token, last token exclusive, "start" / "end" of a range or ""), ranges split at "to"
     for start, end, etype, _ in entities(context_words, tags):
         article = int(start > 0 and lower[start - 1] in ("the", "a"))  # the tagger may leave "the" out
         if etype == "EVENT" and start > article and lower[start - 1 - article] in DURING:  # "during the ... War"
-            points.append((start, end))
+            points.append((start, end, ""))
         if etype not in ("DATE", "TIME"):
             continue
-        k = start
+        parts, k = [], start
         for j in range(start, end + 1):
             if j == end or _splits_range(lower, j):
-                if j > k and not _vague(lower[k:j], pos[k:j]):
-                    points.append((k, j))
+                parts.append((k, j))
                 k = j + 1
+        for n, (k, j) in enumerate(parts):
+            before = lower[k - 1] if k > 0 else ""
+            role = "end" if n > 0 or before in RANGE_SPLIT else "start" if len(parts) > 1 or before in AFTER_START else ""
+            if j > k and not _vague(lower[k:j], pos[k:j]):
+                points.append((k, j, role))
     asked = set(question)
     if asked & (END_VERBS | BEGIN_VERBS):
-        before = AFTER_START if asked & END_VERBS else RANGE_SPLIT | {"-"}
-        other = [(k, j) for k, j in points if k > 0 and lower[k - 1] in before]
-        if len(other) < len(points):
-            points = [p for p in points if p not in other]
-    return {t for k, j in points for t in range(k, j)}
+        other = "start" if asked & END_VERBS else "end"
+        if any(role != other for _, _, role in points):
+            points = [p for p in points if p[2] != other]
+    return {t for k, j, _ in points for t in range(k, j)}
 
 
 def _asks(words: List[str]) -> str:
@@ -180,6 +187,8 @@ def kind_tokens(question_words: Sequence[str], context_words: Sequence[str], tag
         found = _place_tokens(context_words, tags) if asks == "where" else _time_tokens(words, context_words, tags)
         return _not_named(found, words, context_words) or None
     measure, noun = _is_measure_question(words), asked_noun(words)
+    if measure is None and noun in NAMED_BY_KIND:
+        return _not_named(_named_by(noun, context_words, tags), words, context_words) or None
     found: Set[int] = set()
     for start, end, etype, text in entities(context_words, tags):
         hit = _entity_fits(words, measure, noun, etype, text)
@@ -201,6 +210,36 @@ def _not_named(tokens: Set[int], question: List[str], context_words: Sequence[st
             run = []
         run.append(k)
     return out
+
+
+def _named_by(noun: str, context_words: Sequence[str], tags: Tensor) -> Set[int]:
+    """A work, event or building asked by its kind: a name that holds the noun ("the Treaty of Versailles" for
+    "which treaty"), or a name right after or before it ("the poem Ode to Joy", "the Apollo 11 mission")."""
+    lower = [w.lower() for w in context_words]
+    pos = [POS_LABELS[int(i)] for i in tags[:, 1]]
+    kinds = {noun, noun + "s"}
+    names = [(a, b) for a, b, _, text in entities(context_words, tags)] + _proper_runs(pos)
+    found: Set[int] = set()
+    for a, b in names:
+        holds = kinds & set(lower[a:b])
+        beside = (a > 0 and lower[a - 1] in kinds) or (b < len(lower) and lower[b] in kinds)
+        if holds or beside:
+            found.update(range(a, b))
+    return found
+
+
+def _proper_runs(pos: List[str]) -> List[Tuple[int, int]]:
+    """(start, end exclusive) of each run of proper nouns and the numbers after them ("Apollo 11": a name the
+    tagger gave no entity type)."""
+    runs, k = [], 0
+    while k < len(pos):
+        j = k
+        while j < len(pos) and (pos[j] == "PROPN" or (j > k and pos[j] == "NUM")):
+            j += 1
+        if j > k:
+            runs.append((k, j))
+        k = j + 1
+    return runs
 
 
 def _entity_fits(words: List[str], measure: Optional[bool], noun: str, etype: str, text: str) -> Optional[bool]:
