@@ -116,14 +116,20 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
     return out
 
 
+# words written with a dot that seldom end a sentence (titles, "Saint", "Mount", company forms, months)
+ABBREVIATIONS = set("mr mrs ms dr st jr sr mt ft co inc ltd corp bros gen col lt sgt capt cmdr adm rev prof gov sen "
+                    "rep pres no vol vs etc jan feb mar apr jun jul aug sep sept oct nov dec".split())
+
+
 def sentence_ends(words: Sequence[str]) -> List[bool]:
     """Which tokens end a sentence: ".", "!" or "?" before a capital, a digit, a quote or the end, except the
-    dot of an abbreviation or initial ("St. Louis", "U.S.", "Mr. Smith": a short capitalised word before)."""
+    dot of an initial or an abbreviation ("J. S. Bach", "U.S.", "St. Louis", "Mr. Smith"); a short name is no
+    abbreviation ("Tokyo was formerly known as Edo. It became ...")."""
     out = []
     for k, w in enumerate(words):
         nxt = words[k + 1] if k + 1 < len(words) else ""
         prev = words[k - 1] if k else ""
-        abbreviation = w == "." and prev.isalpha() and len(prev) <= 3 and prev[:1].isupper()
+        abbreviation = w == "." and ((len(prev) == 1 and prev.isupper()) or prev.lower() in ABBREVIATIONS)
         out.append(w in (".", "!", "?") and not abbreviation and (not nxt or nxt[0].isupper() or nxt[0].isdigit()
                                                                    or nxt[0] in "\"'“‘"))
     return out
