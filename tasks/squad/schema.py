@@ -49,6 +49,7 @@ class SquadConfig:
     min_freq: int = key(low=1)
     max_vocab: Optional[int] = key(low=2)
     emb_dropout: float = key(**Rate)
+    word_dropout: float = key(**Rate)   # training: the share of words read as <unk> (task.py: _unknown_words)
     human_check: Optional[str] = key()
     tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none
     readers: int = key(low=1)   # readers trained side by side, answering together (model.py: ReaderEnsemble)

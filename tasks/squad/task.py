@@ -211,10 +211,19 @@ class SquadTask(Task):
         return loss / members, int((batch["start"] >= 0).sum())
 
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
+        if split == "train" and self.task_cfg.word_dropout > 0:
+            batch = {**batch, "context": self._unknown_words(batch["context"]),
+                     "question": self._unknown_words(batch["question"])}
         start, end = self._scores(model, batch)
         loss, n = self._loss(start, end, batch)
         return loss, {"loss_sum": loss.item(), "nsentences": batch["start"].numel(), "sample_size": n,
                       "ntokens": int((~batch["context_mask_pad"]).sum())}
+
+    def _unknown_words(self, ids: Tensor) -> Tensor:
+        """Training only: each word read as <unk> with probability task.word_dropout (padding kept), so that the
+        reader learns to answer from the word features and tags where people's text has words it never saw."""
+        drop = (torch.rand(ids.shape, device=ids.device) < self.task_cfg.word_dropout) & (ids != self.vocab.pad_id)
+        return ids.masked_fill(drop, self.vocab.unk_id)
 
     def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
         start, end = map(combine_scores, self._scores(model, batch))  # an ensemble answers together
