@@ -21,9 +21,12 @@ Kinds (the question's lower-cased words; an entity is a run of tokens with one e
 - "where" -> a place entity, or a proper noun right after "in / from / at / near" that the tagger left
   untyped or called an organisation (spaCy's en_core_web_md tags "born in Pisa" and "from Genoa" as ORG);
 - "when" / "in what year" -> a date that names a point in time ("1519", not "his final years" nor "10-day"), or
-  an event after "during / before / after" ("during the Second World War"); with an end verb ("when did the war end?") not the date after "from / between / since", with a
-  begin verb not the date after "to / until / and": the other boundary of "from 1618 to 1648" (a date run the
-  tagger made one entity is split at "to / until / and").
+  an event after "during / before / after" ("during the Second World War"); with an end verb ("when did the war
+  end?") not the first date of a range ("from 1618 to 1648"), with a begin verb not its second (a date run the
+  tagger made one entity is split at "to / until / and");
+- "who / whom / whose" -> a person, organisation or group; "which treaty / poem / mission ..." -> the name that
+  holds the noun or stands beside it ("the Treaty of Versailles", "the poem Ode to Joy", "the Apollo 11 mission").
+An entity the question itself names is never its kind ("Whose poem did Beethoven set?": not Beethoven).
 """
 from __future__ import annotations
 
@@ -153,7 +156,8 @@ def _time_tokens(question: List[str], context_words: Sequence[str], tags: Tensor
                 k = j + 1
         for n, (k, j) in enumerate(parts):
             before = lower[k - 1] if k > 0 else ""
-            role = "end" if n > 0 or before in RANGE_SPLIT else "start" if len(parts) > 1 or before in AFTER_START else ""
+            first = len(parts) > 1 or before in AFTER_START
+            role = "end" if n > 0 or before in RANGE_SPLIT else "start" if first else ""
             if j > k and not _vague(lower[k:j], pos[k:j]):
                 points.append((k, j, role))
     asked = set(question)
@@ -168,7 +172,8 @@ def _asks(words: List[str]) -> str:
     """ "where" / "when" when the question opens with it (or "in what / which year"), else ""."""
     if words[:1] == ["where"]:
         return "where"
-    if words[:1] == ["when"] or (words[:1] == ["in"] and words[1:2] in (["what"], ["which"]) and words[2:3] == ["year"]):
+    in_what_year = words[:1] == ["in"] and words[1:2] in (["what"], ["which"]) and words[2:3] == ["year"]
+    if words[:1] == ["when"] or in_what_year:
         return "when"
     return ""
 

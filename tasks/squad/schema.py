@@ -57,7 +57,7 @@ class SquadConfig:
     answer_type_prior: float = key(low=0)   # decoding: log-prob bonus of a span boundary on the asked type (metrics.py)
     span_edges: bool = key()   # decoding: a span cutting a name widened to it, no "how many" noun (span_edges.py)
     answer_kinds: bool = key()   # decoding: the prior only on the asked kind (city, country, measure...; answer_kinds.py)
-    where_when_prior: float = key(low=0)   # decoding, with answer_kinds: the prior of a "where" / "when" question
+    where_when_prior: float = key(low=0)   # decoding, with answer_kinds: a "where" / "when" question's prior
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)
 
 
