@@ -1,0 +1,188 @@
+"""SRU++'s decoding step (L = 1) of a whole stack as one C call (``srupp_step.cpp``): per layer the layer
+norms, the products, the attention of the step's query over the cached keys and values (the kernel of
+decode_attention.cpp) and the recurrence, with no Python between them.
+
+Why: the reference step (sru/srupp_decode.py) runs some forty small torch ops a layer; at B = 1 their
+dispatch cost about six times the step's products (``python -m bench.speed --decode``,
+docs/design_notes.md#one-step-decoding). Here a step is a check of the cached plan, the cache's row
+reservation (sru/srupp_cache.py), two allocations and one ctypes call.
+
+The plan is made once per model (``SruppStepPlan``, cached by the caller) and only *checked* per call
+(``ModuleWatch.current``: the same modules, parameters, storages and modes). The layer (sru/srupp_fused.py)
+says which modules and tensors a layer has (``StepLayer``); this module says whether the C step takes them
+(``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a head size the attention kernel
+is compiled for, an AVX-512 build. Anything else keeps the reference step, which gives the same numbers up
+to float rounding (another summation order in the products, the layer norms and the attention's softmax).
+"""
+import ctypes
+import operator
+import threading
+from typing import NamedTuple, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from .decoding import HEAD_SIZES, attention_kernel
+from .inference import recurrence_args
+from .stack import GEMM_MISSING, plan_key
+
+NORMS = 4  # sru_args.h SruppLayer's norm slots: the cell's input, z, the attention's output, the cell's h
+STATUS = {1: "a layer layout the recurrence does not take", 3: "a head size the attention kernel does not take"}
+
+
+class SruppLayer(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_void_p) for name in ("w1", "w_kv", "w_u", "alpha", "weight_c", "bias")]
+                + [("norm_w", ctypes.c_void_p * NORMS), ("norm_b", ctypes.c_void_p * NORMS),
+                   ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]
+                + [(name, ctypes.c_int64) for name in ("in_features", "proj", "heads", "positions", "hidden",
+                                                       "dirs", "k", "skip_mode", "use_tanh")]
+                + [("scale_x", ctypes.c_double), ("eps", ctypes.c_double * NORMS)])
+
+
+class SruppStepArgs(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_void_p) for name in ("x", "w_in", "c0", "h", "c_last", "workspace")]
+                + [("layers", ctypes.POINTER(SruppLayer)), ("attention", ctypes.c_void_p)]
+                + [(name, ctypes.c_int64) for name in ("num_layers", "batch", "input_size", "num_threads")])
+
+
+class StepLayer(NamedTuple):
+    """What the step reads of one SRU++ layer: its cell (the recurrence: ``inference.recurrence_args``), the
+    transform's weights (w_kv and alpha None for a layer without attention) and ``norms``, one
+    ``nn.LayerNorm`` or None per slot (``NORMS``)."""
+    cell: nn.Module
+    w1: Tensor
+    w_kv: Optional[Tensor]
+    w_u: Tensor
+    alpha: Optional[Tensor]
+    norms: Tuple[Optional[nn.LayerNorm], ...]
+    heads: int
+
+
+class ModuleWatch:
+    """Whether the modules a plan was made from still hold what it read: every module's parameters and
+    submodules the same objects, every parameter's storage where it was (``.to()`` and ``p.data = ...`` move
+    it in place; a stale pointer would read freed memory) and every module in eval mode. About 5 µs per
+    check for a 2-layer SRU++ (three map passes in C, no Python loop)."""
+
+    def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module]):
+        self.cells, self.cell_key = cells, plan_key(cells)  # the cells' options too (scale_x, activation, ...)
+        self.containers = [d for m in modules for d in (m._parameters, m._modules)]
+        self.sizes = list(map(len, self.containers))  # a module registered where there was none
+        self.dicts = [d for m in modules for d in (m._parameters, m._modules) for _ in d]
+        self.names = [name for m in modules for d in (m._parameters, m._modules) for name in d]
+        self.held = list(map(dict.get, self.dicts, self.names))
+        self.states = [m.__dict__ for m in modules]
+        self.tensors = [t for t in self.held if isinstance(t, Tensor)]
+        self.pointers = list(map(Tensor.data_ptr, self.tensors))
+
+    def current(self) -> bool:
+        return (list(map(len, self.containers)) == self.sizes
+                and all(map(operator.is_, map(dict.get, self.dicts, self.names), self.held))
+                and list(map(Tensor.data_ptr, self.tensors)) == self.pointers
+                and not any(map(operator.itemgetter("training"), self.states))
+                and plan_key(self.cells) == self.cell_key)
+
+
+def configure(lib: ctypes.CDLL) -> None:
+    """Declare the step's entry point and check the struct mirrors (once per library)."""
+    if getattr(lib, "_sru_srupp_step_ready", False):
+        return
+    for name, struct in (("sru_srupp_step_args_size", SruppStepArgs), ("sru_srupp_layer_size", SruppLayer)):
+        getattr(lib, name).restype = ctypes.c_int64
+        if getattr(lib, name)() != ctypes.sizeof(struct):
+            raise RuntimeError(f"{struct.__name__} layout mismatch between sru_args.h and srupp_step.py")
+    lib.sru_srupp_step_f32.argtypes = [ctypes.POINTER(SruppStepArgs)]
+    lib.sru_srupp_step_f32.restype = ctypes.c_int
+    lib._sru_srupp_step_ready = True
+
+
+def _float32(*tensors: Optional[Tensor]) -> bool:
+    return all(t is None or (t.dtype is torch.float32 and t.is_cpu and t.is_contiguous()) for t in tensors)
+
+
+def _takes(layer: StepLayer) -> bool:
+    """Whether the C step computes this layer (module docstring)."""
+    cell, proj = layer.cell, layer.w1.shape[0]
+    norms_ok = all(n is None or (n.weight is not None and n.bias is not None and _float32(n.weight, n.bias)
+                                 and len(n.normalized_shape) == 1) for n in layer.norms)
+    return (norms_ok and _float32(layer.w1, layer.w_kv, layer.w_u, layer.alpha, *recurrence_args(cell)[:2])
+            and cell.backend in ("auto", "cpu") and cell.num_directions == 1
+            and (layer.w_kv is None or (proj % layer.heads == 0 and proj // layer.heads in HEAD_SIZES)))
+
+
+class SruppStepPlan:
+    """The C layer array of one SRU++ stack, or ``usable=False`` (then the caller keeps the reference step
+    until ``watch`` says the modules changed). ``attention_layers``: the indices of the layers whose keys and
+    values the step appends to (the caller fills their ``keys`` / ``values`` / ``positions`` per call)."""
+
+    def __init__(self, lib: Optional[ctypes.CDLL], layers: Sequence[StepLayer], w_in: Optional[Tensor],
+                 input_size: int, modules: Sequence[nn.Module]):
+        self.watch, self.usable = ModuleWatch(modules, [layer.cell for layer in layers]), False
+        kernel = attention_kernel()
+        if lib is None or kernel is None or not _float32(w_in) or not all(map(_takes, layers)):
+            return
+        configure(lib)
+        self.call = lib.sru_srupp_step_f32
+        self.layers = (SruppLayer * len(layers))()
+        for slot, layer in zip(self.layers, layers):
+            _fill(slot, layer)
+        self.attention_layers = tuple(i for i, layer in enumerate(layers) if layer.w_kv is not None)
+        self.proj = layers[0].w1.shape[0]
+        widest_in = max([input_size] + [layer.w1.shape[1] for layer in layers])
+        widest_u = max(layer.w_u.shape[0] for layer in layers)
+        self.width = layers[-1].cell.output_size
+        proj = max(layer.w1.shape[0] for layer in layers)
+        self.per_row = widest_in + 6 * proj + widest_u + 2 * self.width  # srupp_step.cpp's workspace
+        self.num_layers, self.input_size = len(layers), input_size
+        self.w_in = None if w_in is None else w_in.data_ptr()
+        self.attention = ctypes.cast(kernel.sru_decode_attention, ctypes.c_void_p).value
+        self._scratch = threading.local()
+        self.usable = True
+
+    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[Tensor, Tensor]]) -> Optional[Tuple[Tensor, Tensor]]:
+        """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
+        ``attention_layers``' order) its keys and values (positions, B, proj), rows of a contiguous buffer, the
+        last row the step's own (written here). Returns h (B, width) and c (layers, B, width), or None when this
+        torch has no BLAS symbol for B > 8 rows (the plan is then unusable)."""
+        batch = x.shape[0]
+        h = x.new_empty(batch, self.width)
+        c_last = x.new_empty(self.num_layers, batch, self.width)
+        scratch = self._scratch.__dict__  # per thread: the GIL is released during the call
+        workspace, args = scratch.get("buffer"), scratch.get("args")
+        if workspace is None or workspace.numel() < batch * self.per_row:
+            workspace = scratch["buffer"] = x.new_empty(batch * self.per_row)
+        if args is None:  # this thread's copy of the layers: their cache fields change per call
+            layers = scratch["layers"] = (SruppLayer * self.num_layers)()
+            ctypes.memmove(layers, self.layers, ctypes.sizeof(layers))
+            args = scratch["args"] = SruppStepArgs(layers=layers, num_layers=self.num_layers,
+                                                   input_size=self.input_size, w_in=self.w_in,
+                                                   attention=self.attention)
+            scratch["ref"] = ctypes.byref(args)
+            scratch["slots"] = [layers[i] for i in self.attention_layers]
+        for slot, (keys, values) in zip(scratch["slots"], caches):
+            slot.keys, slot.values, slot.positions = keys.data_ptr(), values.data_ptr(), keys.shape[0]
+        args.x, args.c0, args.h, args.c_last = x.data_ptr(), c0.data_ptr(), h.data_ptr(), c_last.data_ptr()
+        args.workspace, args.batch, args.num_threads = workspace.data_ptr(), batch, torch.get_num_threads()
+        status = self.call(scratch["ref"])
+        if status == GEMM_MISSING:  # checked before any work: the caller runs the reference step
+            self.usable = False
+            return None
+        if status != 0:  # 1 and 3 are refused when the plan is made
+            raise RuntimeError(f"sru SRU++ decoding step: {STATUS.get(status, status)} (status {status})")
+        return h, c_last
+
+
+def _fill(slot: SruppLayer, layer: StepLayer) -> None:
+    """One SruppLayer from a StepLayer (the per-call keys, values and positions stay unset)."""
+    weight_c, bias, hidden, dirs, k, skip_mode, use_tanh, scale_x = recurrence_args(layer.cell)
+    slot.w1, slot.w_u = layer.w1.data_ptr(), layer.w_u.data_ptr()
+    slot.w_kv = None if layer.w_kv is None else layer.w_kv.data_ptr()
+    slot.alpha = None if layer.alpha is None else layer.alpha.data_ptr()
+    slot.weight_c, slot.bias = weight_c.data_ptr(), bias.data_ptr()
+    for i, norm in enumerate(layer.norms):
+        slot.norm_w[i] = None if norm is None else norm.weight.data_ptr()
+        slot.norm_b[i] = None if norm is None else norm.bias.data_ptr()
+        slot.eps[i] = 0.0 if norm is None else float(norm.eps)
+    slot.in_features, slot.proj, slot.heads = layer.w1.shape[1], layer.w1.shape[0], layer.heads
+    slot.hidden, slot.dirs, slot.k, slot.skip_mode = hidden, dirs, k, skip_mode
+    slot.use_tanh, slot.scale_x = int(bool(use_tanh)), float(scale_x)

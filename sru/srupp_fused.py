@@ -1,0 +1,117 @@
+"""SRU++'s one-position decoding step as one C call (``sru.ops.backends.cpu_srupp_step``): which SRUpp models
+it takes, and the step itself; ``sru.srupp_decode.decode`` runs it for every single-position step it can, and
+the reference step (its torch ops) for the rest. Both give the same h and cache up to float rounding
+(tests/test_srupp_fused.py).
+
+The layer knows its modules, the C step knows what it computes: ``step_layers`` describes each layer as a
+``StepLayer`` (weights, layer norms by where they apply, heads) and ``SruppStepPlan`` says whether it takes
+them (float32, affine norms, a head size of 16 / 32 / 64 / 128, an AVX-512 build). The plan is made once per
+model and kept in its ``__dict__`` (left out of pickles: ``SRUpp.__getstate__``); per call only its
+``watch`` is checked, and it is rebuilt when a module, parameter, storage or mode changed.
+
+Taken: eval mode, float32 CPU input outside autocast, tracing and compile, layers whose transform is
+``SRUppAttention`` or ``SRUppProjectedLinear`` with plain float32 products (no int8 weight, no bf16
+precision, the GEMM library ``auto`` or ``mkl``: a layer forced to oneDNN keeps the routed reference step).
+"""
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from sru.linear import DispatchedLinear
+from sru.ops.backends import cpu_srupp_step, load_library
+from sru.ops.precision import Precision, under_autocast
+from sru.ops.tracing import eager_cpu
+from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
+from sru.srupp_cache import KeyStore, SRUppCache
+
+PLAN = "_srupp_step_plan"  # the model's __dict__ key (SRUpp.__getstate__ drops it)
+
+
+def _plain_weight(linear: nn.Module) -> Optional[Tensor]:
+    """The weight of a bias-free Linear whose product is a plain float32 one, else None."""
+    if type(linear) not in (nn.Linear, DispatchedLinear) or linear._parameters.get("bias") is not None:
+        return None
+    if isinstance(linear, DispatchedLinear) and (linear.gemm not in ("auto", "mkl")
+                                                 or linear.precision is not Precision.FP32):
+        return None
+    return linear._parameters["weight"]
+
+
+def _layer(cell) -> Optional[cpu_srupp_step.StepLayer]:
+    """One SRUppCell as the C step reads it, or None where its transform is not one the step computes."""
+    transform, norm = cell._modules["transform_module"], cell._modules.get("layer_norm")
+    pre, post = (None, norm) if cell.normalize_after else (norm, None)
+    inner = transform._modules.get("layer_norm") if isinstance(transform, _TRANSFORMS) else None
+    if cell.own_precision is not None:
+        return None
+    if isinstance(transform, SRUppAttention):
+        weights = [_plain_weight(transform._modules[name]) for name in ("linear1", "linear2", "linear3")]
+        z_norm, out_norm = (None, inner) if transform.normalize_after else (inner, None)
+        if None in weights:
+            return None
+        return cpu_srupp_step.StepLayer(cell, weights[0], weights[1], weights[2], transform._parameters["alpha"],
+                                        (pre, z_norm, out_norm, post), transform.num_heads)
+    if isinstance(transform, SRUppProjectedLinear):
+        weights = [_plain_weight(transform._modules[name]) for name in ("linear1", "linear2")]
+        if None in weights:
+            return None
+        return cpu_srupp_step.StepLayer(cell, weights[0], None, weights[1], None, (pre, inner, None, post), 1)
+    return None
+
+
+_TRANSFORMS = (SRUppAttention, SRUppProjectedLinear)
+
+
+def step_layers(model) -> Optional[List[cpu_srupp_step.StepLayer]]:
+    """Every layer of ``model`` as a ``StepLayer``, or None where one is not a layer the step computes."""
+    layers = [_layer(cell) for cell in model.rnn_lst._modules.values()]
+    return None if None in layers else layers
+
+
+def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
+    """The model's step plan when the step runs ``x`` (B, input_size) that way, else None."""
+    if (x.dtype is not torch.float32 or torch.is_grad_enabled() or under_autocast("cpu")
+            or not eager_cpu(x)):
+        return None
+    plan = model.__dict__.get(PLAN)
+    if plan is None or not plan.watch.current():
+        layers = step_layers(model)
+        w_in = model._modules.get("input_to_hidden")
+        w_in = None if w_in is None else _plain_weight(w_in)
+        usable = layers is not None and (w_in is not None or model._modules.get("input_to_hidden") is None)
+        plan = cpu_srupp_step.SruppStepPlan(load_library() if usable else None, layers or [], w_in,
+                                            model.input_size, list(model.modules()))
+        model.__dict__[PLAN] = plan
+    return plan if plan.usable else None
+
+
+def step(plan: cpu_srupp_step.SruppStepPlan, x: Tensor, cache: SRUppCache,
+         max_context: Optional[int]) -> Optional[Tuple[Tensor, SRUppCache]]:
+    """h (B, width) of one position ``x`` (B, input_size) after ``cache``, and the new cache; None when the
+    cache holds something the step does not take (keys or c in another dtype), or this torch has no BLAS
+    symbol to call: the reference step runs (on the cache as it was: a reserved row only moves the buffer's
+    frontier, so the reference copies instead of appending in place)."""
+    c0 = cache.c
+    if c0.dtype is not torch.float32:
+        return None
+    keys, values, stores = list(cache.keys), list(cache.values), [None] * len(cache.keys)
+    reserved = []
+    for i in plan.attention_layers:
+        old_keys, old_values = keys[i], values[i]
+        if old_keys.dtype is not torch.float32 or old_values.dtype is not torch.float32:
+            return None
+        store = KeyStore.reserve(cache.stores[i] if cache.stores else None, old_keys, old_values, old_keys, 1,
+                                 max_context)
+        stores[i] = store
+        reserved.append((store.keys, store.values))
+    out = plan.run(x.contiguous(), c0.contiguous(), reserved)
+    if out is None:
+        return None
+    h, c = out
+    for i in plan.attention_layers:
+        store = stores[i]
+        keys[i], values[i] = store.keys, store.values
+        if max_context is not None:
+            keys[i], values[i] = store.keep(max_context)
+    return h, SRUppCache(keys, values, c, stores)
