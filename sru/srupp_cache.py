@@ -9,7 +9,6 @@ cache decoded from twice, as beam search may) is copied into a fresh buffer, so 
 is ever overwritten. A full buffer is replaced by a new one twice the live size (never compacted in
 place, for the same reason), so a sliding window (``max_context``) costs O(1) a step amortized.
 """
-from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from torch import Tensor
@@ -26,23 +25,44 @@ class _Buffer:
 
 
 class KeyStore:
-    """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer."""
-    __slots__ = ("buffer", "start", "end", "keys", "values")
+    """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer. Its views (``keys``,
+    ``values``) are made on first use: the one-call step (sru.srupp_fused) hands the C code addresses, and a
+    slice costs about as much as a tenth of that step."""
+    __slots__ = ("buffer", "start", "end", "_views")
 
     def __init__(self, buffer: _Buffer, start: int, end: int):
-        self.buffer, self.start, self.end = buffer, start, end
-        self.keys, self.values = buffer.keys[start:end], buffer.values[start:end]
+        self.buffer, self.start, self.end, self._views = buffer, start, end, None
+
+    def views(self) -> Tuple[Tensor, Tensor]:
+        """(keys, values): rows ``start:end`` of the buffer, the same two tensors on every call."""
+        if self._views is None:
+            self._views = (self.buffer.keys[self.start:self.end], self.buffer.values[self.start:self.end])
+        return self._views
+
+    @property
+    def keys(self) -> Tensor:
+        return self.views()[0]
+
+    @property
+    def values(self) -> Tensor:
+        return self.views()[1]
 
     @classmethod
-    def reserve(cls, store: Optional["KeyStore"], old_keys: Tensor, old_values: Tensor, like: Tensor, new: int,
-                max_context: Optional[int]) -> "KeyStore":
-        """The store of ``old_keys`` (the cache's, ``store`` when decode made it) followed by ``new`` rows
-        shaped and typed as ``like``'s, which the caller writes (the last ``new`` rows of its views)."""
-        if (store is not None and old_keys is store.keys and old_values is store.values
-                and store.end == store.buffer.used and store.end + new <= store.buffer.keys.size(0)
-                and like.dtype == old_keys.dtype and like.shape[1:] == old_keys.shape[1:]):
-            store.buffer.used = store.end + new
-            return cls(store.buffer, store.start, store.end + new)
+    def reserve(cls, cache: "SRUppCache", layer: int, like: Optional[Tensor], new: int,
+                max_context: Optional[int], window: Optional[int] = None) -> "KeyStore":
+        """The store of ``cache``'s keys and values of ``layer`` followed by ``new`` rows (shaped and typed as
+        ``like``'s; None: as the cache's), which the caller writes: the buffer's rows ``end - new`` to ``end``.
+        ``window``: the store keeps only its last ``window`` rows (``keep`` without a second pair of views;
+        the rows before stay in the buffer, where the caller may still read them this step)."""
+        store = cache.own_store(layer)
+        if store is not None:
+            buffer, end = store.buffer, store.end + new
+            if (end - new == buffer.used and end <= buffer.keys.size(0)
+                    and (like is None or (like.dtype is buffer.keys.dtype and like.shape[1:] == buffer.keys.shape[1:]))):
+                buffer.used = end
+                return cls(buffer, store.start if window is None else max(store.start, end - window), end)
+        old_keys, old_values = cache.keys[layer], cache.values[layer]
+        like = old_keys if like is None else like
         live = old_keys.size(0)
         need = live + new
         capacity = max(2 * need, 2 * (max_context or 0) + new, 16)
@@ -50,14 +70,14 @@ class KeyStore:
                          need)
         buffer.keys[:live].copy_(old_keys)
         buffer.values[:live].copy_(old_values)
-        return cls(buffer, 0, need)
+        return cls(buffer, 0 if window is None else max(0, need - window), need)
 
     @classmethod
-    def append(cls, store: Optional["KeyStore"], old_keys: Tensor, old_values: Tensor,
-               keys: Tensor, values: Tensor, max_context: Optional[int]) -> "KeyStore":
-        """The store of ``old_keys`` followed by ``keys`` (and ``values``)."""
+    def append(cls, cache: "SRUppCache", layer: int, keys: Tensor, values: Tensor,
+               max_context: Optional[int]) -> "KeyStore":
+        """The store of ``cache``'s keys and values of ``layer`` followed by ``keys`` (and ``values``)."""
         new = keys.size(0)
-        grown = cls.reserve(store, old_keys, old_values, keys, new, max_context)
+        grown = cls.reserve(cache, layer, keys, new, max_context)
         grown.buffer.keys[grown.end - new:grown.end].copy_(keys)
         grown.buffer.values[grown.end - new:grown.end].copy_(values)
         return grown
@@ -65,21 +85,53 @@ class KeyStore:
     def keep(self, positions: int) -> Tuple[Tensor, Tensor]:
         """Only the last ``positions`` rows (a sliding window): the cache's keys and values."""
         if self.end - self.start > positions:
-            self.start = self.end - positions
-            self.keys, self.values = self.buffer.keys[self.start:self.end], self.buffer.values[self.start:self.end]
-        return self.keys, self.values
+            self.start, self._views = self.end - positions, None
+        return self.views()
 
 
-@dataclass
 class SRUppCache:
     """Per layer: keys and values (S, B, proj) of the S positions seen (None for layers without
     attention), and c (layers, B, dirs*hidden_size) after the last position. ``stores``: where
-    ``decode`` made them, the growing buffers they are views of (``KeyStore``), so
-    that the next step appends in place instead of copying every cached position."""
-    keys: List[Optional[Tensor]]
-    values: List[Optional[Tensor]]
-    c: Tensor
-    stores: Optional[List[Optional[KeyStore]]] = field(default=None, repr=False, compare=False)
+    ``decode`` made them, the growing buffers they are views of (``KeyStore``), so that the next step
+    appends in place instead of copying every cached position; the keys and values are then read from the
+    stores on first use (``keys=None``)."""
+
+    def __init__(self, keys: Optional[List[Optional[Tensor]]], values: Optional[List[Optional[Tensor]]],
+                 c: Tensor, stores: Optional[List[Optional[KeyStore]]] = None):
+        self._keys, self._values, self.c, self.stores = keys, values, c, stores
+
+    @property
+    def keys(self) -> List[Optional[Tensor]]:
+        if self._keys is None:
+            self._keys = [None if store is None else store.keys for store in self.stores]
+        return self._keys
+
+    @keys.setter
+    def keys(self, keys: List[Optional[Tensor]]) -> None:
+        self._keys = keys
+
+    @property
+    def values(self) -> List[Optional[Tensor]]:
+        if self._values is None:
+            self._values = [None if store is None else store.values for store in self.stores]
+        return self._values
+
+    @values.setter
+    def values(self, values: List[Optional[Tensor]]) -> None:
+        self._values = values
+
+    def own_store(self, layer: int) -> Optional[KeyStore]:
+        """The store of ``layer`` while the cache's keys and values are still its views (decode made them)."""
+        store = self.stores[layer] if self.stores else None
+        if store is None or (self._keys is None and self._values is None):
+            return store
+        keys, values = store.views()
+        return store if self.keys[layer] is keys and self.values[layer] is values else None
+
+    def positions(self, layer: int) -> int:
+        """How many positions ``layer`` holds (its keys' length), without making views."""
+        store = self.own_store(layer)
+        return store.end - store.start if store is not None else self.keys[layer].size(0)
 
     @property
     def length(self) -> int:
@@ -91,6 +143,9 @@ class SRUppCache:
         pick = (lambda t: None if t is None else t.index_select(1, index))
         return SRUppCache([pick(k) for k in self.keys], [pick(v) for v in self.values],
                           self.c.index_select(1, index))
+
+    def __repr__(self) -> str:
+        return f"SRUppCache(length={self.length}, c={tuple(self.c.shape)})"
 
 
 def empty_cache(model, batch: int, like: Tensor) -> SRUppCache:

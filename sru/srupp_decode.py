@@ -105,21 +105,20 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
     (a sliding attention window, like Transformer-XL's mem_len); None keeps everything."""
     _check_decodable(model)
     single = input.dim() == 2
-    x = input.unsqueeze(0) if single else input
-    if x.dim() != 3 or x.size(-1) != model.input_size:
+    if not (single or input.dim() == 3) or input.size(-1) != model.input_size:
         raise ValueError(f"SRUpp decoding expected input of shape (length, batch, "
                          f"{model.input_size}) or (batch, {model.input_size}), got {tuple(input.shape)}")
-    length, batch = x.size(0), x.size(1)
+    length, batch = (1, input.size(0)) if single else (input.size(0), input.size(1))
     if cache is None:
-        cache = empty_cache(model, batch, x)
+        cache = empty_cache(model, batch, input)
     if cache.c.size(1) != batch:
         raise ValueError(f"SRUpp decoding expected a cache for batch {batch}, got one for "
                          f"batch {cache.c.size(1)}; use cache.select(index) to pick items")
-    if length == 1:
-        plan = srupp_fused.plan_for(model, x[0])
-        fused = None if plan is None else srupp_fused.step(plan, x[0], cache, max_context)
+    if length == 1:  # one position: one C call where the model allows (sru.srupp_fused)
+        fused = srupp_fused.decode_step(model, input if single else input[0], cache, max_context)
         if fused is not None:
             return (fused[0] if single else fused[0].unsqueeze(0)), fused[1]
+    x = input.unsqueeze(0) if single else input
     if model.input_to_hidden is not None:
         x = model.input_to_hidden(x)
     mask = _causal(length, cache.length, x)
@@ -132,8 +131,7 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
         attention = cell.transform_module
         if isinstance(attention, SRUppAttention):
             q, k, v, res = attention.query_key_value(x)
-            store = KeyStore.append(cache.stores[i] if cache.stores else None, cache.keys[i],
-                                    cache.values[i], k, v, max_context)
+            store = KeyStore.append(cache, i, k, v, max_context)
             k, v = store.keys, store.values  # the cached positions and the new ones
             U = attention.output(attention.attend(q, k, v, mask), res)
             if max_context is not None:

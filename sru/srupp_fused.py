@@ -86,32 +86,26 @@ def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
     return plan if plan.usable else None
 
 
-def step(plan: cpu_srupp_step.SruppStepPlan, x: Tensor, cache: SRUppCache,
-         max_context: Optional[int]) -> Optional[Tuple[Tensor, SRUppCache]]:
-    """h (B, width) of one position ``x`` (B, input_size) after ``cache``, and the new cache; None when the
-    cache holds something the step does not take (keys or c in another dtype), or this torch has no BLAS
-    symbol to call: the reference step runs (on the cache as it was: a reserved row only moves the buffer's
+def decode_step(model, x: Tensor, cache: SRUppCache,
+                max_context: Optional[int]) -> Optional[Tuple[Tensor, SRUppCache]]:
+    """h (B, width) of one position ``x`` (B, input_size) after ``cache``, and the new cache, by the C step;
+    None where it does not run them (``plan_for``; keys or c in another dtype; no BLAS symbol in this torch):
+    the reference step runs instead (on the cache as it was: a row reserved here only moved its buffer's
     frontier, so the reference copies instead of appending in place)."""
+    plan = plan_for(model, x)
     c0 = cache.c
-    if c0.dtype is not torch.float32:
+    if plan is None or c0.dtype is not torch.float32:
         return None
-    keys, values, stores = list(cache.keys), list(cache.values), [None] * len(cache.keys)
-    reserved = []
+    stores, reserved = [None] * len(cache.c), []
     for i in plan.attention_layers:
-        old_keys, old_values = keys[i], values[i]
-        if old_keys.dtype is not torch.float32 or old_values.dtype is not torch.float32:
+        # the rows attended: every cached one and the step's own (the window applies from the next step)
+        positions = cache.positions(i) + 1
+        store = KeyStore.reserve(cache, i, None, 1, max_context, max_context)
+        buffer = store.buffer
+        if buffer.keys.dtype is not torch.float32 or buffer.values.dtype is not torch.float32:
             return None
-        store = KeyStore.reserve(cache.stores[i] if cache.stores else None, old_keys, old_values, old_keys, 1,
-                                 max_context)
+        row = (store.end - positions) * buffer.keys.stride(0) * 4  # float32: 4 bytes
+        reserved.append((buffer.keys.data_ptr() + row, buffer.values.data_ptr() + row, positions))
         stores[i] = store
-        reserved.append((store.keys, store.values))
     out = plan.run(x.contiguous(), c0.contiguous(), reserved)
-    if out is None:
-        return None
-    h, c = out
-    for i in plan.attention_layers:
-        store = stores[i]
-        keys[i], values[i] = store.keys, store.values
-        if max_context is not None:
-            keys[i], values[i] = store.keep(max_context)
-    return h, SRUppCache(keys, values, c, stores)
+    return None if out is None else (out[0], SRUppCache(None, None, out[1], stores))

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from .decoding import HEAD_SIZES, attention_kernel
 from .inference import recurrence_args
-from .stack import GEMM_MISSING, plan_key
+from .stack import CELL_STATE, GEMM_MISSING
 
 NORMS = 4  # sru_args.h SruppLayer's norm slots: the cell's input, z, the attention's output, the cell's h
 STATUS = {1: "a layer layout the recurrence does not take", 3: "a head size the attention kernel does not take"}
@@ -65,7 +65,9 @@ class ModuleWatch:
     check for a 2-layer SRU++ (three map passes in C, no Python loop)."""
 
     def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module]):
-        self.cells, self.cell_key = cells, plan_key(cells)  # the cells' options too (scale_x, activation, ...)
+        # the cells' options too (scale_x, activation, ...): what the C layers were filled from
+        self.cell_states = [cell.__dict__ for cell in cells]
+        self.cell_options = list(map(CELL_STATE, self.cell_states))
         self.containers = [d for m in modules for d in (m._parameters, m._modules)]
         self.sizes = list(map(len, self.containers))  # a module registered where there was none
         self.dicts = [d for m in modules for d in (m._parameters, m._modules) for _ in d]
@@ -80,7 +82,7 @@ class ModuleWatch:
                 and all(map(operator.is_, map(dict.get, self.dicts, self.names), self.held))
                 and list(map(Tensor.data_ptr, self.tensors)) == self.pointers
                 and not any(map(operator.itemgetter("training"), self.states))
-                and plan_key(self.cells) == self.cell_key)
+                and list(map(CELL_STATE, self.cell_states)) == self.cell_options)
 
 
 def configure(lib: ctypes.CDLL) -> None:
@@ -127,7 +129,6 @@ class SruppStepPlan:
         for slot, layer in zip(self.layers, layers):
             _fill(slot, layer)
         self.attention_layers = tuple(i for i, layer in enumerate(layers) if layer.w_kv is not None)
-        self.proj = layers[0].w1.shape[0]
         widest_in = max([input_size] + [layer.w1.shape[1] for layer in layers])
         widest_u = max(layer.w_u.shape[0] for layer in layers)
         self.width = layers[-1].cell.output_size
@@ -139,10 +140,11 @@ class SruppStepPlan:
         self._scratch = threading.local()
         self.usable = True
 
-    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[Tensor, Tensor]]) -> Optional[Tuple[Tensor, Tensor]]:
+    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[int, int, int]]) -> Optional[Tuple[Tensor, Tensor]]:
         """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
-        ``attention_layers``' order) its keys and values (positions, B, proj), rows of a contiguous buffer, the
-        last row the step's own (written here). Returns h (B, width) and c (layers, B, width), or None when this
+        ``attention_layers``' order) the addresses of its first key and value rows and how many positions it
+        attends (rows of a contiguous (., B, proj) buffer), the last one the step's own
+        (written here). Returns h (B, width) and c (layers, B, width), or None when this
         torch has no BLAS symbol for B > 8 rows (the plan is then unusable)."""
         batch = x.shape[0]
         h = x.new_empty(batch, self.width)
@@ -159,8 +161,8 @@ class SruppStepPlan:
                                                    attention=self.attention)
             scratch["ref"] = ctypes.byref(args)
             scratch["slots"] = [layers[i] for i in self.attention_layers]
-        for slot, (keys, values) in zip(scratch["slots"], caches):
-            slot.keys, slot.values, slot.positions = keys.data_ptr(), values.data_ptr(), keys.shape[0]
+        for slot, (keys, values, positions) in zip(scratch["slots"], caches):
+            slot.keys, slot.values, slot.positions = keys, values, positions
         args.x, args.c0, args.h, args.c_last = x.data_ptr(), c0.data_ptr(), h.data_ptr(), c_last.data_ptr()
         args.workspace, args.batch, args.num_threads = workspace.data_ptr(), batch, torch.get_num_threads()
         status = self.call(scratch["ref"])
