@@ -28,10 +28,11 @@ class KeyStore:
     """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer. Its views (``keys``,
     ``values``) are made on first use: the one-call step (sru.srupp_fused) hands the C code addresses, and a
     slice costs about as much as a tenth of that step."""
-    __slots__ = ("buffer", "start", "end", "_views")
+    __slots__ = ("buffer", "start", "end", "first", "_views")
 
-    def __init__(self, buffer: _Buffer, start: int, end: int):
+    def __init__(self, buffer: _Buffer, start: int, end: int, first: Optional[int] = None):
         self.buffer, self.start, self.end, self._views = buffer, start, end, None
+        self.first = start if first is None else first  # reserve: the first row the new positions attend
 
     def views(self) -> Tuple[Tensor, Tensor]:
         """(keys, values): rows ``start:end`` of the buffer, the same two tensors on every call."""
@@ -60,7 +61,8 @@ class KeyStore:
             if (end - new == buffer.used and end <= buffer.keys.size(0)
                     and (like is None or (like.dtype is buffer.keys.dtype and like.shape[1:] == buffer.keys.shape[1:]))):
                 buffer.used = end
-                return cls(buffer, store.start if window is None else max(store.start, end - window), end)
+                return cls(buffer, store.start if window is None else max(store.start, end - window), end,
+                           store.start)
         old_keys, old_values = cache.keys[layer], cache.values[layer]
         like = old_keys if like is None else like
         live = old_keys.size(0)
@@ -70,7 +72,7 @@ class KeyStore:
                          need)
         buffer.keys[:live].copy_(old_keys)
         buffer.values[:live].copy_(old_values)
-        return cls(buffer, 0 if window is None else max(0, need - window), need)
+        return cls(buffer, 0 if window is None else max(0, need - window), need, 0)
 
     @classmethod
     def append(cls, cache: "SRUppCache", layer: int, keys: Tensor, values: Tensor,
@@ -127,11 +129,6 @@ class SRUppCache:
             return store
         keys, values = store.views()
         return store if self.keys[layer] is keys and self.values[layer] is values else None
-
-    def positions(self, layer: int) -> int:
-        """How many positions ``layer`` holds (its keys' length), without making views."""
-        store = self.own_store(layer)
-        return store.end - store.start if store is not None else self.keys[layer].size(0)
 
     @property
     def length(self) -> int:

@@ -96,7 +96,6 @@ def cache_from_memory(model, saved_inputs: List[Tensor], c: Tensor) -> SRUppCach
     return SRUppCache(keys, values, c)
 
 
-@torch.no_grad()
 def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
            max_context: Optional[int] = None) -> Tuple[Tensor, SRUppCache]:
     """Feed ``input`` (L, B, input_size), or one step (B, input_size), after the positions in
@@ -118,7 +117,14 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
         fused = srupp_fused.decode_step(model, input if single else input[0], cache, max_context)
         if fused is not None:
             return (fused[0] if single else fused[0].unsqueeze(0)), fused[1]
-    x = input.unsqueeze(0) if single else input
+    with torch.no_grad():
+        h, cache = _reference_step(model, input.unsqueeze(0) if single else input, cache, max_context)
+    return (h[0] if single else h), cache
+
+
+def _reference_step(model, x: Tensor, cache: SRUppCache, max_context: Optional[int]) -> Tuple[Tensor, SRUppCache]:
+    """``decode`` of x (L, B, input_size) in torch ops (and one kernel call a layer for the recurrence)."""
+    length = x.size(0)
     if model.input_to_hidden is not None:
         x = model.input_to_hidden(x)
     mask = _causal(length, cache.length, x)
@@ -146,4 +152,4 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
         values.append(v)
         stores.append(store)
         cs.append(c)
-    return (x[0] if single else x), SRUppCache(keys, values, torch.stack(cs), stores)
+    return x, SRUppCache(keys, values, torch.stack(cs), stores)

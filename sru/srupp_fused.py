@@ -71,8 +71,8 @@ def step_layers(model) -> Optional[List[cpu_srupp_step.StepLayer]]:
 
 def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
     """The model's step plan when the step runs ``x`` (B, input_size) that way, else None."""
-    if (x.dtype is not torch.float32 or torch.is_grad_enabled() or under_autocast("cpu")
-            or not eager_cpu(x)):
+    # grad mode does not matter: decoding records no graph (the reference step runs under no_grad)
+    if x.dtype is not torch.float32 or under_autocast("cpu") or not eager_cpu(x):
         return None
     plan = model.__dict__.get(PLAN)
     if plan is None or not plan.watch.current():
@@ -98,14 +98,12 @@ def decode_step(model, x: Tensor, cache: SRUppCache,
         return None
     stores, reserved = [None] * len(cache.c), []
     for i in plan.attention_layers:
-        # the rows attended: every cached one and the step's own (the window applies from the next step)
-        positions = cache.positions(i) + 1
         store = KeyStore.reserve(cache, i, None, 1, max_context, max_context)
-        buffer = store.buffer
-        if buffer.keys.dtype is not torch.float32 or buffer.values.dtype is not torch.float32:
+        keys, values = store.buffer.keys, store.buffer.values
+        if keys.dtype is not torch.float32 or values.dtype is not torch.float32:
             return None
-        row = (store.end - positions) * buffer.keys.stride(0) * 4  # float32: 4 bytes
-        reserved.append((buffer.keys.data_ptr() + row, buffer.values.data_ptr() + row, positions))
+        # the rows attended: every cached one and the step's own (the window applies from the next step)
+        reserved.append((keys, values, store.first, store.end - store.first))
         stores[i] = store
     out = plan.run(x.contiguous(), c0.contiguous(), reserved)
     return None if out is None else (out[0], SRUppCache(None, None, out[1], stores))

@@ -59,28 +59,34 @@ class StepLayer(NamedTuple):
 
 
 class ModuleWatch:
-    """Whether the modules a plan was made from still hold what it read: every module's parameters and
-    submodules the same objects, every parameter's storage where it was (``.to()`` and ``p.data = ...`` move
-    it in place; a stale pointer would read freed memory) and every module in eval mode. About 5 µs per
-    check for a 2-layer SRU++ (three map passes in C, no Python loop)."""
+    """Whether the modules a plan was made from still hold what it read: every parameter registered where it
+    was still at the address the plan holds (a parameter replaced, ``.to()``, ``p.data = ...``: a stale pointer
+    would read freed memory), every submodule (and every empty slot) the same object, no name registered
+    since, every module in eval mode and the cells' options unchanged. About 4 µs per check for a 2-layer
+    SRU++ (map passes in C, no Python loop)."""
 
     def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module]):
+        self.containers = [d for m in modules for d in (m._parameters, m._modules)]
+        self.sizes = list(map(len, self.containers))  # a name registered where there was none
+        slots = [(d, name) for d in self.containers for name in d]
+        tensors = [(d, name) for d, name in slots if isinstance(d[name], Tensor)]
+        others = [(d, name) for d, name in slots if not isinstance(d[name], Tensor)]  # modules and None
+        self.tensor_dicts, self.tensor_names = [d for d, _ in tensors], [name for _, name in tensors]
+        self.pointers = [d[name].data_ptr() for d, name in tensors]
+        self.other_dicts, self.other_names = [d for d, _ in others], [name for _, name in others]
+        self.others = [d[name] for d, name in others]
+        self.states = [m.__dict__ for m in modules]
         # the cells' options too (scale_x, activation, ...): what the C layers were filled from
         self.cell_states = [cell.__dict__ for cell in cells]
         self.cell_options = list(map(CELL_STATE, self.cell_states))
-        self.containers = [d for m in modules for d in (m._parameters, m._modules)]
-        self.sizes = list(map(len, self.containers))  # a module registered where there was none
-        self.dicts = [d for m in modules for d in (m._parameters, m._modules) for _ in d]
-        self.names = [name for m in modules for d in (m._parameters, m._modules) for name in d]
-        self.held = list(map(dict.get, self.dicts, self.names))
-        self.states = [m.__dict__ for m in modules]
-        self.tensors = [t for t in self.held if isinstance(t, Tensor)]
-        self.pointers = list(map(Tensor.data_ptr, self.tensors))
 
     def current(self) -> bool:
-        return (list(map(len, self.containers)) == self.sizes
-                and all(map(operator.is_, map(dict.get, self.dicts, self.names), self.held))
-                and list(map(Tensor.data_ptr, self.tensors)) == self.pointers
+        try:
+            pointers = list(map(Tensor.data_ptr, map(dict.get, self.tensor_dicts, self.tensor_names)))
+        except TypeError:  # a parameter set to None
+            return False
+        return (pointers == self.pointers and list(map(len, self.containers)) == self.sizes
+                and all(map(operator.is_, map(dict.get, self.other_dicts, self.other_names), self.others))
                 and not any(map(operator.itemgetter("training"), self.states))
                 and list(map(CELL_STATE, self.cell_states)) == self.cell_options)
 
@@ -140,11 +146,11 @@ class SruppStepPlan:
         self._scratch = threading.local()
         self.usable = True
 
-    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[int, int, int]]) -> Optional[Tuple[Tensor, Tensor]]:
+    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[Tensor, Tensor, int, int]]
+            ) -> Optional[Tuple[Tensor, Tensor]]:
         """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
-        ``attention_layers``' order) the addresses of its first key and value rows and how many positions it
-        attends (rows of a contiguous (., B, proj) buffer), the last one the step's own
-        (written here). Returns h (B, width) and c (layers, B, width), or None when this
+        ``attention_layers``' order) its keys and values buffers (contiguous (capacity, B, proj) float32), the
+        first row its query attends and how many (the last one the step's own, written here). Returns h (B, width) and c (layers, B, width), or None when this
         torch has no BLAS symbol for B > 8 rows (the plan is then unusable)."""
         batch = x.shape[0]
         h = x.new_empty(batch, self.width)
@@ -161,8 +167,9 @@ class SruppStepPlan:
                                                    attention=self.attention)
             scratch["ref"] = ctypes.byref(args)
             scratch["slots"] = [layers[i] for i in self.attention_layers]
-        for slot, (keys, values, positions) in zip(scratch["slots"], caches):
-            slot.keys, slot.values, slot.positions = keys, values, positions
+        for slot, (keys, values, first, positions) in zip(scratch["slots"], caches):
+            row = first * keys.stride(0) * 4  # bytes: float32
+            slot.keys, slot.values, slot.positions = keys.data_ptr() + row, values.data_ptr() + row, positions
         args.x, args.c0, args.h, args.c_last = x.data_ptr(), c0.data_ptr(), h.data_ptr(), c_last.data_ptr()
         args.workspace, args.batch, args.num_threads = workspace.data_ptr(), batch, torch.get_num_threads()
         status = self.call(scratch["ref"])
