@@ -15,7 +15,7 @@ Candidates, per batch size, all in eval mode without autograd:
                              sliding window of SRUPP_CONTEXT positions (so every step sees as many)
 
 ``srupp`` is judged against ``srupp-matmuls`` as ``sru`` against ``matmuls``. Then a profile of the SRU
-step (``profile_step``) and of the SRU++ step (``bench.decode_srupp``): where their microseconds go.
+step (``profile_step``) and of the SRU++ step (``bench.decoding.srupp_step``): where their microseconds go.
 
 The official package is also named ``sru``; to time it beside this one without installing it
 over this package, install it into its own directory and pass that:
@@ -34,7 +34,7 @@ from typing import Callable, Dict, List
 import torch
 from torch import nn
 
-from bench import decode_srupp
+from bench.decoding import srupp_step as decode_srupp
 from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
 
 DECODE_BATCHES = (1, 32)
@@ -282,8 +282,8 @@ def profile_markdown(profiles: Dict[int, List[Dict]], model: str = "SRU") -> str
     cells = [[part] + [f"{profiles[b][i]['us']:.1f} ({profiles[b][i]['share']:.0%})" for b in batches]
              for i, part in enumerate(parts)]
     paths = ", ".join(f"B = {b}: {profiles[b][0]['path']}" for b in batches)
-    head = (f"Where one {model} step's µs go ({paths}; each part timed alone, interleaved with the whole step; median µs, "
-            "share of the whole; rows with '=' are differences of the rows above)")
+    head = (f"Where one {model} step's µs go ({paths}; each part timed alone, interleaved with the whole step; "
+            "median µs, share of the whole; rows with '=' are differences of the rows above)")
     return head + "\n\n" + markdown_table(["part"] + [f"B = {b}" for b in batches], cells)
 
 
@@ -301,7 +301,7 @@ def step_profiles(args, timer) -> Dict[int, List[Dict]]:
 
 
 def srupp_profiles(args, timer) -> Dict[int, List[Dict]]:
-    """``bench.decode_srupp.profile`` of the SRU++ step at every batch size (where the one-call step runs)."""
+    """``bench.decoding.srupp_step.profile`` of the SRU++ step at every batch size (where the one-call step runs)."""
     found = {batch: decode_srupp.profile(batch, DECODE_WIDTH, DECODE_LAYERS, SRUPP_PROJ, SRUPP_CONTEXT, args.device,
                                          timer, args.repeats, args.min_ms) for batch in DECODE_BATCHES}
     return {batch: rows for batch, rows in found.items() if rows}

@@ -22,7 +22,7 @@ from sru.cell_base import RecurrentCellBase, StackBase
 from sru.linear import DispatchedLinear
 from sru.ops.packing import PaddedLayout
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
-from sru import srupp_fused
+from sru.srupp_decoding import one_call
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 from sru.scripting.cells import PackedAsTuple, ScriptableCell
 from sru.scripting.srupp import ScriptableSRUppCell, ScriptableSRUppStack
@@ -340,7 +340,7 @@ class SRUpp(ScriptableSRUppStack, StackBase):
 
     def __getstate__(self):
         state = dict(super().__getstate__())
-        state.pop(srupp_fused.PLAN, None)  # raw pointers: rebuilt on the first decoding step after loading
+        state.pop(one_call.PLAN, None)  # raw pointers: rebuilt on the first decoding step after loading
         return state
 
     def cache_from_memory(self, saved_inputs: List[Tensor], c: Tensor) -> SRUppCache:

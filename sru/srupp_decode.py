@@ -17,8 +17,8 @@ without the layer's pre-norm, while its own input is normalized.
 
 What a step costs beyond its products (``python -m bench.speed --decode`` measures it): a single
 position of float32 input on CPU runs as one C call for the whole stack where the model allows
-(``sru.srupp_fused``); everything else (chunks, float64, autocast, a layer forced to oneDNN, ...) runs the
-reference step below, in torch ops. Both append keys and values in place (``sru.srupp_cache.KeyStore``).
+(``sru.srupp_decoding.one_call``); everything else (chunks, float64, autocast, a layer forced to oneDNN, ...) runs the
+reference step below, in torch ops. Both append keys and values in place (``sru.srupp_decoding.cache.KeyStore``).
 
 ``direct_recurrence``: the reference step's recurrence as one direct call of the fused CPU kernel
 (``sru.ops.cpu.inference.recurrence``, with the arguments the SRU's inference plan reads:
@@ -32,12 +32,12 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from sru import srupp_fused
+from sru.srupp_decoding import one_call
 from sru.ops.backends import cpu_inference, load_library
 from sru.ops.precision import under_autocast
 from sru.ops.tracing import eager_cpu
 from sru.srupp_attention import SRUppAttention
-from sru.srupp_cache import KeyStore, SRUppCache, empty_cache
+from sru.srupp_decoding.cache import KeyStore, SRUppCache, empty_cache
 
 __all__ = ["KeyStore", "SRUppCache", "cache_from_memory", "decode", "direct_recurrence", "empty_cache"]
 
@@ -113,8 +113,8 @@ def decode(model, input: Tensor, cache: Optional[SRUppCache] = None,
     if cache.c.size(1) != batch:
         raise ValueError(f"SRUpp decoding expected a cache for batch {batch}, got one for "
                          f"batch {cache.c.size(1)}; use cache.select(index) to pick items")
-    if length == 1:  # one position: one C call where the model allows (sru.srupp_fused)
-        fused = srupp_fused.decode_step(model, input if single else input[0], cache, max_context)
+    if length == 1:  # one position: one C call where the model allows (sru.srupp_decoding.one_call)
+        fused = one_call.decode_step(model, input if single else input[0], cache, max_context)
         if fused is not None:
             return (fused[0] if single else fused[0].unsqueeze(0)), fused[1]
     with torch.no_grad():

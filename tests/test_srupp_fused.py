@@ -1,5 +1,5 @@
-"""SRU++'s one-call decoding step (sru.srupp_fused, sru/ops/cpu/srupp_step.cpp) against the reference: the full
-causal forward and the reference step (torch ops), token by token, over shapes, layer norms, layers without
+"""SRU++'s one-call decoding step (sru.srupp_decoding.one_call, sru/ops/cpu/srupp_step.cpp) against the reference:
+the full causal forward and the reference step (torch ops), token by token, over shapes, layer norms, layers without
 attention, input_to_hidden, B = 1, B <= 8 (the C loop's products) and B > 8 (the BLAS), windows and forks."""
 import copy
 import pickle
@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from sru import SRUpp, srupp_fused
+from sru import SRUpp
+from sru.srupp_decoding import one_call
 from sru.ops.backends import cpu_decoding, load_library
 
 pytestmark = pytest.mark.skipif(load_library() is None or cpu_decoding.attention_kernel() is None,
@@ -54,7 +55,7 @@ def steps(model, x, cache=None, max_context=None):
 
 
 def fused_ran(model) -> bool:
-    plan = model.__dict__.get(srupp_fused.PLAN)
+    plan = model.__dict__.get(one_call.PLAN)
     return plan is not None and plan.usable
 
 
@@ -109,9 +110,9 @@ def test_the_plan_is_made_once_and_follows_the_modules():
     model = build("plain_one_head")
     x = torch.randn(6, 2, 24)
     steps(model, x[:2])
-    plan = model.__dict__[srupp_fused.PLAN]
+    plan = model.__dict__[one_call.PLAN]
     steps(model, x[2:4])
-    assert model.__dict__[srupp_fused.PLAN] is plan  # checked per call, not rebuilt
+    assert model.__dict__[one_call.PLAN] is plan  # checked per call, not rebuilt
     attention = model.rnn_lst[0].transform_module
     attention.linear1.weight = nn.Parameter(torch.randn_like(attention.linear1.weight))  # a new tensor
     model.rnn_lst[1].set_scale_x(0.5)  # an option the C layers copied
@@ -119,10 +120,10 @@ def test_the_plan_is_made_once_and_follows_the_modules():
         attention.alpha.fill_(0.7)  # in place: read through its address
         want, _, _ = model(x, attn_mask=causal(6))
     got, _ = steps(model, x)
-    assert model.__dict__[srupp_fused.PLAN] is not plan and fused_ran(model)
+    assert model.__dict__[one_call.PLAN] is not plan and fused_ran(model)
     torch.testing.assert_close(got, want, **TOL)
     clone = pickle.loads(pickle.dumps(model))  # the plan (raw pointers) is not pickled
-    assert srupp_fused.PLAN not in clone.__dict__
+    assert one_call.PLAN not in clone.__dict__
     torch.testing.assert_close(steps(clone, x)[0], got, rtol=0, atol=0)
 
 
@@ -139,6 +140,6 @@ def test_what_the_fused_step_does_not_take_runs_the_reference_step():
     model = build("plain_one_head")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         model.decode(x[0])
-    assert srupp_fused.PLAN not in model.__dict__  # autocast: not even a plan
+    assert one_call.PLAN not in model.__dict__  # autocast: not even a plan
     model.double().decode(x[0].double())
-    assert srupp_fused.PLAN not in model.__dict__
+    assert one_call.PLAN not in model.__dict__

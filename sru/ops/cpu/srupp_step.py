@@ -5,12 +5,12 @@ decode_attention.cpp) and the recurrence, with no Python between them.
 Why: the reference step (sru/srupp_decode.py) runs some forty small torch ops a layer; at B = 1 their
 dispatch cost about six times the step's products (``python -m bench.speed --decode``,
 docs/design_notes.md#one-step-decoding). Here a step is a check of the cached plan, the cache's row
-reservation (sru/srupp_cache.py), two allocations and one ctypes call.
+reservation (sru/srupp_decoding/cache.py), two allocations and one ctypes call.
 
 The plan is made once per model (``SruppStepPlan``, cached by the caller) and only *checked* per call
-(``ModuleWatch.current``: the same modules, parameters, storages and modes). The layer (sru/srupp_fused.py)
-says which modules and tensors a layer has (``StepLayer``); this module says whether the C step takes them
-(``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a head size the attention kernel
+(``ModuleWatch.current``: the same modules, parameters, storages and modes). The layer
+(sru/srupp_decoding/one_call.py) says which modules and tensors a layer has (``StepLayer``); this module says
+whether the C step takes them (``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a head size the attention kernel
 is compiled for, an AVX-512 build. Anything else keeps the reference step, which gives the same numbers up
 to float rounding (another summation order in the products, the layer norms and the attention's softmax).
 """
@@ -150,8 +150,9 @@ class SruppStepPlan:
             ) -> Optional[Tuple[Tensor, Tensor]]:
         """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
         ``attention_layers``' order) its keys and values buffers (contiguous (capacity, B, proj) float32), the
-        first row its query attends and how many (the last one the step's own, written here). Returns h (B, width) and c (layers, B, width), or None when this
-        torch has no BLAS symbol for B > 8 rows (the plan is then unusable)."""
+        first row its query attends and how many (the last one the step's own, written here). Returns h
+        (B, width) and c (layers, B, width), or None when this torch has no BLAS symbol for B > 8 rows (the plan
+        is then unusable)."""
         batch = x.shape[0]
         h = x.new_empty(batch, self.width)
         c_last = x.new_empty(self.num_layers, batch, self.width)

@@ -23,7 +23,7 @@ from sru.ops.backends import cpu_srupp_step, load_library
 from sru.ops.precision import Precision, under_autocast
 from sru.ops.tracing import eager_cpu
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
-from sru.srupp_cache import KeyStore, SRUppCache
+from sru.srupp_decoding.cache import KeyStore, SRUppCache
 
 PLAN = "_srupp_step_plan"  # the model's __dict__ key (SRUpp.__getstate__ drops it)
 

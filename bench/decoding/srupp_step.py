@@ -1,8 +1,8 @@
 """Where the microseconds of one SRU++ decoding step go (``python -m bench.speed --decode`` prints it beside
 the SRU step's profile, ``bench.decode``).
 
-A step at one position of float32 input is (sru/srupp_decode.py, sru/srupp_fused.py): ``decode``'s argument
-checks, the plan check (``srupp_fused.plan_for``: the guards and ``ModuleWatch.current``, the plan itself made
+A step at one position of float32 input is (sru/srupp_decode.py, sru/srupp_decoding/one_call.py): ``decode``'s argument
+checks, the plan check (``one_call.plan_for``: the guards and ``ModuleWatch.current``, the plan itself made
 once per model), a row reserved in every attention layer's key/value buffer (``KeyStore.reserve``), then
 ``SruppStepPlan.run``: two allocations (h, c), the per-call fields and one C call (per layer the products,
 the layer norms, the attention over the cache and the recurrence). Each part is timed alone here, interleaved
@@ -21,8 +21,8 @@ WHOLE = "whole step: decode(model, x, cache) under inference_mode"
 def _parts(batch: int, width: int, layers: int, proj: int, context: int, device: str
            ) -> Dict[str, Callable[[], object]]:
     from sru import SRUpp
-    from sru import srupp_fused
-    from sru.srupp_cache import KeyStore
+    from sru.srupp_decoding import one_call
+    from sru.srupp_decoding.cache import KeyStore
     from sru.srupp_decode import decode
 
     model = SRUpp(width, width, proj_size=proj, num_layers=layers).to(device).eval()
@@ -31,7 +31,7 @@ def _parts(batch: int, width: int, layers: int, proj: int, context: int, device:
         _, cache = decode(model, torch.randn(context, batch, width, generator=gen).to(device))
         x = torch.randn(batch, width, generator=gen).to(device)
         _, cache = decode(model, x, cache, max_context=context)  # builds the plan
-    plan = model.__dict__[srupp_fused.PLAN]
+    plan = model.__dict__[one_call.PLAN]
     if not plan.usable:
         return {}
     box = [cache]
@@ -61,7 +61,7 @@ def _parts(batch: int, width: int, layers: int, proj: int, context: int, device:
         return plan.call(ref), buffers
 
     return {WHOLE: whole, "decode (no inference_mode)": bare,
-            "  plan check (srupp_fused.plan_for)": lambda: srupp_fused.plan_for(model, x),
+            "  plan check (one_call.plan_for)": lambda: one_call.plan_for(model, x),
             "    ModuleWatch.current": plan.watch.current,
             "  cache rows (KeyStore.reserve, every attention layer)": reserve,
             "  SruppStepPlan.run": lambda: plan.run(x, c0, held),
@@ -83,7 +83,8 @@ def profile(batch: int, width: int, layers: int, proj: int, context: int, device
     whole = us[WHOLE]
     derived = {
         "inference_mode (entering and leaving it)": whole - us[names[1]],
-        "rest of decode (argument checks, the new SRUppCache)": us[names[1]] - us[names[2]] - us[names[4]] - us[names[5]],
+        "rest of decode (argument checks, the new SRUppCache)":
+        us[names[1]] - us[names[2]] - us[names[4]] - us[names[5]],
         "rest of the run (per-call fields, the ctypes call)": us[names[5]] - us[names[6]] - us[names[7]],
         "all but the C call": whole - us[names[6]],
     }

@@ -1,5 +1,5 @@
 """SRU++ decoding's cache (``SRUppCache``): per layer the recurrent state c and the attention keys/values of
-every position seen; sru.srupp_decode feeds it, sru.srupp_fused's one-call step too.
+every position seen; sru.srupp_decode feeds it, sru.srupp_decoding.one_call's one-call step too.
 
 ``KeyStore``: a layer's cached keys and values as views of a buffer with room to grow. Why: with
 ``torch.cat`` every step copied all S cached positions (at B = 32, S = 64, proj 128: 2 MB a step,
@@ -26,7 +26,7 @@ class _Buffer:
 
 class KeyStore:
     """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer. Its views (``keys``,
-    ``values``) are made on first use: the one-call step (sru.srupp_fused) hands the C code addresses, and a
+    ``values``) are made on first use: the one-call step (sru.srupp_decoding.one_call) hands the C code addresses, and a
     slice costs about as much as a tenth of that step."""
     __slots__ = ("buffer", "start", "end", "first", "_views")
 
@@ -59,7 +59,8 @@ class KeyStore:
         if store is not None:
             buffer, end = store.buffer, store.end + new
             if (end - new == buffer.used and end <= buffer.keys.size(0)
-                    and (like is None or (like.dtype is buffer.keys.dtype and like.shape[1:] == buffer.keys.shape[1:]))):
+                    and (like is None or (like.dtype is buffer.keys.dtype
+                                          and like.shape[1:] == buffer.keys.shape[1:]))):
                 buffer.used = end
                 return cls(buffer, store.start if window is None else max(store.start, end - window), end,
                            store.start)
