@@ -69,6 +69,13 @@ def step_layers(model) -> Optional[List[cpu_srupp_step.StepLayer]]:
     return None if None in layers else layers
 
 
+def _drawing(model) -> List[nn.Module]:
+    """The modules below the cells whose mode changes what the reference step computes: a dropout that draws,
+    an attention with attn_dropout (a cell's own mode and dropouts are among its options the plan watches)."""
+    return [m for m in model.modules() if (isinstance(m, nn.Dropout) and m.p > 0)
+            or (isinstance(m, SRUppAttention) and m.attn_dropout > 0)]
+
+
 def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
     """The model's step plan when the step runs ``x`` (B, input_size) that way, else None."""
     # grad mode does not matter: decoding records no graph (the reference step runs under no_grad)
@@ -81,7 +88,7 @@ def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
         w_in = None if w_in is None else _plain_weight(w_in)
         usable = layers is not None and (w_in is not None or model._modules.get("input_to_hidden") is None)
         plan = cpu_srupp_step.SruppStepPlan(load_library() if usable else None, layers or [], w_in,
-                                            model.input_size, list(model.modules()))
+                                            model.input_size, list(model.modules()), _drawing(model))
         model.__dict__[PLAN] = plan
     return plan if plan.usable else None
 

@@ -58,35 +58,52 @@ class StepLayer(NamedTuple):
     heads: int
 
 
-class ModuleWatch:
-    """Whether the modules a plan was made from still hold what it read: every parameter registered where it
-    was still at the address the plan holds (a parameter replaced, ``.to()``, ``p.data = ...``: a stale pointer
-    would read freed memory), every submodule (and every empty slot) the same object, no name registered
-    since, every module in eval mode and the cells' options unchanged. About 4 µs per check for a 2-layer
-    SRU++ (map passes in C, no Python loop)."""
+_registrations = [0]  # parameters, buffers and submodules registered anywhere since the first watch began
+_hooks: list = []
 
-    def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module]):
+
+def _count(module, name, value) -> None:
+    _registrations[0] += 1
+
+
+def _watch_registrations() -> None:
+    """torch's global registration hooks count every parameter, buffer and submodule set on any module (a
+    parameter or a layer norm replaced, a submodule added): one integer to compare per step instead of a
+    dictionary lookup per parameter. Installed once, on the first plan; a registration elsewhere in the
+    process (another model built) only makes the next step rebuild its plan."""
+    if not _hooks:
+        from torch.nn.modules import module as torch_module
+        _hooks.extend(register(_count) for register in (torch_module.register_module_parameter_registration_hook,
+                                                         torch_module.register_module_buffer_registration_hook,
+                                                         torch_module.register_module_module_registration_hook))
+
+
+class ModuleWatch:
+    """Whether the modules a plan was made from still hold what it read: no parameter, buffer or submodule
+    registered anywhere since (``_watch_registrations``) and none removed, every parameter still at the
+    address the plan holds (``.to()``, ``p.data = ...`` move a parameter's storage in place), the modules
+    that draw dropout (``drawing``: a mode that changes what they compute) in eval mode and the cells' options
+    (their mode among them) unchanged. Each of these costs about 2% of a B = 1 step (the Python objects it
+    touches are out of cache after the step's products), so only what the plan depends on is read. The plan keeps the storages it points into alive, so that
+    even a change it has not seen yet never makes the C code read freed memory."""
+
+    def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module], drawing: Sequence[nn.Module]):
+        _watch_registrations()
+        self.registrations = _registrations[0]
         self.containers = [d for m in modules for d in (m._parameters, m._modules)]
-        self.sizes = list(map(len, self.containers))  # a name registered where there was none
-        slots = [(d, name) for d in self.containers for name in d]
-        tensors = [(d, name) for d, name in slots if isinstance(d[name], Tensor)]
-        others = [(d, name) for d, name in slots if not isinstance(d[name], Tensor)]  # modules and None
-        self.tensor_dicts, self.tensor_names = [d for d, _ in tensors], [name for _, name in tensors]
-        self.pointers = [d[name].data_ptr() for d, name in tensors]
-        self.other_dicts, self.other_names = [d for d, _ in others], [name for _, name in others]
-        self.others = [d[name] for d, name in others]
-        self.states = [m.__dict__ for m in modules]
+        self.sizes = list(map(len, self.containers))  # a name deleted
+        self.tensors = [t for d in self.containers for t in d.values() if isinstance(t, Tensor)]
+        self.pointers = list(map(Tensor.data_ptr, self.tensors))
+        self.storages = [t.untyped_storage() for t in self.tensors]
+        self.states = [m.__dict__ for m in drawing]
         # the cells' options too (scale_x, activation, ...): what the C layers were filled from
         self.cell_states = [cell.__dict__ for cell in cells]
         self.cell_options = list(map(CELL_STATE, self.cell_states))
 
     def current(self) -> bool:
-        try:
-            pointers = list(map(Tensor.data_ptr, map(dict.get, self.tensor_dicts, self.tensor_names)))
-        except TypeError:  # a parameter set to None
-            return False
-        return (pointers == self.pointers and list(map(len, self.containers)) == self.sizes
-                and all(map(operator.is_, map(dict.get, self.other_dicts, self.other_names), self.others))
+        return (_registrations[0] == self.registrations
+                and list(map(Tensor.data_ptr, self.tensors)) == self.pointers
+                and list(map(len, self.containers)) == self.sizes
                 and not any(map(operator.itemgetter("training"), self.states))
                 and list(map(CELL_STATE, self.cell_states)) == self.cell_options)
 
@@ -124,8 +141,8 @@ class SruppStepPlan:
     values the step appends to (the caller fills their ``keys`` / ``values`` / ``positions`` per call)."""
 
     def __init__(self, lib: Optional[ctypes.CDLL], layers: Sequence[StepLayer], w_in: Optional[Tensor],
-                 input_size: int, modules: Sequence[nn.Module]):
-        self.watch, self.usable = ModuleWatch(modules, [layer.cell for layer in layers]), False
+                 input_size: int, modules: Sequence[nn.Module], drawing: Sequence[nn.Module] = ()):
+        self.watch, self.usable = ModuleWatch(modules, [layer.cell for layer in layers], drawing), False
         kernel = attention_kernel()
         if lib is None or kernel is None or not _float32(w_in) or not all(map(_takes, layers)):
             return
