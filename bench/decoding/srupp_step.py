@@ -49,7 +49,8 @@ def _parts(batch: int, width: int, layers: int, proj: int, context: int, device:
             store.buffer.used -= 1
         return stores
 
-    held = [(s.buffer.keys, s.buffer.values, s.start, s.end - s.start) for s in cache.stores if s is not None]
+    held = [(s.buffer.key_address + s.start * s.buffer.row_bytes, s.buffer.value_address + s.start * s.buffer.row_bytes,
+             s.end - s.start) for s in cache.stores if s is not None]
     c0 = cache.c
     plan.run(x, c0, held)  # this thread's argument struct
     args, ref = plan._scratch.__dict__["args"], plan._scratch.__dict__["ref"]

@@ -17,11 +17,15 @@ from sru.srupp_attention import SRUppAttention
 
 
 class _Buffer:
-    """Keys and values storage (capacity, B, proj) and how many rows are written."""
-    __slots__ = ("keys", "values", "used")
+    """Keys and values storage (capacity, B, proj) and how many rows are written; their capacity, dtype,
+    addresses and row size as Python values, which a step reads without touching the tensors."""
+    __slots__ = ("keys", "values", "used", "capacity", "dtype", "key_address", "value_address", "row_bytes")
 
     def __init__(self, keys: Tensor, values: Tensor, used: int):
         self.keys, self.values, self.used = keys, values, used
+        self.capacity, self.dtype = keys.size(0), keys.dtype
+        self.key_address, self.value_address = keys.data_ptr(), values.data_ptr()
+        self.row_bytes = keys.stride(0) * keys.element_size()
 
 
 class KeyStore:
@@ -58,8 +62,8 @@ class KeyStore:
         store = cache.own_store(layer)
         if store is not None:
             buffer, end = store.buffer, store.end + new
-            if (end - new == buffer.used and end <= buffer.keys.size(0)
-                    and (like is None or (like.dtype is buffer.keys.dtype
+            if (end - new == buffer.used and end <= buffer.capacity
+                    and (like is None or (like.dtype is buffer.dtype
                                           and like.shape[1:] == buffer.keys.shape[1:]))):
                 buffer.used = end
                 return cls(buffer, store.start if window is None else max(store.start, end - window), end,

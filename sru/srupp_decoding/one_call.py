@@ -106,11 +106,12 @@ def decode_step(model, x: Tensor, cache: SRUppCache,
     stores, reserved = [None] * len(cache.c), []
     for i in plan.attention_layers:
         store = KeyStore.reserve(cache, i, None, 1, max_context, max_context)
-        keys, values = store.buffer.keys, store.buffer.values
-        if keys.dtype is not torch.float32 or values.dtype is not torch.float32:
+        buffer, first = store.buffer, store.first
+        if buffer.dtype is not torch.float32:
             return None
         # the rows attended: every cached one and the step's own (the window applies from the next step)
-        reserved.append((keys, values, store.first, store.end - store.first))
+        row = first * buffer.row_bytes
+        reserved.append((buffer.key_address + row, buffer.value_address + row, store.end - first))
         stores[i] = store
     out = plan.run(x.contiguous(), c0.contiguous(), reserved)
     return None if out is None else (out[0], SRUppCache(None, None, out[1], stores))

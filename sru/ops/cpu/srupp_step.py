@@ -163,11 +163,10 @@ class SruppStepPlan:
         self._scratch = threading.local()
         self.usable = True
 
-    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[Tensor, Tensor, int, int]]
-            ) -> Optional[Tuple[Tensor, Tensor]]:
+    def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[int, int, int]]) -> Optional[Tuple[Tensor, Tensor]]:
         """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
-        ``attention_layers``' order) its keys and values buffers (contiguous (capacity, B, proj) float32), the
-        first row its query attends and how many (the last one the step's own, written here). Returns h
+        ``attention_layers``' order) the addresses of the first key and value rows its query attends and how
+        many (rows of contiguous (capacity, B, proj) float32 buffers; the last one the step's own, written here). Returns h
         (B, width) and c (layers, B, width), or None when this torch has no BLAS symbol for B > 8 rows (the plan
         is then unusable)."""
         batch = x.shape[0]
@@ -185,9 +184,8 @@ class SruppStepPlan:
                                                    attention=self.attention)
             scratch["ref"] = ctypes.byref(args)
             scratch["slots"] = [layers[i] for i in self.attention_layers]
-        for slot, (keys, values, first, positions) in zip(scratch["slots"], caches):
-            row = first * keys.stride(0) * 4  # bytes: float32
-            slot.keys, slot.values, slot.positions = keys.data_ptr() + row, values.data_ptr() + row, positions
+        for slot, (keys, values, positions) in zip(scratch["slots"], caches):
+            slot.keys, slot.values, slot.positions = keys, values, positions
         args.x, args.c0, args.h, args.c_last = x.data_ptr(), c0.data_ptr(), h.data_ptr(), c_last.data_ptr()
         args.workspace, args.batch, args.num_threads = workspace.data_ptr(), batch, torch.get_num_threads()
         status = self.call(scratch["ref"])
