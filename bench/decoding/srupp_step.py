@@ -21,6 +21,7 @@ WHOLE = "whole step: decode(model, x, cache) under inference_mode"
 def _parts(batch: int, width: int, layers: int, proj: int, context: int, device: str
            ) -> Dict[str, Callable[[], object]]:
     from sru import SRUpp
+    from sru.ops.backends import cpu_decoding
     from sru.srupp_decoding import one_call
     from sru.srupp_decoding.cache import KeyStore
     from sru.srupp_decode import decode
@@ -61,6 +62,18 @@ def _parts(batch: int, width: int, layers: int, proj: int, context: int, device:
         args.h, args.c_last = h.data_ptr(), c_last.data_ptr()
         return plan.call(ref), buffers
 
+    # the C step's attention kernel over the same cached rows and head layout, called as the C step calls it
+    kernel, heads, size = cpu_decoding.attention_kernel(), model.num_heads, proj // model.num_heads
+    queries, out = torch.randn(batch, proj, generator=gen).to(device), torch.empty(batch, proj)
+    strides = [(ctypes.c_int64 * 4)(proj, size, size, 1), (ctypes.c_int64 * 4)(proj, size, batch * proj, 1)]
+    cached = [(k.data_ptr(), v.data_ptr(), k.size(0)) for k, v in zip(cache.keys, cache.values) if k is not None]
+
+    def attention():
+        return [kernel.sru_decode_attention(queries.data_ptr(), k, v, None, out.data_ptr(), batch, heads, 1,
+                                            positions, size, strides[0], strides[1], strides[1], None,
+                                            size ** -0.5, 1 if batch * heads == 1 else torch.get_num_threads())
+                for k, v, positions in cached], (queries, out, cache)
+
     return {WHOLE: whole, "decode (no inference_mode)": bare,
             "  plan check (one_call.plan_for)": lambda: one_call.plan_for(model, x),
             "    ModuleWatch.current": plan.watch.current,
@@ -68,7 +81,8 @@ def _parts(batch: int, width: int, layers: int, proj: int, context: int, device:
             "  SruppStepPlan.run": lambda: plan.run(x, c0, held),
             "    the C call (products, layer norms, attention, recurrence)": c_call,
             "    allocations (h, c)": lambda: (x.new_empty(batch, plan.width),
-                                               x.new_empty(layers, batch, plan.width))}
+                                               x.new_empty(layers, batch, plan.width)),
+            "    of the C call: the attention alone (decode_attention.cpp, every attention layer)": attention}
 
 
 def profile(batch: int, width: int, layers: int, proj: int, context: int, device: str, timer, repeats: int,
