@@ -50,6 +50,15 @@ class Precision(str, Enum):
                     "its flags, so bf16 products are emulated, slower than fp32")
         return None
 
+    def fuses_cpu_training(self, dtype: torch.dtype) -> bool:
+        """Whether the fused CPU training layer (sru/ops/cpu/fused_layer.py) serves a layer of ``dtype`` in this
+        precision: fp32 (no autocast) in the kernel's float32 / float64; bf16 autocast for a float32 layer, its
+        products in bf16 (U read as bf16 by the kernel, ``widened_in_kernel``), the recurrence and every
+        gradient float32."""
+        if self is Precision.FP32:
+            return dtype is torch.float32 or dtype is torch.float64
+        return self is Precision.BF16 and dtype is torch.float32
+
     @property
     def scales_loss(self) -> bool:
         """fp16 training scales the loss (GradScaler), which skips steps with inf/NaN gradients by design."""
@@ -126,6 +135,12 @@ def recurrence_dtype(dtype: torch.dtype, amp_recurrence_fp16: bool = False) -> t
     return dtype
 
 
+def widened_in_kernel(dtype: torch.dtype) -> bool:
+    """Whether the fused CPU kernel reads U stored in ``dtype`` and widens it to float32 itself (writing grad U
+    back in it): bfloat16, the products' dtype in bf16 training. Other half dtypes are converted before it."""
+    return dtype is torch.bfloat16
+
+
 def explicit_float_precision(value, owner: str) -> Optional["Precision"]:
     """A layer's own precision as it stores it: None for FP32 (then a surrounding autocast still applies),
     BF16 / FP16 as given; INT8 is a weight's type, not a flag: one line naming how to get it."""
@@ -147,4 +162,4 @@ def parse(value, allowed: Iterable[Precision] = tuple(Precision), option: str = 
 
 __all__ = ["AUTOCAST", "AUTOCAST_NAMES", "INFERENCE", "INFERENCE_NAMES", "Precision", "TRAINING", "TRAINING_NAMES",
            "bf16_flags", "bf16_native", "explicit_float_precision", "half_recurrence", "names", "of_autocast", "parse",
-           "recurrence_dtype", "under_autocast", "without_autocast"]
+           "recurrence_dtype", "under_autocast", "widened_in_kernel", "without_autocast"]

@@ -1,7 +1,8 @@
 """Call the compiled kernel: allocate outputs with torch, pass raw pointers through ctypes.
 
 Callers (sru/ops/cpu/autograd.py, packed.py, fused_layer.py) hand over contiguous float32 or
-float64 CPU tensors of one dtype with shapes already checked; this module only fills in the ``SruArgs`` struct that
+float64 CPU tensors of one dtype with shapes already checked (or, from the fused training layer under bf16
+autocast, U in bf16 beside float32 tensors: the kernel widens it as it reads and writes grad U in bf16); this module only fills in the ``SruArgs`` struct that
 mirrors the one in ``sru_recurrence.cpp``. ctypes releases the GIL during the call.
 """
 import ctypes
@@ -9,6 +10,8 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
+
+from ..precision import widened_in_kernel
 
 _POINTERS = ("U", "x", "weight_c", "bias", "c0", "mask_c", "mask_pad", "h", "c_all", "c_last",
              "grad_h", "grad_c_last", "grad_U", "grad_x", "grad_weight_c", "grad_bias",
@@ -29,7 +32,8 @@ def configure_library(lib: ctypes.CDLL) -> ctypes.CDLL:
     if lib.sru_args_size() != ctypes.sizeof(SruArgs):
         raise RuntimeError(f"SruArgs layout mismatch: C++ {lib.sru_args_size()} bytes, "
                            f"Python {ctypes.sizeof(SruArgs)} bytes")
-    for name in ("sru_forward_f32", "sru_forward_f64", "sru_backward_f32", "sru_backward_f64"):
+    for name in ("sru_forward_f32", "sru_forward_f64", "sru_backward_f32", "sru_backward_f64",
+                 "sru_forward_f32_bf16u", "sru_backward_f32_bf16u"):
         getattr(lib, name).argtypes = [ctypes.POINTER(SruArgs)]
         getattr(lib, name).restype = ctypes.c_int
     return lib
@@ -85,7 +89,8 @@ def _args(inputs: Sequence[Optional[Tensor]], options: KernelOptions,
 
 
 def _call(lib: ctypes.CDLL, name: str, dtype: torch.dtype, args: SruArgs) -> None:
-    suffix = "f64" if dtype == torch.float64 else "f32"
+    """The entry for U's ``dtype``: float64, a bf16 U widened in the kernel, else float32."""
+    suffix = "f64" if dtype == torch.float64 else ("f32_bf16u" if widened_in_kernel(dtype) else "f32")
     if getattr(lib, f"{name}_{suffix}")(ctypes.byref(args)) != 0:
         raise RuntimeError(f"sru CPU kernel {name}: unsupported k={args.k} with "
                            f"skip_mode={args.skip_mode}")
@@ -98,13 +103,13 @@ def forward(lib: ctypes.CDLL, inputs: Sequence[Optional[Tensor]], options: Kerne
 
     ``inputs``: ``(U, x, weight_c, bias, c0, mask_c, mask_pad)``. ``packing``: None for dense
     (L, B, .) tensors, or ``(batch_sizes, step_offsets)`` for the packed layout (U (N, dirs*d*k),
-    h and c_all (N, dirs*d); sru/ops/packing.py)."""
-    U = inputs[0]
+    h and c_all (N, dirs*d); sru/ops/packing.py). The outputs take weight_c's dtype (U's, unless U is bf16)."""
+    U, state = inputs[0], inputs[2]
     _, batch, tokens = _sizes(U, packing)
     width = options.dirs * options.hidden_size
-    h = U.new_empty(*tokens, width)
-    c_last = U.new_empty(batch, width)
-    c_all = U.new_empty((*tokens, width) if store_c else (0,))
+    h = state.new_empty(*tokens, width)
+    c_last = state.new_empty(batch, width)
+    c_all = state.new_empty((*tokens, width) if store_c else (0,))
     args = _args(inputs, options, packing, h=h, c_all=c_all if store_c else None, c_last=c_last)
     _call(lib, "sru_forward", U.dtype, args)
     return h, c_last, c_all
@@ -123,7 +128,7 @@ def backward(lib: ctypes.CDLL, grads: Tuple[Tensor, Optional[Tensor]],
     / ``c_all`` themselves: the kernel reads each element of U and of c_all at step t before it
     writes that element's gradient, and never reads it again, so it can overwrite them in
     place. That spares two large allocations whose fresh pages the OS would have to fault in.
-    ``packing`` as in ``forward``.
+    ``packing`` as in ``forward``. grad U takes U's dtype, every other gradient weight_c's.
     """
     grad_h, grad_c_last = grads
     U, weight_c, bias, mask_c = inputs[0], inputs[2], inputs[3], inputs[5]
@@ -135,13 +140,13 @@ def backward(lib: ctypes.CDLL, grads: Tuple[Tensor, Optional[Tensor]],
     if grad_U is None:
         grad_U = torch.empty_like(U)
     if grad_x is None or skip_mode != 1:
-        grad_x = U.new_empty((*tokens, width) if skip_mode == 1 else (0,))
+        grad_x = weight_c.new_empty((*tokens, width) if skip_mode == 1 else (0,))
     grad_weight_c = torch.empty_like(weight_c)
     grad_bias = torch.empty_like(bias)
-    grad_c0 = U.new_empty(batch, width)
+    grad_c0 = weight_c.new_empty(batch, width)
     need_grad_mask_c = need_grad_mask_c and mask_c is not None
-    grad_mask_c = U.new_empty((batch, width) if need_grad_mask_c else (0,))
-    partial = U.new_empty(batch, 4, width)  # scratch: per batch row sums, reduced in the kernel
+    grad_mask_c = weight_c.new_empty((batch, width) if need_grad_mask_c else (0,))
+    partial = weight_c.new_empty(batch, 4, width)  # scratch: per batch row sums, reduced in the kernel
     args = _args(inputs, options, packing, c_all=c_all, grad_h=grad_h, grad_c_last=grad_c_last,
                  grad_U=grad_U, grad_x=grad_x if skip_mode == 1 else None,
                  grad_weight_c=grad_weight_c, grad_bias=grad_bias, grad_partial=partial,

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..precision import under_autocast
+from ..precision import of_autocast, under_autocast
 from ..tracing import eager_cpu
 from .build import cpu_kernel_available, load_library
 from .fused_layer import linear_recurrence
@@ -83,16 +83,16 @@ def fuse_layer(cell, input: Tensor, c0: Optional[Tensor]) -> bool:
 
     Only when training in eager mode (under torch.compile the custom ops make one graph),
     with the plain weight (no projection, no custom_m), k = 3 and the skip input being
-    the matmul's own input (no pre-layer-norm, no rnn_dropout mask to draw), one float dtype, no autocast and
+    the matmul's own input (no pre-layer-norm, no rnn_dropout mask to draw), one float dtype, no autocast or
+    bf16 autocast over a float32 layer (``Precision.fuses_cpu_training``: bf16 products, float32 recurrence), and
     no precision of the layer's own (``sru.to_precision``: its projections take the bf16 route).
     """
-    return (_eager_cpu(input) and torch.is_grad_enabled()
+    return (eager_cpu(input) and torch.is_grad_enabled() and of_autocast("cpu").fuses_cpu_training(input.dtype)
             and cell.num_matrices == 3 and cell.has_skip_term
             and cell.custom_m is None and cell.weight_proj is None and cell.own_precision is None
             and (cell.layer_norm is None or cell.normalize_after)
             and not (cell.training and cell.rnn_dropout > 0)
             and cell.backend in ("auto", "cpu")
-            and input.dtype in _KERNEL_DTYPES
             and input.dtype == cell.weight.dtype == cell.weight_c.dtype == cell.bias.dtype
             and (c0 is None or c0.dtype == input.dtype)
             and cpu_kernel_available())

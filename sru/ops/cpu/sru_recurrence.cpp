@@ -12,7 +12,9 @@
 // (#pragma omp simd; float32 k = 3 on AVX2: the hand-written steps of sru_avx2.h first, this loop
 // for the last < 8 units). Backward sums the shared weight_c/bias gradients over time per row into a
 // (B, 4, dirs*d) buffer with one writer per element (no races), then over B in a fixed order (so
-// results do not depend on the thread count).
+// results do not depend on the thread count). With a bf16 U (the _bf16u entries: bf16 training), each
+// step's row of U is widened into a float buffer and grad U narrowed back from one (sru_bf16.h);
+// everything else, the states and every other gradient, stays float32.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,12 +24,16 @@
 
 #include "sru_args.h"
 #include "sru_avx2.h"
+#include "sru_bf16.h"
 #include "sru_math.h"
 
 namespace {
 
 using sru_math::sigmoid;
 using sru_math::tanh_t;
+using sru_bf16::UStore;
+using sru_bf16::grad_row_of_U;
+using sru_bf16::row_of_U;
 
 // Split hidden units into chunks so that there are at least `per_thread` tasks per thread, while
 // each chunk stays long enough (>= 64) for the vector loop to pay off.
@@ -115,13 +121,13 @@ struct Runtime {
   bool TANH, MASK, PERSTEP;
 };
 
-template <typename T, class Cfg>
+template <typename T, bool BF16U, class Cfg>
 void forward_kernel(const SruArgs& a, const Cfg cfg) {
   const int64_t K = cfg.K;
   const int SKIP = cfg.SKIP;
   const bool TANH = cfg.TANH, MASK = cfg.MASK, PERSTEP = cfg.PERSTEP;
   const int64_t L = a.length, B = a.batch, d = a.hidden, dirs = a.dirs, D = dirs * d;
-  const T* U = static_cast<const T*>(a.U);
+  const UStore<T, BF16U>* U = static_cast<const UStore<T, BF16U>*>(a.U);
   const T* x = static_cast<const T*>(a.x);
   const T* wc = static_cast<const T*>(a.weight_c);
   const T* bias = static_cast<const T*>(a.bias);
@@ -142,6 +148,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
     std::vector<T> state(group * chunk);  // c of each batch row when c_all is not stored
     constexpr bool planar = Cfg::PLANAR && std::is_same<T, float>::value;
     std::vector<T> planes(planar ? 3 * chunk : 0);  // one step's u0, u1, u2 rows
+    std::vector<T> wide(BF16U ? K * chunk : 0);  // one step's row of a bf16 U, widened
     // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; ++task) {
@@ -172,7 +179,7 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
             continue;
           }
           const T* m = MASK ? mask_c + b * D + col : nullptr;
-          const T* u = U + row * K;
+          const T* u = row_of_U<T, BF16U>(U + row * K, wide.data(), n * K);
           const T* w = PERSTEP ? wc + row * 2 : nullptr;
           const T* xt = SKIP == 1 ? x + row : nullptr;
           // Where u0/u1/u2 of unit j are: planes[j], planes[chunk + j], ... or u[j*K + 0/1/2].
@@ -217,13 +224,13 @@ void forward_kernel(const SruArgs& a, const Cfg cfg) {
   }
 }
 
-template <typename T, class Cfg>
+template <typename T, bool BF16U, class Cfg>
 void backward_kernel(const SruArgs& a, const Cfg cfg) {
   const int64_t K = cfg.K;
   const int SKIP = cfg.SKIP;
   const bool TANH = cfg.TANH, MASK = cfg.MASK, PERSTEP = cfg.PERSTEP;
   const int64_t L = a.length, B = a.batch, d = a.hidden, dirs = a.dirs, D = dirs * d;
-  const T* U = static_cast<const T*>(a.U);
+  const UStore<T, BF16U>* U = static_cast<const UStore<T, BF16U>*>(a.U);
   const T* x = static_cast<const T*>(a.x);
   const T* wc = static_cast<const T*>(a.weight_c);
   const T* bias = static_cast<const T*>(a.bias);
@@ -233,7 +240,7 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
   const T* c_all = static_cast<const T*>(a.c_all);
   const T* grad_h = static_cast<const T*>(a.grad_h);
   const T* grad_c_last = static_cast<const T*>(a.grad_c_last);
-  T* gU = static_cast<T*>(a.grad_U);
+  UStore<T, BF16U>* gU = static_cast<UStore<T, BF16U>*>(a.grad_U);
   T* gx = static_cast<T*>(a.grad_x);
   T* gwc = static_cast<T*>(a.grad_weight_c);
   T* gbias = static_cast<T*>(a.grad_bias);
@@ -252,6 +259,7 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
     // Per row of the group: gc, the initial state, and the sums over time: gb_f, gb_r, gv_f,
     // gv_r, g_mask.
     std::vector<T> buf(group * 7 * chunk);
+    std::vector<T> wide(BF16U ? 2 * K * chunk : 0);  // a bf16 U's row widened, then its grad U row
     // Dynamic: on a busy machine a descheduled thread must not hold back half of the tasks.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; ++task) {
@@ -280,14 +288,15 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
           const T* m = MASK ? mask_c + b * D + col : nullptr;
           const int64_t row = (lay.start(t) + b) * D + col;
           const T* c_prev = lay.first(s, t_prev, b) ? cinit : c_all + (lay.start(t_prev) + b) * D + col;
-          T* gu = gU + row * K;
+          UStore<T, BF16U>* gu_out = gU + row * K;
           if (pad && pad[t * B + b]) {  // no gradient through a padded step; gc passes through
-            std::fill(gu, gu + n * K, T(0));
+            std::fill(gu_out, gu_out + n * K, UStore<T, BF16U>(0));
             if (SKIP == 1) std::fill(gx + row, gx + row + n, T(0));
             if (PERSTEP) std::fill(gwc + row * 2, gwc + row * 2 + 2 * n, T(0));
             continue;
           }
-          const T* u = U + row * K;
+          const T* u = row_of_U<T, BF16U>(U + row * K, wide.data(), n * K);
+          T* gu = grad_row_of_U<T, BF16U>(gu_out, wide.data() + K * chunk);
           const T* w = PERSTEP ? wc + row * 2 : nullptr;
           const T* ct = c_all + row;
           const T* gh = grad_h + row;
@@ -335,6 +344,7 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
               svr[j] += gu2 * cp;
             }
           }
+          if constexpr (BF16U) sru_bf16::narrow_row(gu, gu_out, n * K);
         }
       }
       for (int64_t b = b0; b < b1; ++b) {
@@ -365,34 +375,39 @@ void backward_kernel(const SruArgs& a, const Cfg cfg) {
 // every k/skip layout, with or without dropout mask and tanh) get Fixed<...>, one vectorised
 // loop each; float64 and per-step gate weights (rare) share one Runtime loop each, which keeps
 // the lazy build short.
-template <typename T, class Cfg>
+template <typename T, bool BF16U, class Cfg>
 int run(const SruArgs& a, bool forward, const Cfg cfg) {
-  if (forward) forward_kernel<T>(a, cfg); else backward_kernel<T>(a, cfg);
+  if (forward) forward_kernel<T, BF16U>(a, cfg); else backward_kernel<T, BF16U>(a, cfg);
   return 0;
 }
 
-template <int K, int SKIP>
+template <bool BF16U, int K, int SKIP>
 int run_fixed(const SruArgs& a, bool forward) {
   const bool mask = a.mask_c != nullptr;
   if (a.use_tanh) {
-    return mask ? run<float>(a, forward, Fixed<K, SKIP, true, true, false>())
-                : run<float>(a, forward, Fixed<K, SKIP, true, false, false>());
+    return mask ? run<float, BF16U>(a, forward, Fixed<K, SKIP, true, true, false>())
+                : run<float, BF16U>(a, forward, Fixed<K, SKIP, true, false, false>());
   }
-  return mask ? run<float>(a, forward, Fixed<K, SKIP, false, true, false>())
-              : run<float>(a, forward, Fixed<K, SKIP, false, false, false>());
+  return mask ? run<float, BF16U>(a, forward, Fixed<K, SKIP, false, true, false>())
+              : run<float, BF16U>(a, forward, Fixed<K, SKIP, false, false, false>());
 }
 
-int dispatch(const SruArgs& a, bool forward, bool is_double) {
+// A bf16 U: float32 only, and Fixed loops for k = 3 alone (the fused training layer's one layout);
+// other layouts share the Runtime loop, which keeps the lazy build short.
+int dispatch(const SruArgs& a, bool forward, bool is_double, bool bf16_u = false) {
   const bool valid = (a.k == 3 && (a.skip_mode == 0 || a.skip_mode == 1)) ||
                      (a.k == 4 && (a.skip_mode == 0 || a.skip_mode == 2));
-  if (!valid) return 1;  // Python validates before calling; never reached from sru.ops
-  if (is_double || a.per_step_weight) {
-    const Runtime cfg{a.k, static_cast<int>(a.skip_mode), a.use_tanh != 0, a.mask_c != nullptr,
-                      a.per_step_weight != 0};
-    return is_double ? run<double>(a, forward, cfg) : run<float>(a, forward, cfg);
+  if (!valid || (is_double && bf16_u)) return 1;  // Python validates before calling; never reached from sru.ops
+  const Runtime cfg{a.k, static_cast<int>(a.skip_mode), a.use_tanh != 0, a.mask_c != nullptr,
+                    a.per_step_weight != 0};
+  if (bf16_u) {
+    if (a.per_step_weight || a.k != 3) return run<float, true>(a, forward, cfg);
+    return a.skip_mode == 0 ? run_fixed<true, 3, 0>(a, forward) : run_fixed<true, 3, 1>(a, forward);
   }
-  if (a.k == 3) return a.skip_mode == 0 ? run_fixed<3, 0>(a, forward) : run_fixed<3, 1>(a, forward);
-  return a.skip_mode == 0 ? run_fixed<4, 0>(a, forward) : run_fixed<4, 2>(a, forward);
+  if (is_double || a.per_step_weight)
+    return is_double ? run<double, false>(a, forward, cfg) : run<float, false>(a, forward, cfg);
+  if (a.k == 3) return a.skip_mode == 0 ? run_fixed<false, 3, 0>(a, forward) : run_fixed<false, 3, 1>(a, forward);
+  return a.skip_mode == 0 ? run_fixed<false, 4, 0>(a, forward) : run_fixed<false, 4, 2>(a, forward);
 }
 
 }  // namespace
@@ -403,4 +418,6 @@ int sru_forward_f32(const SruArgs* a) { return dispatch(*a, true, false); }
 int sru_forward_f64(const SruArgs* a) { return dispatch(*a, true, true); }
 int sru_backward_f32(const SruArgs* a) { return dispatch(*a, false, false); }
 int sru_backward_f64(const SruArgs* a) { return dispatch(*a, false, true); }
+int sru_forward_f32_bf16u(const SruArgs* a) { return dispatch(*a, true, false, true); }
+int sru_backward_f32_bf16u(const SruArgs* a) { return dispatch(*a, false, false, true); }
 }
