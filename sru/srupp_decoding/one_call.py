@@ -99,7 +99,12 @@ def decode_step(model, x: Tensor, cache: SRUppCache,
     None where it does not run them (``plan_for``; keys or c in another dtype; no BLAS symbol in this torch):
     the reference step runs instead (on the cache as it was: a row reserved here only moved its buffer's
     frontier, so the reference copies instead of appending in place)."""
-    plan = plan_for(model, x)
+    plan = model.__dict__.get(PLAN)  # the common case first: the plan is current (plan_for, inlined)
+    if (x.dtype is not torch.float32 or under_autocast("cpu") or not eager_cpu(x)
+            or plan is None or not plan.watch.current()):
+        plan = plan_for(model, x)
+    elif not plan.usable:
+        plan = None
     c0 = cache.c
     if plan is None or c0.dtype is not torch.float32:
         return None

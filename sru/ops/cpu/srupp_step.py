@@ -166,28 +166,30 @@ class SruppStepPlan:
     def run(self, x: Tensor, c0: Tensor, caches: Sequence[Tuple[int, int, int]]) -> Optional[Tuple[Tensor, Tensor]]:
         """x (B, input_size) and c0 (layers, B, width) contiguous float32; ``caches``: per attention layer (in
         ``attention_layers``' order) the addresses of the first key and value rows its query attends and how
-        many (rows of contiguous (capacity, B, proj) float32 buffers; the last one the step's own, written here). Returns h
-        (B, width) and c (layers, B, width), or None when this torch has no BLAS symbol for B > 8 rows (the plan
-        is then unusable)."""
+        many (rows of contiguous (capacity, B, proj) float32 buffers; the last one the step's own, written here).
+        Returns h (B, width) and c (layers, B, width), or None when this torch has no BLAS symbol for B > 8 rows
+        (the plan is then unusable)."""
         batch = x.shape[0]
         h = x.new_empty(batch, self.width)
         c_last = x.new_empty(self.num_layers, batch, self.width)
         scratch = self._scratch.__dict__  # per thread: the GIL is released during the call
-        workspace, args = scratch.get("buffer"), scratch.get("args")
-        if workspace is None or workspace.numel() < batch * self.per_row:
-            workspace = scratch["buffer"] = x.new_empty(batch * self.per_row)
-        if args is None:  # this thread's copy of the layers: their cache fields change per call
+        if scratch.get("rows", 0) < batch:  # the workspace, kept while it is large enough
+            scratch["buffer"], scratch["rows"] = x.new_empty(batch * self.per_row), batch
+            if "args" in scratch:
+                scratch["args"].workspace = scratch["buffer"].data_ptr()
+        if "args" not in scratch:  # this thread's copy of the layers: their cache fields change per call
             layers = scratch["layers"] = (SruppLayer * self.num_layers)()
             ctypes.memmove(layers, self.layers, ctypes.sizeof(layers))
-            args = scratch["args"] = SruppStepArgs(layers=layers, num_layers=self.num_layers,
-                                                   input_size=self.input_size, w_in=self.w_in,
-                                                   attention=self.attention)
-            scratch["ref"] = ctypes.byref(args)
+            scratch["args"] = SruppStepArgs(layers=layers, num_layers=self.num_layers, input_size=self.input_size,
+                                            w_in=self.w_in, attention=self.attention,
+                                            workspace=scratch["buffer"].data_ptr())
+            scratch["ref"] = ctypes.byref(scratch["args"])
             scratch["slots"] = [layers[i] for i in self.attention_layers]
         for slot, (keys, values, positions) in zip(scratch["slots"], caches):
             slot.keys, slot.values, slot.positions = keys, values, positions
+        args = scratch["args"]
         args.x, args.c0, args.h, args.c_last = x.data_ptr(), c0.data_ptr(), h.data_ptr(), c_last.data_ptr()
-        args.workspace, args.batch, args.num_threads = workspace.data_ptr(), batch, torch.get_num_threads()
+        args.batch, args.num_threads = batch, torch.get_num_threads()
         status = self.call(scratch["ref"])
         if status == GEMM_MISSING:  # checked before any work: the caller runs the reference step
             self.usable = False
