@@ -8,8 +8,8 @@
 //
 // One query per pair over keys and values stored as rows of every pair ((W, G, H, D): SRU++'s decoding cache,
 // sru/ops/cpu/srupp_step.cpp) streams each row once for all pairs instead (rows_at_once): out of cache the
-// pair-by-pair pass read one page per key row (32 sequences x 128 floats a row), which the prefetchers do not
-// follow; in cache the two passes take the same time.
+// pair-by-pair pass read a sequence's keys 16 KB apart (32 sequences x 128 floats a row), a stride the
+// prefetchers do not follow; in cache the two passes take the same time.
 //
 // float32, head size D = 16 * DV (DV = 1, 2, 4 or 8); strides in floats, the last dimension contiguous; the
 // additive mask (0 / -inf) broadcast through zero strides, or none. A query that may read no key gets zeros.
