@@ -30,8 +30,8 @@ class _Buffer:
 
 class KeyStore:
     """Rows ``start:end`` of a ``_Buffer``: one cache's keys and values of one layer. Its views (``keys``,
-    ``values``) are made on first use: the one-call step (sru.srupp_decoding.one_call) hands the C code addresses, and two
-    slices a layer were a visible share of that step."""
+    ``values``) are made on first use: the one-call step (sru.srupp_decoding.one_call) hands the C code
+    addresses, and two slices a layer were a visible share of that step."""
     __slots__ = ("buffer", "start", "end", "first", "_views")
 
     def __init__(self, buffer: _Buffer, start: int, end: int, first: Optional[int] = None):

@@ -10,8 +10,8 @@ reservation (sru/srupp_decoding/cache.py), two allocations and one ctypes call.
 The plan is made once per model (``SruppStepPlan``, cached by the caller) and only *checked* per call
 (``ModuleWatch.current``: the same modules, parameters, storages and modes). The layer
 (sru/srupp_decoding/one_call.py) says which modules and tensors a layer has (``StepLayer``); this module says
-whether the C step takes them (``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a head size the attention kernel
-is compiled for, an AVX-512 build. Anything else keeps the reference step, which gives the same numbers up
+whether the C step takes them (``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a
+head size the attention kernel is compiled for, an AVX-512 build. Anything else keeps the reference step, which gives the same numbers up
 to float rounding (another summation order in the products, the layer norms and the attention's softmax).
 """
 import ctypes
@@ -83,9 +83,10 @@ class ModuleWatch:
     registered anywhere since (``_watch_registrations``) and none removed, every parameter still at the
     address the plan holds (``.to()``, ``p.data = ...`` move a parameter's storage in place), the modules
     that draw dropout (``drawing``: a mode that changes what they compute) in eval mode and the cells' options
-    (their mode among them) unchanged. Each of these costs about 2% of a B = 1 step (the Python objects it
-    touches are out of cache after the step's products), so only what the plan depends on is read. The plan keeps the storages it points into alive, so that
-    even a change it has not seen yet never makes the C code read freed memory."""
+    (their mode among them) unchanged. Each check costs a visible share of a B = 1 step (the Python objects it
+    touches are out of cache after the step's products), so only what the plan depends on is read. The plan
+    keeps the storages it points into alive, so that even a change it has not seen yet never makes the C code
+    read freed memory."""
 
     def __init__(self, modules: Sequence[nn.Module], cells: Sequence[nn.Module], drawing: Sequence[nn.Module]):
         _watch_registrations()
