@@ -3,8 +3,9 @@
 The kernel (``sru_recurrence.cpp``, plus ``sru_stack.cpp``: a whole inference stack in one call;
 both include ``sru_args.h``; ``sru_int8.cpp``: the per-token passes around an int8 product; and
 ``srupp_step.cpp``: SRU++'s decoding step, sharing sru_stack.cpp's products through ``sru_gemm.h``) is
-compiled with ``torch.utils.cpp_extension.load`` the first time a CPU recurrence runs (never at import), into a cache directory (decoding.py's kernels,
-``beam_rows.cpp`` and ``decode_attention.cpp``, are a second library built the same way, ``load_or_build``):
+compiled with ``torch.utils.cpp_extension.load`` the first time a CPU recurrence runs (never at import),
+into a cache directory (decoding.py's kernels, ``beam_rows.cpp`` and ``decode_attention.cpp``, are a second
+library built the same way, ``load_or_build``):
 ``$TORCH_EXTENSIONS_DIR`` if set, else ``~/.cache/torch_extensions`` (``$XDG_CACHE_HOME``
 respected). The cache entry's name hashes the source, the compiler flags, torch's version and
 the CPU (the build uses ``-march=native``), so a changed source or a different machine never
