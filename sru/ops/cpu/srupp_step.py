@@ -11,8 +11,9 @@ The plan is made once per model (``SruppStepPlan``, cached by the caller) and on
 (``ModuleWatch.current``: the same modules, parameters, storages and modes). The layer
 (sru/srupp_decoding/one_call.py) says which modules and tensors a layer has (``StepLayer``); this module says
 whether the C step takes them (``SruppStepPlan.usable``): float32 contiguous weights, affine layer norms, a
-head size the attention kernel is compiled for, an AVX-512 build. Anything else keeps the reference step, which gives the same numbers up
-to float rounding (another summation order in the products, the layer norms and the attention's softmax).
+head size the attention kernel is compiled for, an AVX-512 build. Anything else keeps the reference step,
+which gives the same numbers up to float rounding (another summation order in the products, the layer norms
+and the attention's softmax).
 """
 import ctypes
 import operator
