@@ -122,6 +122,17 @@ def test_the_plan_is_made_once_and_follows_the_modules():
     got, _ = steps(model, x)
     assert model.__dict__[one_call.PLAN] is not plan and fused_ran(model)
     torch.testing.assert_close(got, want, **TOL)
+    changes = [lambda: setattr(model.rnn_lst[1].transform_module, "layer_norm", nn.LayerNorm(64)),  # a module
+               lambda: setattr(attention.linear3.weight, "data", attention.linear3.weight.data * 0.5)]  # a storage
+    for change in changes:
+        plan = model.__dict__[one_call.PLAN]
+        change()
+        with torch.no_grad():
+            nn.init.normal_(model.rnn_lst[1].transform_module.layer_norm.weight)
+            want, _, _ = model(x, attn_mask=causal(6))
+        got, _ = steps(model, x)
+        assert model.__dict__[one_call.PLAN] is not plan and fused_ran(model)
+        torch.testing.assert_close(got, want, **TOL)
     clone = pickle.loads(pickle.dumps(model))  # the plan (raw pointers) is not pickled
     assert one_call.PLAN not in clone.__dict__
     torch.testing.assert_close(steps(clone, x)[0], got, rtol=0, atol=0)
