@@ -154,3 +154,16 @@ def test_what_the_fused_step_does_not_take_runs_the_reference_step():
     assert one_call.PLAN not in model.__dict__  # autocast: not even a plan
     model.double().decode(x[0].double())
     assert one_call.PLAN not in model.__dict__
+
+
+def test_a_cache_of_other_sizes_is_refused_as_the_reference_step_refuses_it():
+    """The C step never reads a cache whose keys or c do not have the model's sizes (it would read past them)."""
+    model = build("plain_one_head")
+    x = torch.randn(3, 24)
+    _, cache = model.decode(x)
+    wrong_keys = type(cache)([k[:, :2] for k in cache.keys], [v[:, :2] for v in cache.values], cache.c)
+    with pytest.raises(RuntimeError):
+        model.decode(x, wrong_keys)
+    wrong_c = type(cache)(cache.keys, cache.values, cache.c[:1])
+    with pytest.raises(IndexError):
+        model.decode(x, wrong_c)

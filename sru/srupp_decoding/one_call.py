@@ -105,14 +105,14 @@ def decode_step(model, x: Tensor, cache: SRUppCache,
         plan = plan_for(model, x)
     elif not plan.usable:
         plan = None
-    c0 = cache.c
-    if plan is None or c0.dtype is not torch.float32:
-        return None
+    c0, batch = cache.c, x.shape[0]
+    if plan is None or c0.dtype is not torch.float32 or c0.shape != (plan.num_layers, batch, plan.width):
+        return None  # a cache of other sizes: the reference step says what is wrong with it
     stores, reserved = [None] * len(cache.c), []
-    for i in plan.attention_layers:
+    for i, key_bytes in zip(plan.attention_layers, plan.key_bytes):
         store = KeyStore.reserve(cache, i, None, 1, max_context, max_context)
         buffer, first = store.buffer, store.first
-        if buffer.dtype is not torch.float32:
+        if buffer.dtype is not torch.float32 or buffer.row_bytes != batch * key_bytes:
             return None
         # the rows attended: every cached one and the step's own (the window applies from the next step)
         row = first * buffer.row_bytes

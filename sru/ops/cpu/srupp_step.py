@@ -154,6 +154,7 @@ class SruppStepPlan:
         for slot, layer in zip(self.layers, layers):
             _fill(slot, layer)
         self.attention_layers = tuple(i for i, layer in enumerate(layers) if layer.w_kv is not None)
+        self.key_bytes = tuple(4 * layers[i].w1.shape[0] for i in self.attention_layers)  # a position's key, float32
         widest_in = max([input_size] + [layer.w1.shape[1] for layer in layers])
         widest_u = max(layer.w_u.shape[0] for layer in layers)
         self.width = layers[-1].cell.output_size
