@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from sru.linear import DispatchedLinear
 from sru.ops.backends import cpu_srupp_step, load_library
-from sru.ops.precision import Precision, under_autocast
+from sru.ops.precision import under_autocast
 from sru.ops.tracing import eager_cpu
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
 from sru.srupp_decoding.cache import KeyStore, SRUppCache
@@ -33,7 +33,7 @@ def _plain_weight(linear: nn.Module) -> Optional[Tensor]:
     if type(linear) not in (nn.Linear, DispatchedLinear) or linear._parameters.get("bias") is not None:
         return None
     if isinstance(linear, DispatchedLinear) and (linear.gemm not in ("auto", "mkl")
-                                                 or linear.precision is not Precision.FP32):
+                                                 or not linear.precision.plain_float_products):
         return None
     return linear._parameters["weight"]
 
