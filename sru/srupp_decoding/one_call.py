@@ -89,7 +89,7 @@ def plan_for(model, x: Tensor) -> Optional[cpu_srupp_step.SruppStepPlan]:
         usable = layers is not None and (w_in is not None or model._modules.get("input_to_hidden") is None)
         plan = cpu_srupp_step.SruppStepPlan(load_library() if usable else None, layers or [], w_in,
                                             model.input_size, list(model.modules()), _drawing(model))
-        model.__dict__[PLAN] = plan
+        setattr(model, PLAN, plan)  # a plain attribute (nn.Module keeps non-tensors in __dict__)
     return plan if plan.usable else None
 
 
