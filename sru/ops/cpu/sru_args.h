@@ -89,3 +89,30 @@ struct SruppStepArgs {
   const void* attention;   // sru_decode_attention (decode_attention.cpp, the decoding library)
   int64_t num_layers, batch, input_size, num_threads;
 };
+
+// One stack layer's recurrence arguments (StackLayer and SruppLayer share these fields): the stack
+// (sru_stack.cpp) and the SRU++ step (srupp_step.cpp) fill them alike.
+template <class Layer>
+SruArgs layer_recurrence_args(const Layer& l, const void* U, const void* in, const void* c0,
+                              const uint8_t* mask_pad, void* h, void* c_last, int64_t length,
+                              int64_t batch, int64_t num_threads) {
+  SruArgs r{};
+  r.U = U;
+  r.x = l.skip_mode == 1 ? in : nullptr;
+  r.weight_c = l.weight_c;
+  r.bias = l.bias;
+  r.c0 = c0;
+  r.mask_pad = mask_pad;
+  r.h = h;
+  r.c_last = c_last;
+  r.length = length;
+  r.batch = batch;
+  r.hidden = l.hidden;
+  r.dirs = l.dirs;
+  r.k = l.k;
+  r.skip_mode = l.skip_mode;
+  r.use_tanh = l.use_tanh;
+  r.num_threads = num_threads;
+  r.scale_x = l.scale_x;
+  return r;
+}

@@ -44,24 +44,10 @@ int run_stack(const StackArgs& a, int (*recurrence)(const SruArgs*)) {
     } else {
       matmul<T>(gemm, in, weight, U, rows, l.in_features, D * l.k);
     }
-    SruArgs r{};
-    r.U = U;
-    r.x = l.skip_mode == 1 ? in : nullptr;
-    r.weight_c = l.weight_c;
-    r.bias = l.bias;
-    r.c0 = a.c0 ? static_cast<const T*>(a.c0) + i * a.batch * width : nullptr;
-    r.mask_pad = a.mask_pad;
-    r.h = out;
-    r.c_last = static_cast<T*>(a.c_last) + i * a.batch * width;
-    r.length = a.length;
-    r.batch = a.batch;
-    r.hidden = l.hidden;
-    r.dirs = l.dirs;
-    r.k = l.k;
-    r.skip_mode = l.skip_mode;
-    r.use_tanh = l.use_tanh;
-    r.num_threads = a.num_threads;
-    r.scale_x = l.scale_x;
+    const T* c0 = a.c0 ? static_cast<const T*>(a.c0) + i * a.batch * width : nullptr;
+    SruArgs r = layer_recurrence_args(l, U, in, c0, a.mask_pad, out,
+                                      static_cast<T*>(a.c_last) + i * a.batch * width, a.length,
+                                      a.batch, a.num_threads);
     if (recurrence(&r) != 0) return 1;
     in = out;
   }

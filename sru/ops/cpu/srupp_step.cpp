@@ -118,23 +118,8 @@ int run_step(const SruppStepArgs& a) {
     product(u_input, l.w_u, U, P, D * l.k);
     // alternate between a.h and the scratch block so that the last layer writes a.h and none its own input
     float* out = (a.num_layers - 1 - i) % 2 == 0 ? static_cast<float*>(a.h) : between;
-    SruArgs r{};
-    r.U = U;
-    r.x = l.skip_mode == 1 ? in : nullptr;
-    r.weight_c = l.weight_c;
-    r.bias = l.bias;
-    r.c0 = static_cast<const float*>(a.c0) + i * B * D;
-    r.h = out;
-    r.c_last = static_cast<float*>(a.c_last) + i * B * D;
-    r.length = 1;
-    r.batch = B;
-    r.hidden = l.hidden;
-    r.dirs = l.dirs;
-    r.k = l.k;
-    r.skip_mode = l.skip_mode;
-    r.use_tanh = l.use_tanh;
-    r.num_threads = a.num_threads;
-    r.scale_x = l.scale_x;
+    SruArgs r = layer_recurrence_args(l, U, in, static_cast<const float*>(a.c0) + i * B * D, nullptr, out,
+                                      static_cast<float*>(a.c_last) + i * B * D, 1, B, a.num_threads);
     if (sru_forward_f32(&r) != 0) return 1;
     layer_norm(l, kOutput, out, out, B, D);
     in = out;
