@@ -15,7 +15,7 @@ Candidates, per batch size, all in eval mode without autograd:
                              sliding window of SRUPP_CONTEXT positions (so every step sees as many)
 
 ``srupp`` is judged against ``srupp-matmuls`` as ``sru`` against ``matmuls``. Then a profile of the SRU
-step (``profile_step``): where its microseconds go.
+step (``profile_step``) and of the SRU++ step (``bench.decoding.srupp_step``): where their microseconds go.
 
 The official package is also named ``sru``; to time it beside this one without installing it
 over this package, install it into its own directory and pass that:
@@ -34,6 +34,7 @@ from typing import Callable, Dict, List
 import torch
 from torch import nn
 
+from bench.decoding import srupp_step as decode_srupp
 from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
 
 DECODE_BATCHES = (1, 32)
@@ -274,15 +275,15 @@ def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int,
     return rows
 
 
-def profile_markdown(profiles: Dict[int, List[Dict]]) -> str:
+def profile_markdown(profiles: Dict[int, List[Dict]], model: str = "SRU") -> str:
     """One table: a row per part, a column per batch size."""
     batches = list(profiles)
     parts = [r["part"] for r in profiles[batches[0]]]
     cells = [[part] + [f"{profiles[b][i]['us']:.1f} ({profiles[b][i]['share']:.0%})" for b in batches]
              for i, part in enumerate(parts)]
     paths = ", ".join(f"B = {b}: {profiles[b][0]['path']}" for b in batches)
-    head = (f"Where one step's µs go ({paths}; each part timed alone, interleaved with the whole step; median µs, "
-            "share of the whole; rows with '=' are differences of the rows above)")
+    head = (f"Where one {model} step's µs go ({paths}; each part timed alone, interleaved with the whole step; "
+            "median µs, share of the whole; rows with '=' are differences of the rows above)")
     return head + "\n\n" + markdown_table(["part"] + [f"B = {b}" for b in batches], cells)
 
 
@@ -299,11 +300,21 @@ def step_profiles(args, timer) -> Dict[int, List[Dict]]:
     return profiles
 
 
+def srupp_profiles(args, timer) -> Dict[int, List[Dict]]:
+    """``bench.decoding.srupp_step.profile`` of the SRU++ step at every batch size (where the one-call step runs)."""
+    found = {batch: decode_srupp.profile(batch, DECODE_WIDTH, DECODE_LAYERS, SRUPP_PROJ, SRUPP_CONTEXT, args.device,
+                                         timer, args.repeats, args.min_ms) for batch in DECODE_BATCHES}
+    return {batch: rows for batch, rows in found.items() if rows}
+
+
 def decode_main(args, timer, out: Path, info: Dict) -> List[Dict]:
     rows = run(args, timer)
     profiles = step_profiles(args, timer) if args.device == "cpu" else {}
-    table = markdown(rows) + ("\n\n" + profile_markdown(profiles) if profiles else "")
-    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows, "profile": profiles}, indent=1))
+    srupp = srupp_profiles(args, timer) if args.device == "cpu" else {}
+    table = (markdown(rows) + ("\n\n" + profile_markdown(profiles) if profiles else "")
+             + ("\n\n" + profile_markdown(srupp, "SRU++") if srupp else ""))
+    (out / "decode.json").write_text(json.dumps({"machine": info, "results": rows, "profile": profiles,
+                                                 "srupp_profile": srupp}, indent=1))
     (out / "decode.md").write_text(f"Command: `{info['command']}`  \nMachine: "
                                    f"{info.get('gpu', info['cpu_model'])}, {info['threads']} threads, "
                                    f"torch {info['torch']}, {info['date']}\n\n{table}\n")

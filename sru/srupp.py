@@ -22,6 +22,7 @@ from sru.cell_base import RecurrentCellBase, StackBase
 from sru.linear import DispatchedLinear
 from sru.ops.packing import PaddedLayout
 from sru.srupp_attention import SRUppAttention, SRUppProjectedLinear
+from sru.srupp_decoding import one_call
 from sru.srupp_decode import SRUppCache, cache_from_memory, decode
 from sru.scripting.cells import PackedAsTuple, ScriptableCell
 from sru.scripting.srupp import ScriptableSRUppCell, ScriptableSRUppStack
@@ -336,6 +337,11 @@ class SRUpp(ScriptableSRUppStack, StackBase):
         """Incremental causal decoding (no grad, eval mode): h of ``input`` (L, B, in) or
         (B, in) after the positions in ``cache``, and the new cache. See sru.srupp_decode."""
         return decode(self, input, cache, max_context)
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop(one_call.PLAN, None)  # raw pointers: rebuilt on the first decoding step after loading
+        return state
 
     def cache_from_memory(self, saved_inputs: List[Tensor], c: Tensor) -> SRUppCache:
         """A decoding cache that continues after a forward that returned c and saved_inputs."""

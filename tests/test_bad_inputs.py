@@ -146,6 +146,8 @@ CONFIG = [
          "task.answer_type_prior: expected a number >= 0, received -1"),
     Case("squad-span-edges-not-bool", config("task=squad", "task.span_edges=maybe"),
          "task.span_edges: expected true or false, received 'maybe'"),
+    Case("squad-where-when-prior-negative", config("task=squad", "task.where_when_prior=-2"),
+         "task.where_when_prior: expected a number >= 0, received -2"),
 ]
 
 

@@ -143,7 +143,15 @@ def test_decode_mode_times_every_candidate_per_batch(tmp_path):
     for parts in profile.values():
         assert parts[0]["part"].startswith("whole step") and parts[0]["share"] == pytest.approx(1.0)
         assert parts[0]["path"] in ("one C call", "routed") and all(p["us"] == p["us"] for p in parts)
-    assert "Where one step's µs go (B = 1: " in text
+    assert "Where one SRU step's µs go (B = 1: " in text
+    # the SRU++ step's profile beside it (the one-call step where this build has it)
+    srupp = json.loads((out / "decode.json").read_text())["srupp_profile"]
+    if srupp:
+        assert set(srupp) == {str(b) for b in bench_decode.DECODE_BATCHES}
+        for parts in srupp.values():
+            assert parts[0]["part"].startswith("whole step") and parts[0]["share"] == pytest.approx(1.0)
+            assert any(p["part"].strip().startswith("the C call") and p["us"] > 0 for p in parts)
+        assert "Where one SRU++ step's µs go (B = 1: " in text
 
 
 def test_official_package_directory_that_is_missing_is_one_clear_error(tmp_path):

@@ -56,13 +56,14 @@ def additive(shape, g, share=0.3):
 
 @needs_kernel
 @pytest.mark.parametrize("D", [16, 32, 64, 128])
-@pytest.mark.parametrize("Q,W", [(1, 1), (6, 17), (5, 16), (7, 40), (13, 33)])
+@pytest.mark.parametrize("Q,W", [(1, 1), (1, 40), (6, 17), (5, 16), (7, 40), (13, 33)])
 @pytest.mark.parametrize("layout", ["buffer", "encoder", "contiguous"])
 @pytest.mark.parametrize("mask_kind", ["none", "per_query", "per_key"])
 def test_kernel_equals_torch_attention(D, Q, W, layout, mask_kind):
     """``buffer``: keys as a view of a buffer with room to grow (append_keys); ``encoder``: the projected encoder
-    output, time-major, seen as (sentences, heads, positions, D); masks per query (beam search's hypotheses)
-    or one per key row broadcast over the queries (the encoder side's padding)."""
+    output, time-major, seen as (sentences, heads, positions, D) (with one query and no mask: the kernel's
+    row-at-once pass, SRU++'s cache); masks per query (beam search's hypotheses) or one per key row broadcast
+    over the queries (the encoder side's padding)."""
     g = torch.Generator().manual_seed(D * 1000 + Q * 50 + W)
     G, H = 3, 2
     if layout == "buffer":

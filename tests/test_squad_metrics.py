@@ -98,6 +98,13 @@ def test_span_decoding_stays_inside_one_sentence():
     assert int(s) == 4 or int(e) == 13  # one end of the best span is kept
 
 
+def test_a_short_name_ends_its_sentence_and_an_initial_does_not():
+    from tasks.squad.data import tokenize
+    from tasks.squad.features import sentence_ends
+    words = tokenize("Tokyo was known as Edo. It grew. J. S. Bach met Mr. Smith in Ulm. Then the U.S. Army came.")[0]
+    assert [words[k - 1] for k, end in enumerate(sentence_ends(words)) if end] == ["Edo", "grew", "Ulm", "came"]
+
+
 def test_batches_mark_sentence_ends_from_the_text_as_written():
     """The lower-cased vocabulary keys lose the capital after a sentence end; the batch's marks come from the
     context itself (a lower-casing run once marked none)."""

@@ -64,3 +64,38 @@ def test_the_task_widens_decoded_spans_only_with_the_switch():
         task = build_task(compose(["task=squad", f"task.span_edges={switch}"]))
         s, e = task._edges(enc, batch, 0, edwin, edwin)
         assert text[enc.spans[s][0]:enc.spans[e][1]] == expected
+
+
+def _tagged(rows):
+    from tasks.squad.tagger import POS_LABELS
+    return [w for w, _, _ in rows], torch.tensor([[NER_LABELS.index(t), POS_LABELS.index(p)] for _, t, p in rows],
+                                                 dtype=torch.uint8)
+
+
+def test_an_age_or_a_measure_loses_its_relation_head_only_for_the_question_that_asks_it():
+    from tasks.squad.data import tokenize
+    from tasks.squad.span_edges import without_relation_head
+    context = ["He", "moved", "at", "the", "age", "of", "21", "a", "distance", "of", "3", "kilometres", "."]
+    assert without_relation_head(tokenize("How old was he when he moved?")[0], context, 3, 6) == (6, 6)
+    assert without_relation_head(tokenize("At what age did he move?")[0], context, 3, 6) == (6, 6)
+    assert without_relation_head(tokenize("How far did he move?")[0], context, 7, 11) == (10, 11)
+    assert without_relation_head(tokenize("When did he move?")[0], context, 3, 6) == (3, 6)  # not asked: kept
+    assert without_relation_head(tokenize("How old was he?")[0], context, 4, 5) == (4, 5)  # nothing after "of"
+
+
+def test_a_clause_run_on_past_the_noun_phrase_is_cut():
+    from tasks.squad.span_edges import without_run_on
+    words, tags = _tagged([("The", "", "DET"), ("Gutenberg", "WORK_OF_ART", "PROPN"), ("Bible", "WORK_OF_ART", "PROPN"),
+                           (",", "", "PUNCT"), ("printed", "", "VERB"), ("in", "", "ADP"), ("the", "DATE", "DET"),
+                           ("1450s", "DATE", "NUM"), ("a", "", "DET"), ("mould", "", "NOUN"), ("called", "", "VERB"),
+                           ("Penicillium", "PERSON", "PROPN"), ("had", "", "AUX"), ("the", "", "DET"),
+                           ("figure", "", "NOUN"), ("whose", "", "DET"), ("works", "", "NOUN")])
+
+    def cut(start, end):
+        start, end = without_run_on(words, tags, start, end)
+        return " ".join(words[start:end + 1])
+    assert cut(0, 7) == "The Gutenberg Bible"               # ", printed in ..." runs on
+    assert cut(10, 12) == "Penicillium"                     # no naming participle, no auxiliary at the end
+    assert cut(13, 16) == "the figure"                      # a relative clause
+    assert cut(1, 2) == "Gutenberg Bible" and cut(11, 11) == "Penicillium"   # a noun phrase is kept
+    assert without_run_on(words, None, 0, 7) == (0, 7)      # no tagger: as decoded

@@ -38,6 +38,7 @@ from .cpu.build import cpu_kernel_available, load_error
 from .cpu import autograd as cpu_autograd, int8 as cpu_int8, kernel as cpu_kernel  # noqa: F401
 from .cpu import decoding as cpu_decoding  # noqa: F401  (beam_rows, attend: sru/ops/cpu/decoding.py)
 from .cpu import paths as cpu_paths, stack as cpu_stack  # noqa: F401  (bench.decode's step profile)
+from .cpu import inference as cpu_inference, srupp_step as cpu_srupp_step  # noqa: F401  (SRU++ decoding)
 from .cpu.build import compile_flags, load_library, load_or_build, short_log  # noqa: F401
 from .cpu.custom_op import load_op_library, op_error  # noqa: F401
 from .cpu.int8 import int8_engine  # noqa: F401  (which engine runs int8 products: SRU_INT8_ENGINE overrides)

@@ -60,6 +60,12 @@ class Precision(str, Enum):
         return self is Precision.BF16 and dtype is torch.float32
 
     @property
+    def plain_float_products(self) -> bool:
+        """A layer of this precision computes its products on its own float weight (no int8 weight, no bf16 copy):
+        what the fused SRU++ decoding step (sru/srupp_decoding/one_call.py) can compute in place of it."""
+        return self is Precision.FP32
+
+    @property
     def scales_loss(self) -> bool:
         """fp16 training scales the loss (GradScaler), which skips steps with inf/NaN gradients by design."""
         return self is Precision.FP16

@@ -27,7 +27,7 @@ from torch import Tensor
 from tasks.common.batching import pad_collate
 from tasks.common.text import Vocabulary
 
-from .answer_kinds import kind_mask
+from .answer_kinds import asks_place_or_time, kind_mask
 from .answer_types import expected_types, type_match_column
 from .data import SquadExample, char_to_token_span, tokenize
 from .tagger import num_tag_features, one_hot_tags, paragraph_tags
@@ -116,14 +116,20 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
     return out
 
 
+# words written with a dot that seldom end a sentence (titles, "Saint", "Mount", company forms, months)
+ABBREVIATIONS = set("mr mrs ms dr st jr sr mt ft co inc ltd corp bros gen col lt sgt capt cmdr adm rev prof gov sen "
+                    "rep pres no vol vs etc jan feb mar apr jun jul aug sep sept oct nov dec".split())
+
+
 def sentence_ends(words: Sequence[str]) -> List[bool]:
     """Which tokens end a sentence: ".", "!" or "?" before a capital, a digit, a quote or the end, except the
-    dot of an abbreviation or initial ("St. Louis", "U.S.", "Mr. Smith": a short capitalised word before)."""
+    dot of an initial or an abbreviation ("J. S. Bach", "U.S.", "St. Louis", "Mr. Smith"); a short name is no
+    abbreviation ("Tokyo was formerly known as Edo. It became ...")."""
     out = []
     for k, w in enumerate(words):
         nxt = words[k + 1] if k + 1 < len(words) else ""
         prev = words[k - 1] if k else ""
-        abbreviation = w == "." and prev.isalpha() and len(prev) <= 3 and prev[:1].isupper()
+        abbreviation = w == "." and ((len(prev) == 1 and prev.isupper()) or prev.lower() in ABBREVIATIONS)
         out.append(w in (".", "!", "?") and not abbreviation and (not nxt or nxt[0].isupper() or nxt[0].isdigit()
                                                                    or nxt[0] in "\"'“‘"))
     return out
@@ -143,13 +149,15 @@ def _feature_rows(ex: EncodedExample, type_column: Optional[Tensor]) -> Tensor:
 def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: int,
             kinds: bool = False) -> Dict[str, Tensor]:
     """A batch; ``kinds``: the decoding mask ``type_match`` is narrowed to the kind the question asks for where
-    the paragraph has one (answer_kinds.py; the feature column stays the entity-type one)."""
+    the paragraph has one (answer_kinds.py; the feature column stays the entity-type one), and ``place_or_time``
+    marks the "where" / "when" questions (their own prior, task.where_when_prior)."""
     context, context_mask_pad, _ = pad_collate([ex.context_ids for ex in examples], pad_id)
     question, question_mask_pad, _ = pad_collate([ex.question_ids for ex in examples], pad_id)
     type_columns = [_type_column(ex) for ex in examples]  # the feature column and the decoding mask, made once
     features, _, _ = pad_collate([_feature_rows(ex, col) for ex, col in zip(examples, type_columns)], 0.0)
     ends = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): span decoding stays in a sentence
     type_match = torch.zeros(context.shape[::-1], dtype=torch.bool)  # (B, L): tokens of the asked entity type
+    place_or_time = torch.tensor([kinds and asks_place_or_time(ex.question_words) for ex in examples])  # (B,)
     for b, (ex, column) in enumerate(zip(examples, type_columns)):
         words = [ex.example.context[s:e] for s, e in ex.spans]  # as written: context_words may be lower-cased
         ends[b, :len(words)] = torch.tensor(sentence_ends(words), dtype=torch.bool)
@@ -157,7 +165,7 @@ def collate(examples: Sequence[EncodedExample], index: Sequence[int], pad_id: in
             type_match[b, :len(words)] = (kind_mask(ex.question_words, words, ex.tags, column) if kinds
                                           else column.squeeze(1).bool())
     return {"context": context, "context_mask_pad": context_mask_pad, "features": features, "sentence_end": ends,
-            "type_match": type_match,
+            "type_match": type_match, "place_or_time": place_or_time,
             "question": question, "question_mask_pad": question_mask_pad,
             "start": torch.tensor([ex.start for ex in examples], dtype=torch.long),
             "end": torch.tensor([ex.end for ex in examples], dtype=torch.long),

@@ -11,7 +11,7 @@ import random
 import re
 import string
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -52,7 +52,7 @@ def reduce_squad(summed: Dict[str, float], prefix: str = "") -> Dict[str, float]
 
 def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max_len: int = 15,
                  sentence_ends: Optional[Tensor] = None, type_match: Optional[Tensor] = None,
-                 type_prior: float = 0.0) -> Tuple[Tensor, Tensor]:
+                 type_prior: Union[float, Tensor] = 0.0) -> Tuple[Tensor, Tensor]:
     """Best (start, end) per example with start <= end < start + max_len over real tokens.
 
     start/end_logits (B, L), mask_pad (B, L) true on padding; the span score is
@@ -61,13 +61,15 @@ def decode_spans(start_logits: Tensor, end_logits: Tensor, mask_pad: Tensor, max
     "Warsaw in 1867. She moved to Paris to study at the Sorbonne" is not a place). ``type_match`` (B, L):
     true on tokens of the entity type the question asks for (tasks/squad/answer_types.py); with
     ``type_prior`` > 0 a span gains ``type_prior`` for a start and for an end on such a token (a paragraph
-    without one decodes as before; task.answer_type_prior: why and how it was chosen, docs/results_squad.md).
+    without one decodes as before; task.answer_type_prior: why and how it was chosen, docs/results_squad.md);
+    a (B,) tensor gives each example its own prior (task.where_when_prior).
     """
     neg = torch.finfo(start_logits.dtype).min
     s = start_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
     e = end_logits.float().masked_fill(mask_pad, neg).log_softmax(-1)
-    if type_match is not None and type_prior > 0:
-        bonus = type_prior * type_match.float()  # zero everywhere in a paragraph without such a token
+    prior = torch.as_tensor(type_prior, dtype=s.dtype, device=s.device).reshape(-1, 1)  # (1, 1) or (B, 1)
+    if type_match is not None and bool((prior > 0).any()):
+        bonus = prior * type_match.float()  # zero everywhere in a paragraph without such a token
         s, e = s + bonus, e + bonus
     length = s.size(1)
     scores = s.unsqueeze(2) + e.unsqueeze(1)  # (B, i, j)

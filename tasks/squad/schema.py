@@ -49,6 +49,7 @@ class SquadConfig:
     min_freq: int = key(low=1)
     max_vocab: Optional[int] = key(low=2)
     emb_dropout: float = key(**Rate)
+    word_dropout: float = key(**Rate)   # training: the share of words read as <unk> (task.py: _unknown_words)
     human_check: Optional[str] = key()
     tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none
     readers: int = key(low=1)   # readers trained side by side, answering together (model.py: ReaderEnsemble)
@@ -56,6 +57,7 @@ class SquadConfig:
     answer_type_prior: float = key(low=0)   # decoding: log-prob bonus of a span boundary on the asked type (metrics.py)
     span_edges: bool = key()   # decoding: a span cutting a name widened to it, no "how many" noun (span_edges.py)
     answer_kinds: bool = key()   # decoding: the prior only on the asked kind (city, country, measure...; answer_kinds.py)
+    where_when_prior: float = key(low=0)   # decoding, with answer_kinds: a "where" / "when" question's prior
     encoder: Optional[Dict[str, Any]] = key()   # model.* keys written over cfg.model (checked with it)
 
 

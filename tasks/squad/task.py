@@ -30,7 +30,7 @@ from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse
 from .features import EncodedExample, collate, encode_split, num_features
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader, ReaderEnsemble, combine_scores
-from .span_edges import entity_edges, without_asked_noun
+from .span_edges import entity_edges, without_asked_noun, without_relation_head, without_run_on
 from .tagger import check_tagger, default_cache
 
 
@@ -211,16 +211,24 @@ class SquadTask(Task):
         return loss / members, int((batch["start"] >= 0).sum())
 
     def compute_loss(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[Tensor, LoggingOutput]:
+        if split == "train" and self.task_cfg.word_dropout > 0:
+            batch = {**batch, "context": self._unknown_words(batch["context"]),
+                     "question": self._unknown_words(batch["question"])}
         start, end = self._scores(model, batch)
         loss, n = self._loss(start, end, batch)
         return loss, {"loss_sum": loss.item(), "nsentences": batch["start"].numel(), "sample_size": n,
                       "ntokens": int((~batch["context_mask_pad"]).sum())}
 
+    def _unknown_words(self, ids: Tensor) -> Tensor:
+        """Training only: each word read as <unk> with probability task.word_dropout (padding kept), so that the
+        reader learns to answer from the word features and tags where people's text has words it never saw."""
+        drop = (torch.rand(ids.shape, device=ids.device) < self.task_cfg.word_dropout) & (ids != self.vocab.pad_id)
+        return ids.masked_fill(drop, self.vocab.unk_id)
+
     def eval_step(self, model: nn.Module, batch: Dict[str, Tensor], split: str) -> Tuple[LoggingOutput, List[Record]]:
         start, end = map(combine_scores, self._scores(model, batch))  # an ensemble answers together
         loss, n = self._loss(start, end, batch)
-        best_start, best_end = decode_spans(start, end, batch["context_mask_pad"].t(), self.task_cfg.max_answer_len,
-                                            batch["sentence_end"], batch["type_match"], self.task_cfg.answer_type_prior)
+        best_start, best_end = self._decode(start, end, batch)
         out = {"loss_sum": loss.item(), "sample_size": n, "nsentences": len(batch["index"]), "n": 0.0,
                "em": 0.0, "f1": 0.0}
         records = []
@@ -236,12 +244,22 @@ class SquadTask(Task):
             records.append({"id": ex.example.qid, "answer": answer})
         return out, records
 
+    def _decode(self, start: Tensor, end: Tensor, batch: Mapping[str, Tensor]) -> Tuple[Tensor, Tensor]:
+        """Best spans: the answer-type prior, a "where" / "when" question's own with task.answer_kinds."""
+        t = self.task_cfg
+        prior = torch.where(batch["place_or_time"].to(start.device), t.where_when_prior, t.answer_type_prior)
+        return decode_spans(start, end, batch["context_mask_pad"].t(), t.max_answer_len, batch["sentence_end"],
+                            batch["type_match"], prior)
+
     def _edges(self, ex: EncodedExample, batch: Mapping[str, Tensor], k: int, start: int, end: int) -> Tuple[int, int]:
-        """The decoded span with ``task.span_edges``: widened to the names it cuts, without the asked noun (span_edges.py)."""
+        """The decoded span with ``task.span_edges``: widened to the names it cuts, without the asked noun, a measure's
+        relation head or a clause run on past the noun phrase (span_edges.py)."""
         if not self.task_cfg.span_edges:
             return start, end
         start, end = entity_edges(ex.tags, start, end, batch["sentence_end"][k].tolist(), self.task_cfg.max_answer_len)
-        return without_asked_noun(ex.question_words, ex.context_words, start, end)
+        start, end = without_asked_noun(ex.question_words, ex.context_words, start, end)
+        start, end = without_relation_head(ex.question_words, ex.context_words, start, end)
+        return without_run_on(ex.context_words, ex.tags, start, end)
 
     def reduce_metrics(self, summed: LoggingOutput) -> Dict[str, float]:
         metrics = {"loss": summed.get("loss_sum", 0.0) / max(summed.get("sample_size", 0.0), 1.0)}
@@ -355,8 +373,7 @@ class SquadTask(Task):
                                                  t.answer_kinds), device)
             start, end = map(combine_scores, self._scores(model, batch))
             mask = batch["context_mask_pad"].t()
-            best_start, best_end = decode_spans(start, end, mask, t.max_answer_len, batch["sentence_end"],
-                                                batch["type_match"], t.answer_type_prior)
+            best_start, best_end = self._decode(start, end, batch)
             s_lp = start.float().masked_fill(mask, -1e30).log_softmax(-1)
             e_lp = end.float().masked_fill(mask, -1e30).log_softmax(-1)
             for k, i in enumerate(index):

@@ -1,9 +1,11 @@
 """Build the fused CPU kernel on first use, cache it, and fall back cleanly when that fails.
 
 The kernel (``sru_recurrence.cpp``, plus ``sru_stack.cpp``: a whole inference stack in one call;
-both include ``sru_args.h``; and ``sru_int8.cpp``: the per-token passes around an int8 product) is compiled with ``torch.utils.cpp_extension.load`` the
-first time a CPU recurrence runs (never at import), into a cache directory (decoding.py's kernels,
-``beam_rows.cpp`` and ``decode_attention.cpp``, are a second library built the same way, ``load_or_build``):
+both include ``sru_args.h``; ``sru_int8.cpp``: the per-token passes around an int8 product; and
+``srupp_step.cpp``: SRU++'s decoding step, sharing sru_stack.cpp's products through ``sru_gemm.h``) is
+compiled with ``torch.utils.cpp_extension.load`` the first time a CPU recurrence runs (never at import),
+into a cache directory (decoding.py's kernels, ``beam_rows.cpp`` and ``decode_attention.cpp``, are a second
+library built the same way, ``load_or_build``):
 ``$TORCH_EXTENSIONS_DIR`` if set, else ``~/.cache/torch_extensions`` (``$XDG_CACHE_HOME``
 respected). The cache entry's name hashes the source, the compiler flags, torch's version and
 the CPU (the build uses ``-march=native``), so a changed source or a different machine never
@@ -35,8 +37,10 @@ from typing import Callable, Optional
 import torch
 
 SOURCE = Path(__file__).with_name("sru_recurrence.cpp")
-SOURCES = (SOURCE, SOURCE.with_name("sru_stack.cpp"), SOURCE.with_name("sru_int8.cpp"))
-HEADERS = tuple(SOURCE.with_name(name) for name in ("sru_args.h", "sru_avx2.h", "sru_bf16.h", "sru_math.h"))
+SOURCES = (SOURCE, SOURCE.with_name("sru_stack.cpp"), SOURCE.with_name("sru_int8.cpp"),
+           SOURCE.with_name("srupp_step.cpp"))
+HEADERS = tuple(SOURCE.with_name(name) for name in ("sru_args.h", "sru_avx2.h", "sru_bf16.h", "sru_gemm.h",
+                                                     "sru_math.h"))
 _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
 _error: Optional[str] = None

@@ -6,10 +6,17 @@
 //
 //   out[g, h, i] = sum_w softmax_w(q[g, h, i] . k[g, h, w] * scale + mask[g, h, i, w]) v[g, h, w]
 //
+// One query per pair over keys and values stored as rows of every pair ((W, G, H, D): SRU++'s decoding cache,
+// sru/ops/cpu/srupp_step.cpp) streams each row once for all pairs instead (rows_at_once): out of cache the
+// pair-by-pair pass read a sequence's keys 16 KB apart (32 sequences x 128 floats a row), a stride the
+// prefetchers do not follow; in cache the two passes take the same time.
+//
 // float32, head size D = 16 * DV (DV = 1, 2, 4 or 8); strides in floats, the last dimension contiguous; the
 // additive mask (0 / -inf) broadcast through zero strides, or none. A query that may read no key gets zeros.
 // Compiled only where the compiler targets AVX-512 (the build's -march=native); elsewhere
 // sru_decode_attention_available() is 0 and the caller keeps torch's kernel.
+#include <omp.h>
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -143,6 +150,54 @@ void prefetch_rows(const float* first, int64_t rows, int64_t row_stride, int64_t
     for (int64_t b = 0; b < row_floats * 4; b += 64) _mm_prefetch(base + (r * row_stride) * 4 + b, _MM_HINT_T0);
 }
 
+// One query per pair, the pairs' keys and values rows of one buffer ((W, G, H, D), SRU++'s cache): each row
+// is read once for every pair of this thread (pairs first .. first + n - 1, their part of the row contiguous),
+// in order, instead of each pair's keys at a stride of a whole row (at B = 32, 64 positions, one page a key
+// row: the prefetchers could not follow). q and out (n, D) contiguous.
+template <int DV>
+void rows_at_once(const float* q, const float* k, const float* v, float* out, int64_t n, int64_t W,
+                  int64_t row, float scale, float* scores, float* totals) {
+  constexpr int64_t D = 16 * DV;
+  for (int64_t w = 0; w < W; ++w) {
+    const float* keys = k + w * row;
+    for (int64_t i = 0; i < n; ++i) {
+      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+      for (int c = 0; c < DV; c += 2) {
+        even = _mm512_fmadd_ps(_mm512_loadu_ps(q + i * D + 16 * c), _mm512_loadu_ps(keys + i * D + 16 * c), even);
+        if (c + 1 < DV)
+          odd = _mm512_fmadd_ps(_mm512_loadu_ps(q + i * D + 16 * c + 16), _mm512_loadu_ps(keys + i * D + 16 * c + 16),
+                                odd);
+      }
+      scores[i * W + w] = _mm512_reduce_add_ps(_mm512_add_ps(even, odd)) * scale;
+    }
+  }
+  softmax_rows(scores, totals, n, W);
+  for (int64_t i = 0; i < n * D; i += 16) _mm512_storeu_ps(out + i, _mm512_setzero_ps());
+  for (int64_t w = 0; w < W; ++w) {
+    const float* values = v + w * row;
+    for (int64_t i = 0; i < n; ++i) {
+      const __m512 weight = _mm512_set1_ps(scores[i * W + w]);
+      for (int c = 0; c < DV; ++c)
+        _mm512_storeu_ps(out + i * D + 16 * c, _mm512_fmadd_ps(weight, _mm512_loadu_ps(values + i * D + 16 * c),
+                                                              _mm512_loadu_ps(out + i * D + 16 * c)));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const __m512 inverse = _mm512_set1_ps(totals[i] > 0.f ? 1.f / totals[i] : 0.f);
+    for (int c = 0; c < DV; ++c)
+      _mm512_storeu_ps(out + i * D + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(out + i * D + 16 * c), inverse));
+  }
+}
+
+// whether q, k and v are laid out for rows_at_once: one query, no mask, q (G, H, 1, D) contiguous, k and v
+// rows of (G, H, D) contiguous
+bool rows_of_all_pairs(int64_t G, int64_t H, int64_t Q, int64_t D, const float* mask, const int64_t* q_stride,
+                       const int64_t* k_stride, const int64_t* v_stride) {
+  const auto packed = [&](const int64_t* s) { return s[0] == H * D && s[1] == D && s[3] == 1; };
+  return Q == 1 && mask == nullptr && packed(q_stride) && packed(k_stride) && packed(v_stride) &&
+         k_stride[2] == G * H * D && v_stride[2] == k_stride[2];
+}
+
 }  // namespace
 
 extern "C" int sru_decode_attention_available() { return 1; }
@@ -155,6 +210,26 @@ extern "C" int sru_decode_attention(const float* q, const float* k, const float*
                                     const int64_t* v_stride, const int64_t* mask_stride, float scale,
                                     int threads) {
   if (D != 16 && D != 32 && D != 64 && D != 128) return 0;
+  if (rows_of_all_pairs(G, H, Q, D, mask, q_stride, k_stride, v_stride)) {
+#pragma omp parallel num_threads(threads)
+    {  // each thread its share of the pairs, every row streamed once
+      const int64_t pairs = G * H, count = omp_get_num_threads(), id = omp_get_thread_num();
+      const int64_t first = pairs * id / count, n = pairs * (id + 1) / count - first;
+      std::vector<float> scores(n * W), totals(n);
+      const int64_t row = k_stride[2];
+      if (n > 0) switch (D) {
+          case 16: rows_at_once<1>(q + first * D, k + first * D, v + first * D, out + first * D, n, W, row, scale,
+                                   scores.data(), totals.data()); break;
+          case 32: rows_at_once<2>(q + first * D, k + first * D, v + first * D, out + first * D, n, W, row, scale,
+                                   scores.data(), totals.data()); break;
+          case 64: rows_at_once<4>(q + first * D, k + first * D, v + first * D, out + first * D, n, W, row, scale,
+                                   scores.data(), totals.data()); break;
+          default: rows_at_once<8>(q + first * D, k + first * D, v + first * D, out + first * D, n, W, row, scale,
+                                   scores.data(), totals.data()); break;
+        }
+    }
+    return 1;
+  }
 #pragma omp parallel num_threads(threads)
   {
     std::vector<float> scores(Q * W), totals(Q);

@@ -41,13 +41,51 @@ def kernel_cell(cell, dtype: torch.dtype) -> bool:
                 or not (weight_c.is_contiguous() and bias.is_contiguous()))
 
 
+def recurrence_args(cell) -> tuple:
+    """``(weight_c, bias, hidden_size, dirs, k, skip_mode, use_tanh, scale_x)``: what the kernel reads of a
+    layer (an SRUCell or an SRUppCell): ``layer_args``' recurrence part, SRU++ decoding's direct calls
+    (``recurrence``) and its fused step's layers (sru/ops/cpu/srupp_step.py)."""
+    params = cell._parameters
+    return (params["weight_c"], params["bias"], cell.hidden_size, cell.num_directions, cell.num_matrices,
+            skip_mode_of(cell), cell.activation_type, cell.skip_scale)
+
+
 def layer_args(cell) -> tuple:
     """One layer's entry of ``forward_stack``'s plan (see there), read once from a kernel cell."""
     params = cell._parameters
-    return (params["weight"], params["weight_c"], params["bias"], params.get("weight_proj"),
-            cell._modules.get("layer_norm"), cell.normalize_after, cell.hidden_size, cell.num_directions,
-            cell.num_matrices, skip_mode_of(cell), cell.activation_type, cell.skip_scale,
+    weight_c, bias, hidden, dirs, k, skip_mode, use_tanh, scale_x = recurrence_args(cell)
+    return (params["weight"], weight_c, bias, params.get("weight_proj"),
+            cell._modules.get("layer_norm"), cell.normalize_after, hidden, dirs,
+            k, skip_mode, use_tanh, scale_x,
             cell.gemm, cell._modules.get("weight_proj_int8"), cell._modules.get("weight_int8"), cell.own_precision)
+
+
+def _set_recurrence(args: SruArgs, weight_c: Tensor, bias: Tensor, hidden: int, dirs: int, k: int,
+                    skip_mode: int, use_tanh, scale_x: float) -> None:
+    """A layer's fields of ``args`` (``recurrence_args``' order)."""
+    args.weight_c, args.bias = weight_c.data_ptr(), bias.data_ptr()
+    args.hidden, args.dirs, args.k, args.skip_mode = hidden, dirs, k, skip_mode
+    args.use_tanh, args.scale_x = use_tanh, scale_x
+
+
+def _call(lib: ctypes.CDLL, args: SruArgs, dtype: torch.dtype) -> None:
+    if getattr(lib, _ENTRY[dtype])(ctypes.byref(args)) != 0:  # unreachable for a valid cell
+        raise RuntimeError(f"sru CPU kernel: unsupported k={args.k} with skip_mode={args.skip_mode}")
+
+
+def recurrence(lib: ctypes.CDLL, layer: tuple, U: Tensor, residual: Tensor, c0: Tensor) -> Tuple[Tensor, Tensor]:
+    """One layer's recurrence as one kernel call: ``layer`` = ``recurrence_args(cell)``; U (L, B, dirs*d*k),
+    residual (L, B, dirs*d) (the skip input, read when skip_mode is 1) and c0 (B, dirs*d) contiguous, in the
+    layer's dtype. Returns h (L, B, dirs*d) and the last c (B, dirs*d)."""
+    length, batch = U.shape[0], U.shape[1]
+    width = layer[2] * layer[3]
+    h, c_last = U.new_empty(length, batch, width), U.new_empty(batch, width)
+    args = SruArgs(length=length, batch=batch, num_threads=torch.get_num_threads(), U=U.data_ptr(),
+                   h=h.data_ptr(), c_last=c_last.data_ptr(), c0=c0.data_ptr(),
+                   x=residual.data_ptr() if layer[5] == 1 else None)
+    _set_recurrence(args, *layer)
+    _call(lib, args, U.dtype)
+    return h, c_last
 
 
 def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Optional[Tensor],
@@ -66,7 +104,6 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
     width = plan[-1][7] * plan[-1][6]  # every layer of a stack has the same output width
     c_out = x.new_empty(len(plan), batch, width)
     step = batch * width * x.element_size()  # bytes between two layers' states
-    call = getattr(lib, _ENTRY[x.dtype])
     args = SruArgs()
     args.length, args.batch, args.num_threads = length, batch, torch.get_num_threads()
     args.mask_pad = None if mask_pad is None else mask_pad.data_ptr()
@@ -84,12 +121,9 @@ def forward_stack(lib: ctypes.CDLL, x: Tensor, plan: Sequence[tuple], c0: Option
         out = x.new_empty(rows, width)
         args.U, args.h, args.c_last = U.data_ptr(), out.data_ptr(), c_ptr + i * step
         args.x = residual.data_ptr() if skip_mode == 1 else None
-        args.weight_c, args.bias = weight_c.data_ptr(), bias.data_ptr()
         args.c0 = None if c0_ptr is None else c0_ptr + i * step
-        args.hidden, args.dirs, args.k, args.skip_mode = hidden, dirs, k, skip_mode
-        args.use_tanh, args.scale_x = use_tanh, scale_x
-        if call(ctypes.byref(args)) != 0:  # unreachable for a valid SRUCell
-            raise RuntimeError(f"sru CPU kernel: unsupported k={k} with skip_mode={skip_mode}")
+        _set_recurrence(args, weight_c, bias, hidden, dirs, k, skip_mode, use_tanh, scale_x)
+        _call(lib, args, x.dtype)
         h = out
         if norm is not None and normalize_after:
             h = F.layer_norm(h, norm.normalized_shape, norm.weight, norm.bias, norm.eps)

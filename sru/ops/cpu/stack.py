@@ -67,7 +67,7 @@ def configure_stack(lib: ctypes.CDLL) -> None:
 # fields), read from the instance dict in one C call (attribute access through nn.Module costs
 # several times more, and this runs at every decoding step). custom_m, a layer norm and the
 # parameters live in ``_modules`` / ``_parameters``: keyed by identity, and storage (``current``).
-_CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "_precision", "dropout", "rnn_dropout",
+CELL_STATE = operator.itemgetter("training", "_backend", "_gemm", "_precision", "dropout", "rnn_dropout",
                                   "_scale_x_value", "rescale", "activation_type", "has_skip_term")
 
 
@@ -77,7 +77,7 @@ def plan_key(cells: Sequence) -> tuple:
     the key is read from the cells themselves on every call (cheap next to a step)."""
     key = []
     for cell in cells:
-        key.append(_CELL_STATE(cell.__dict__))
+        key.append(CELL_STATE(cell.__dict__))
         key.extend(map(id, cell._parameters.values()))
         key.extend(map(id, cell._modules.values()))
     return tuple(key)
