@@ -107,25 +107,16 @@ class SRUppCache:
                  c: Tensor, stores: Optional[List[Optional[KeyStore]]] = None):
         self._keys, self._values, self.c, self.stores = keys, values, c, stores
 
-    @property
-    def keys(self) -> List[Optional[Tensor]]:
-        if self._keys is None:
-            self._keys = [None if store is None else store.keys for store in self.stores]
-        return self._keys
+    keys = property(lambda self: self._read("keys"), lambda self, keys: setattr(self, "_keys", keys))
+    values = property(lambda self: self._read("values"), lambda self, values: setattr(self, "_values", values))
 
-    @keys.setter
-    def keys(self, keys: List[Optional[Tensor]]) -> None:
-        self._keys = keys
-
-    @property
-    def values(self) -> List[Optional[Tensor]]:
-        if self._values is None:
-            self._values = [None if store is None else store.values for store in self.stores]
-        return self._values
-
-    @values.setter
-    def values(self, values: List[Optional[Tensor]]) -> None:
-        self._values = values
+    def _read(self, kind: str) -> List[Optional[Tensor]]:
+        """The cache's keys or values (``kind``), made from the stores' buffers on first read."""
+        made = getattr(self, "_" + kind)
+        if made is None:
+            made = [None if store is None else getattr(store, kind) for store in self.stores]
+            setattr(self, "_" + kind, made)
+        return made
 
     def own_store(self, layer: int) -> Optional[KeyStore]:
         """The store of ``layer`` while the cache's keys and values are still its views (decode made them)."""

@@ -19,12 +19,14 @@ using Gemm = void (*)(const char*, const char*, const void*, const void*, const 
                       const T*, const void*, const T*, const void*, const T*, T*, const void*);
 
 // out (rows, n) = in (rows, m) @ w (m, n), all row-major: in column-major terms
-// out^T (n, rows) = w^T (n, m) @ in^T (m, rows), so no transposes are needed.
+// out^T (n, rows) = w^T (n, m) @ in^T (m, rows), so no transposes are needed. With ``w_is_linear``
+// w is an nn.Linear weight (n, m) and out = in @ w^T: the BLAS reads w as its column-major transpose.
 template <typename T>
-void matmul(Gemm<T> gemm, const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n) {
+void matmul(Gemm<T> gemm, const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n,
+            bool w_is_linear = false) {
   const int64_t M = n, N = rows, K = m;
   const T one = 1, zero = 0;
-  gemm("N", "N", &M, &N, &K, &one, w, &M, in, &K, &zero, out, &M);
+  gemm(w_is_linear ? "T" : "N", "N", &M, &N, &K, &one, w, w_is_linear ? &K : &M, in, &K, &zero, out, &M);
 }
 
 template <typename T>
@@ -91,13 +93,10 @@ void small_matmul(const T* in, const T* w, T* out, int64_t rows, int64_t m, int6
 
 constexpr int64_t kSmallRows = 8;  // up to here small_matmul beat the BLAS (docs/benchmarks.md)
 
-// out (rows, n) = in (rows, m) @ w^T for w (n, m) row-major (an nn.Linear weight): in column-major terms
-// out^T (n, rows) = w (n, m) @ in^T, w read as its column-major transpose.
+// out (rows, n) = in (rows, m) @ w^T for w (n, m) row-major (an nn.Linear weight).
 template <typename T>
 void matmul_nt(Gemm<T> gemm, const T* in, const T* w, T* out, int64_t rows, int64_t m, int64_t n) {
-  const int64_t M = n, N = rows, K = m;
-  const T one = 1, zero = 0;
-  gemm("T", "N", &M, &N, &K, &one, w, &K, in, &K, &zero, out, &M);
+  matmul<T>(gemm, in, w, out, rows, m, n, true);
 }
 
 // small_matmul for an nn.Linear weight w (n, m): every output a dot product of an input row with a weight

@@ -59,6 +59,8 @@ int run_stack(const StackArgs& a, int (*recurrence)(const SruArgs*)) {
 extern "C" {
 int64_t sru_stack_args_size() { return sizeof(StackArgs); }  // lets Python check its mirrors
 int64_t sru_stack_layer_size() { return sizeof(StackLayer); }
+int64_t sru_srupp_step_args_size() { return sizeof(SruppStepArgs); }  // srupp_step.cpp's
+int64_t sru_srupp_layer_size() { return sizeof(SruppLayer); }
 int sru_stack_forward_f32(const StackArgs* a) { return run_stack<float>(*a, sru_forward_f32); }
 int sru_stack_forward_f64(const StackArgs* a) { return run_stack<double>(*a, sru_forward_f64); }
 }

@@ -129,9 +129,7 @@ int run_step(const SruppStepArgs& a) {
 
 }  // namespace
 
-extern "C" {
-int64_t sru_srupp_step_args_size() { return sizeof(SruppStepArgs); }  // lets Python check its mirrors
-int64_t sru_srupp_layer_size() { return sizeof(SruppLayer); }
+extern "C" {  // its structs' sizes are exported beside the stack's (sru_stack.cpp)
 // 0: done; 1: a layer layout the recurrence does not take; 2: no BLAS symbol (B > kSmallRows); 3: the
 // attention kernel refused the head size
 int sru_srupp_step_f32(const SruppStepArgs* a) { return run_step(*a); }

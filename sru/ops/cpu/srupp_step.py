@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from .decoding import HEAD_SIZES, attention_kernel
 from .inference import recurrence_args
-from .stack import CELL_STATE, GEMM_MISSING
+from .stack import CELL_STATE, GEMM_MISSING, check_mirrors
 
 NORMS = 4  # sru_args.h SruppLayer's norm slots: the cell's input, z, the attention's output, the cell's h
 STATUS = {1: "a layer layout the recurrence does not take", 3: "a head size the attention kernel does not take"}
@@ -114,10 +114,8 @@ def configure(lib: ctypes.CDLL) -> None:
     """Declare the step's entry point and check the struct mirrors (once per library)."""
     if getattr(lib, "_sru_srupp_step_ready", False):
         return
-    for name, struct in (("sru_srupp_step_args_size", SruppStepArgs), ("sru_srupp_layer_size", SruppLayer)):
-        getattr(lib, name).restype = ctypes.c_int64
-        if getattr(lib, name)() != ctypes.sizeof(struct):
-            raise RuntimeError(f"{struct.__name__} layout mismatch between sru_args.h and srupp_step.py")
+    check_mirrors(lib, (("sru_srupp_step_args_size", SruppStepArgs), ("sru_srupp_layer_size", SruppLayer)),
+                  "srupp_step.py")
     lib.sru_srupp_step_f32.argtypes = [ctypes.POINTER(SruppStepArgs)]
     lib.sru_srupp_step_f32.restype = ctypes.c_int
     lib._sru_srupp_step_ready = True

@@ -49,14 +49,19 @@ class StackArgs(ctypes.Structure):
                 + [(name, ctypes.c_int64) for name in ("num_layers", "length", "batch", "num_threads")])
 
 
+def check_mirrors(lib: ctypes.CDLL, mirrors: Sequence[Tuple[str, type]], where: str) -> None:
+    """Raise where a ctypes mirror's size differs from its C struct's (the library's ``sru_*_size()``)."""
+    for name, struct in mirrors:
+        getattr(lib, name).restype = ctypes.c_int64
+        if getattr(lib, name)() != ctypes.sizeof(struct):
+            raise RuntimeError(f"{struct.__name__} layout mismatch between sru_args.h and {where}")
+
+
 def configure_stack(lib: ctypes.CDLL) -> None:
     """Declare the stack entry points and check the struct mirrors (once per library)."""
     if getattr(lib, "_sru_stack_ready", False):
         return
-    for name, struct in (("sru_stack_args_size", StackArgs), ("sru_stack_layer_size", StackLayer)):
-        getattr(lib, name).restype = ctypes.c_int64
-        if getattr(lib, name)() != ctypes.sizeof(struct):
-            raise RuntimeError(f"{struct.__name__} layout mismatch between sru_stack.cpp and stack.py")
+    check_mirrors(lib, (("sru_stack_args_size", StackArgs), ("sru_stack_layer_size", StackLayer)), "stack.py")
     for name in _ENTRY.values():
         getattr(lib, name).argtypes = [ctypes.POINTER(StackArgs)]
         getattr(lib, name).restype = ctypes.c_int
