@@ -183,19 +183,19 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
         "presets keep the 2:1 depth ratio (SRU 4 x 64 vs LSTM 2 x 64) on natural questions generated from "
         "gensim's Wikipedia sample and BBC News (not SQuAD), early stopping on validation F1 (docs/results_squad.md).",
         extra_metric="em",
-        finding="Rerun on 2026-12-07 on generator version 10 (issue 70; DrQA's span decoding; `human_em` is now the "
+        finding="Rerun on 2026-12-07 on generator version 10 (issue 70; DrQA's span decoding; `human_em` is the "
                 "tuning half of the hand-written questions, 76) with `python -m reproduce --scale cpu --cell "
-                "cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3,4 --launch-until 14:12 -- trainer.num_threads=1` "
-                "on the shared 2-core EPYC beside 6-8 other jobs. **Incomplete**: the session's time ran out after "
-                "SRU seeds 1-2 and LSTM seed 1 (SRU: the 30-epoch budget, 24 min, and an early stop after 25 epochs, "
-                "14 min; LSTM: an early stop after 14 epochs, 10 min); LSTM seeds 2-3, SRU seed 3 and the seed-4 "
-                "check are the same command (a record is never rerun). Generated test: SRU 80.6 / 78.9 EM, 87.0 / "
-                "86.8 F1 (seeds 1 / 2) vs LSTM 78.9 EM / 84.9 F1 (seed 1); tuning half: SRU 63.2 / 59.2 EM, 69.8 / "
-                "70.9 F1 vs LSTM 56.6 / 64.9. Two seeds against one do not separate the readers (on version 8 three seeds each gave SRU "
-                "78.5 +- 0.8 EM / 86.2 +- 0.7 F1 vs LSTM 79.6 +- 0.4 / 86.4 +- 0.5, and 51.2 / 60.9 vs 47.3 / 55.2 on "
-                "all 157 hand-written questions; those records are in git history before commit 34994c4). "
-                "Per step the SRU reader (4 layers) costs 0.85x the LSTM reader's (2 layers), measured on version 8 "
-                "(bench_cells, 1 thread, 5 rounds)."),
+                "cpu/squad_sru --cell cpu/squad_lstm --seeds 1,2,3,4 -- trainer.num_threads=1` on the shared 2-core "
+                "EPYC beside 3-8 other jobs, in two sessions (SRU seeds 1-2 and LSTM seed 1 first; the rest from a "
+                "checkout pinned at 4f3612c). Generated test EM / F1 per seed 1-3: SRU 80.6 / 87.1, 78.9 / 86.8, "
+                "77.3 / 85.6; LSTM 78.9 / 85.0, 76.3 / 83.0, 80.5 / 86.7; seed 4: SRU 79.1 / 86.4, LSTM 78.0 / 85.0. "
+                "Tuning half EM (seeds 1-4): SRU 63.2, 59.2, 61.8, 63.2 vs LSTM 56.6, 47.4, 59.2, 55.3. On the "
+                "generated test the SRU reader is ahead by 1.5 F1 on the mean, within the LSTM's seed spread (its "
+                "seed 2 stopped early after 9 epochs); on the hand-written tuning half it is ahead on every seed pair "
+                "(+7.2 EM on the mean). On version 8 three seeds each gave SRU 78.5 +- 0.8 EM / 86.2 +- 0.7 F1 vs LSTM "
+                "79.6 +- 0.4 / 86.4 +- 0.5 (records in git history before commit 34994c4). Per step the SRU reader "
+                "(4 layers) costs 0.85x the LSTM reader's (2 layers), measured on version 8 (bench_cells, 1 thread, "
+                "5 rounds)."),
     Table("lm", "Table 3: Penn Treebank word LM (test perplexity)", "ppl", "min", "lstm", [
         Cell("SRU 6x910", "sru", "paper/ptb_sru", "cpu/ptb_sru", 60.3,
              departure="CPU: 6 x 128 on PTB's first 200k training tokens, Adam 2e-3 instead of SGD 1.0 (SGD needs "
