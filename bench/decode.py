@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from bench.decoding import srupp_step as decode_srupp
-from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, summarize
+from bench.harness import calls_per_sample, fmt, interleaved, markdown_table, paired_ratio, step_budget, summarize
 
 DECODE_BATCHES = (1, 32)
 DECODE_WIDTH, DECODE_LAYERS = 512, 2
@@ -197,6 +197,7 @@ def markdown(rows: List[Dict]) -> str:
 
 # the products' row: in the one C call (with the recurrence), or, where a layer routes to oneDNN, alone
 PRODUCTS = "  the products (one C call: with the recurrence; routed: alone, sru.ops.matmul)"
+STEP_WHOLE = "whole step: module(x, c)"
 
 
 def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable[[], object]]:
@@ -228,7 +229,7 @@ def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable
 
     width, layers = plan.width, plan.num_layers
     parts = {
-        "whole step: module(x, c)": lambda: module(x, c0),
+        STEP_WHOLE: lambda: module(x, c0),
         "SRU.forward (no nn.Module.__call__)": lambda: module.forward(x, c0),
         "route choice (paths.stack_plan)": lambda: paths.stack_plan(module, x, c0, None),
         "  grad / autocast / eager guards": lambda: (torch.is_grad_enabled(), paths._eager_cpu(x)),
@@ -252,27 +253,23 @@ def _step_parts(module, x: torch.Tensor, c0: torch.Tensor) -> Dict[str, Callable
 def profile_step(module, x: torch.Tensor, c0: torch.Tensor, timer, repeats: int, min_ms: float) -> List[Dict]:
     """Median µs per call of every part, interleaved in ``repeats`` rounds; ``share`` of the whole step."""
     parts = _step_parts(module, x, c0)
-    numbers = {name: calls_per_sample(fn, timer, min_ms, 50, least=20) for name, fn in parts.items()}
-    samples = interleaved(parts, timer, repeats, numbers)
-    us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
-    whole = us["whole step: module(x, c)"]
-    # the nesting: module() > forward() > the route choice (its guards, the plan check) and the run
-    # (StackPlan.run: the GEMM route, the allocations, the products and the recurrence)
-    forward, choice, run = (us[k] for k in ("SRU.forward (no nn.Module.__call__)", "route choice (paths.stack_plan)",
-                                            "the run (paths.run_stack)"))
-    plan_run = us["  StackPlan.run (routing, allocations, products, recurrence)"]
-    derived = {
-        "nn.Module.__call__": whole - forward,
-        "SRU.forward around the route (scripting / tracing tests, the route table)": forward - choice - run,
-        "rest of the route choice (shapes, c0, the plan lookup)": choice - sum(us[k] for k in list(parts)[3:5]),
-        "rest of run_stack (batch_first, contiguous)": run - plan_run,
-        "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
-        plan_run - sum(us[k] for k in list(parts)[7:]),
-    }
+
+    def derived(us: Dict[str, float]) -> Dict[str, float]:
+        # the nesting: module() > forward() > the route choice (its guards, the plan check) and the run
+        # (StackPlan.run: the GEMM route, the allocations, the products and the recurrence)
+        forward, choice, run = (us[k] for k in ("SRU.forward (no nn.Module.__call__)", "route choice (paths.stack_plan)",
+                                                "the run (paths.run_stack)"))
+        plan_run = us["  StackPlan.run (routing, allocations, products, recurrence)"]
+        return {
+            "nn.Module.__call__": us[STEP_WHOLE] - forward,
+            "SRU.forward around the route (scripting / tracing tests, the route table)": forward - choice - run,
+            "rest of the route choice (shapes, c0, the plan lookup)": choice - sum(us[k] for k in list(parts)[3:5]),
+            "rest of run_stack (batch_first, contiguous)": run - plan_run,
+            "rest of StackPlan.run (scratch, argument struct; per-layer kernel calls when routed)":
+            plan_run - sum(us[k] for k in list(parts)[7:]),
+        }
     path = "one C call" if module.__dict__["_stack_plan"].gemm_is_mkl(x.shape[0] * x.shape[1]) else "routed"
-    rows = [{"part": name, "us": value, "share": value / whole, "path": path} for name, value in us.items()]
-    rows += [{"part": f"= {name}", "us": value, "share": value / whole} for name, value in derived.items()]
-    return rows
+    return step_budget(parts, STEP_WHOLE, derived, timer, repeats, min_ms, path)
 
 
 def profile_markdown(profiles: Dict[int, List[Dict]], model: str = "SRU") -> str:

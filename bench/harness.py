@@ -115,6 +115,19 @@ def summarize(samples_s: Sequence[float]) -> Dict[str, object]:
             "samples_ms": ms}
 
 
+def step_budget(parts: Mapping[str, Callable[[], object]], whole: str, derived: Callable[[Dict[str, float]], Dict[str, float]],
+                timer: Timer, repeats: int, min_ms: float, path: str) -> List[Dict]:
+    """Where one step's time goes: every part (``whole`` among them) timed alone, interleaved in ``repeats``
+    rounds (median µs per call, ``share`` of the whole), then the rows ``derived(us)`` computes from them
+    (differences of nested parts, marked '=')."""
+    numbers = {name: calls_per_sample(fn, timer, min_ms, 50, least=20) for name, fn in parts.items()}
+    samples = interleaved(parts, timer, repeats, numbers)
+    us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
+    rows = [{"part": name, "us": value, "share": value / us[whole], "path": path} for name, value in us.items()]
+    return rows + [{"part": f"= {name}", "us": value, "share": value / us[whole]}
+                   for name, value in derived(us).items()]
+
+
 def paired_ratio(mine: Mapping, other: Mapping) -> float:
     """Median over rounds of mine/other (``summarize`` results, or plain lists of samples), each
     round's two samples taken moments apart: load that drifts during the run cancels out."""

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List
 
 import torch
 
-from bench.harness import calls_per_sample, interleaved, summarize
+from bench.harness import step_budget
 
 WHOLE = "whole step: decode(model, x, cache) under inference_mode"
 
@@ -91,17 +91,15 @@ def profile(batch: int, width: int, layers: int, proj: int, context: int, device
     parts = _parts(batch, width, layers, proj, context, device)
     if not parts:
         return []
-    numbers = {name: calls_per_sample(fn, timer, min_ms, 50, least=20) for name, fn in parts.items()}
-    samples = interleaved(parts, timer, repeats, numbers)
-    us = {name: summarize(samples[name])["median_ms"] * 1e3 for name in parts}
     names = list(parts)
-    whole = us[WHOLE]
-    derived = {
-        "inference_mode (entering and leaving it)": whole - us[names[1]],
-        "rest of decode (argument checks, the new SRUppCache)":
-        us[names[1]] - us[names[2]] - us[names[4]] - us[names[5]],
-        "rest of the run (per-call fields, the ctypes call)": us[names[5]] - us[names[6]] - us[names[7]],
-        "all but the C call": whole - us[names[6]],
-    }
-    rows = [{"part": name, "us": value, "share": value / whole, "path": "one C call"} for name, value in us.items()]
-    return rows + [{"part": f"= {name}", "us": value, "share": value / whole} for name, value in derived.items()]
+
+    def derived(us: Dict[str, float]) -> Dict[str, float]:
+        whole = us[WHOLE]
+        return {
+            "inference_mode (entering and leaving it)": whole - us[names[1]],
+            "rest of decode (argument checks, the new SRUppCache)":
+            us[names[1]] - us[names[2]] - us[names[4]] - us[names[5]],
+            "rest of the run (per-call fields, the ctypes call)": us[names[5]] - us[names[6]] - us[names[7]],
+            "all but the C call": whole - us[names[6]],
+        }
+    return step_budget(parts, WHOLE, derived, timer, repeats, min_ms, "one C call")
