@@ -33,6 +33,7 @@ from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.schema import SpeechDataConfig, SpeechHubConfig
 from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
+from tasks.corpora.synthetic_copies import prepare_copies
 
 SPLITS = ("train", "valid", "test")
 SOURCES = ("fillets", "offline", "manifest", "librispeech", "hub")
@@ -175,7 +176,10 @@ def _fillets_split(data: SpeechDataConfig, cache: Path, split: str) -> List[Utte
     manifests, stats = prepare_fillets_corpus(cache, spec)
     if split == "train":  # once per run: where the manifests are and how many hours each split holds
         print(describe(manifests, stats, languages), flush=True)
-    return [u for u in read_manifest(manifests[split]) if u.language in languages]
+    utts = [u for u in read_manifest(manifests[split]) if u.language in languages]
+    if split == "train" and f.synthetic_share > 0:  # copies in voices both languages share (training only)
+        utts += read_manifest(prepare_copies(utts, f.synthetic_share, f.synthetic_seed, cache))
+    return utts
 
 
 def load_split_utterances(data: SpeechDataConfig, split: str) -> List[Utterance]:

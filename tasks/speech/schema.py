@@ -27,6 +27,8 @@ class FilletsConfig:
     valid_fraction: float = key(**Rate)
     test_fraction: float = key(**Rate)
     seed: int = key(low=0)
+    synthetic_share: float = key(low=0, high=1)  # of the training clips, also spoken by shared espeak-ng voices
+    synthetic_seed: int = key(low=0)
 
 
 @dataclass(kw_only=True)

@@ -126,18 +126,27 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
         for split in self.splits:
             self.data[split] = self._build_split(split, *mels[split])
+        recorded = self._recorded_training()
         if "train" in self.data:  # the trivial baseline's word: kept in model.pt for evaluations without train
-            self.frequent_word = Counter(w for ref in self.data["train"]["ref"] for w in ref.split()).most_common(1)[0][0]
+            self.frequent_word = Counter(w for ref in recorded["ref"] for w in ref.split()).most_common(1)[0][0]
         if t.lm_order and t.decoder == "beam" and not self.restored:  # fitted in seconds from the training transcripts
-            self.char_lm = CharNgramLM.fit(self.data["train"]["target"], t.lm_order, len(self.vocab))
+            self.char_lm = CharNgramLM.fit(recorded["target"], t.lm_order, len(self.vocab))
             print(f"[speech] character {t.lm_order}-gram LM of the training transcripts: validation "
                   f"perplexity {self.char_lm.perplexity(self.data['valid']['target']):.2f} per character "
                   f"(weight {t.lm_weight:g}, bonus {t.lm_bonus:g})", flush=True)
         if "train" in self.data and not self.restored:
-            self.languages = LanguageDecoders.fit(self.data["train"]["target"], self.data["train"]["language"],
-                                                  t.lm_order, len(self.vocab))
+            self.languages = LanguageDecoders.fit(recorded["target"], recorded["language"], t.lm_order, len(self.vocab))
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
+
+    def _recorded_training(self) -> Dict[str, list]:
+        """The training split without its synthetic copies (task.data.fillets.synthetic_share): the LMs and the
+        baseline count each transcript once, as the corpus has it."""
+        train = self.data.get("train")
+        if train is None:
+            return {}
+        keep = [i for i, kind in enumerate(train["kind"]) if kind != "synthetic"]
+        return {key: [train[key][i] for i in keep] for key in ("ref", "target", "language")}
 
     def _build_split(self, split: str, utts: List[Utterance], versions: List[List[Tensor]]) -> Dict[str, list]:
         """Normalised, stacked inputs and character targets of one split (``versions``: its log-mels at
