@@ -146,7 +146,7 @@ def add_languages(old: Path, new: Path) -> LanguageDecoders:
     task = trained.task
     if not trained.data_loaded:
         task.setup()  # the training split: its transcripts and languages
-    train = task.data["train"]
+    train = task.recorded_training()  # the corpus's own transcripts, without synthetic copies
     languages = LanguageDecoders.fit(train["target"], train["language"], task.task_cfg.lm_order, len(task.vocab))
     if languages is None:
         raise InferenceInputError(f"{old}: its training data names no language per utterance; a model of one "

@@ -126,7 +126,7 @@ class SpeechRecognitionTask(Task):
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
         for split in self.splits:
             self.data[split] = self._build_split(split, *mels[split])
-        recorded = self._recorded_training()
+        recorded = self.recorded_training()
         if "train" in self.data:  # the trivial baseline's word: kept in model.pt for evaluations without train
             self.frequent_word = Counter(w for ref in recorded["ref"] for w in ref.split()).most_common(1)[0][0]
         if t.lm_order and t.decoder == "beam" and not self.restored:  # fitted in seconds from the training transcripts
@@ -139,7 +139,7 @@ class SpeechRecognitionTask(Task):
         print(f"[speech] features ready in {time.time() - t0:.1f}s (input {self.encoder_input_size()} = "
               f"{f.stack} x {f.n_mels} mels, 1 step per {f.skip * f.hop_ms} ms)", flush=True)
 
-    def _recorded_training(self) -> Dict[str, list]:
+    def recorded_training(self) -> Dict[str, list]:
         """The training split without its synthetic copies (task.data.fillets.synthetic_share): the LMs and the
         baseline count each transcript once, as the corpus has it."""
         train = self.data.get("train")

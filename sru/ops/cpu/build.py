@@ -40,7 +40,7 @@ SOURCE = Path(__file__).with_name("sru_recurrence.cpp")
 SOURCES = (SOURCE, SOURCE.with_name("sru_stack.cpp"), SOURCE.with_name("sru_int8.cpp"),
            SOURCE.with_name("srupp_step.cpp"))
 HEADERS = tuple(SOURCE.with_name(name) for name in ("sru_args.h", "sru_avx2.h", "sru_bf16.h", "sru_gemm.h",
-                                                     "sru_math.h"))
+                                                     "sru_math.h", "sru_work.h"))
 _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
 _error: Optional[str] = None
