@@ -280,3 +280,18 @@ def test_add_languages_gives_an_older_model_its_languages(pack, run_train, tmp_p
     with pytest.raises(SystemExit) as refused:  # never overwritten
         language_tools(["add", str(tmp_path / "old.pt"), str(tmp_path / "new.pt")])
     assert refused.value.code == 2
+
+
+@pytest.mark.slow
+def test_a_checkpoint_scored_on_a_file_it_cannot_rebuild_from_is_one_line(pack, run_train, tmp_path):
+    """A run's checkpoint (no inference state: saved before model.pt) scored on a manifest: the vocabulary
+    would be rebuilt from the training data, which file= replaces, so the refusal says so and names the fix."""
+    from tasks.engine.inference.evaluate_cmd import evaluate_run
+    from tasks.engine.inference.loader import InferenceInputError
+    run_train(_run_overrides(pack, tmp_path / "cache"), tmp_path / "run")
+    manifest = next((tmp_path / "cache").glob("fillets-*/test.jsonl"))
+    (tmp_path / "run" / "model.pt").unlink()  # as while the run is still training
+    with pytest.raises(InferenceInputError, match=r"saved before model.pt existed, so its vocabulary is rebuilt "
+                                                   r"from the run's training data, which file=.*test.jsonl replaces "
+                                                   r"\(task.data.source=manifest: .*\); score the run's own splits"):
+        evaluate_run([f"run={tmp_path / 'run'}", "checkpoint=last", f"file={manifest}", f"out_dir={tmp_path / 'e'}"])

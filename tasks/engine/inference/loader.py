@@ -175,6 +175,7 @@ class SavedRun:
     cfg: DictConfig
     saved: Dict[str, Any]
     source: Path
+    scored_file: Optional[str] = None  # evaluate.py's file=: it replaces the run's own data
 
 
 def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] = (),
@@ -203,7 +204,8 @@ def read_trained(path: Any, checkpoint: str = "best", overrides: Sequence[str] =
         task.check_config()
     except ValueError as err:  # ConfigError included: a bad override gets the training's own message
         raise ConfigError(str(err)) from None
-    return SavedRun(task=task, cfg=cfg, saved=saved, source=weights_path)
+    return SavedRun(task=task, cfg=cfg, saved=saved, source=weights_path,
+                    scored_file=scored_file[0] if scored_file else None)
 
 
 def file_overrides(task_name: Any, path: str, split: str, given: Sequence[str]) -> List[str]:
@@ -249,7 +251,16 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
             raise damaged(run.source, f"inference.{missing.args[0] if missing.args else missing}") from None
         print(f"[load] {run.source} was saved before model.pt existed (no {missing} in it): rebuilding the "
               f"vocabulary from the run's training data", file=sys.stderr, flush=True)
-        task.setup()
+        try:
+            task.setup()
+        except ValueError as err:
+            if not run.scored_file:
+                raise
+            # file= may replace the data source itself (speech: a manifest), and the training data with it
+            raise InferenceInputError(f"{run.source} was saved before model.pt existed, so its vocabulary is "
+                                      f"rebuilt from the run's training data, which file={run.scored_file} "
+                                      f"replaces ({err}); score the run's own splits (leave file= out), or use "
+                                      f"<run>/model.pt (written when the run ends)") from None
         data_loaded = True
     model = task.build_model()
     check_same_shapes(saved["model"], model, run.source)
