@@ -19,8 +19,10 @@ Sources (task.data.source):
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Union
@@ -31,6 +33,7 @@ from tasks.engine.errors import not_a_file
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.corpora.speech_synthesis import default_cache_dir
+from tasks.speech.features import LogMel, change_speed
 from tasks.speech.schema import SpeechDataConfig, SpeechHubConfig
 from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 from tasks.corpora.synthetic_copies import prepare_copies
@@ -134,6 +137,40 @@ def load_audio(utt: Utterance, sample_rate: int) -> np.ndarray:
     if wave.shape[0] == 0:
         raise ValueError(f"audio {src}{origin}: the file holds no samples")
     return wave.mean(axis=1) if wave.shape[1] > 1 else wave[:, 0]
+
+
+def split_log_mels(split: str, utts: List[Utterance], data: SpeechDataConfig, features, speed: float = 1.0) -> List:
+    """Log-mel features of every utterance of a split (played ``speed`` times as fast), from the feature cache
+    (``<cache>/features/<hash>.pt``, keyed by the files' sizes and times and the settings) when the same files
+    were seen; ``features``: task.features."""
+    import torch
+
+    f = features
+    logmel = LogMel(data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
+    cache_file = None
+    if f.cache and all(isinstance(u.audio, Path) for u in utts):
+        stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
+        if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
+            settings = [stamp, data.sample_rate, f.n_mels, f.win_ms, f.hop_ms]
+            key = hashlib.sha1(json.dumps(settings + ([speed] if speed != 1.0 else [])).encode()).hexdigest()[:16]
+            root = data.cache_dir if data.cache_dir is not None else default_cache_dir()  # null: the YAML's rule
+            cache_file = Path(root).expanduser() / "features" / f"{key}.pt"
+            if cache_file.is_file():
+                return torch.load(cache_file)
+    feats, t0 = [], time.time()
+    for i, utt in enumerate(utts):
+        feats.append(logmel(torch.from_numpy(change_speed(load_audio(utt, data.sample_rate), speed))))
+        if (i + 1) % 500 == 0 or i + 1 == len(utts):  # progress with an ETA
+            rate = (i + 1) / max(time.time() - t0, 1e-9)
+            played = f" at speed {speed:g}" if speed != 1.0 else ""
+            print(f"[speech] {split}: log-mel features{played} of {i + 1}/{len(utts)} utterances "
+                  f"(ETA {(len(utts) - i - 1) / rate:.0f}s)", flush=True)
+    if cache_file is not None:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(".tmp")
+        torch.save(feats, tmp)
+        tmp.replace(cache_file)
+    return feats
 
 
 def _hub_split(hub: SpeechHubConfig, split: str) -> List[Utterance]:

@@ -8,7 +8,6 @@ utterances of the step, however they were cut into micro-batches or ranks.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from collections import Counter
@@ -24,15 +23,14 @@ from tasks.common.batching import PlanCache, bucket_batches, pad_collate, shard_
 from tasks.common.encoders import check_encoder_config
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed
 from tasks.engine.errors import ConfigError
-from tasks.speech.data import Utterance, load_audio, load_split_utterances
+from tasks.speech.data import Utterance, load_split_utterances, split_log_mels
 from tasks.speech.char_lm import CharNgramLM
 from tasks.speech.inference import char_lm_from_state, char_lm_state, read_input, transcribe
 from tasks.common.text import Vocabulary
 from tasks.speech.decoding import gated_bonus, greedy_decode, prefix_beam_search
 from tasks.speech.languages import AUTO, DecodeSettings, LanguageDecoders
-from tasks.speech.features import LogMel, change_speed, cmvn, spec_augment, stack_frames
+from tasks.speech.features import LogMel, cmvn, spec_augment, stack_frames
 from tasks.speech.model import CTCModel
-from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.report import error_counts, group_rates, rates, test_report
 from tasks.speech.schema import SpeechConfig, SpeechPredictOptions
 from tasks.corpora.transcripts import normalize_transcript
@@ -80,36 +78,6 @@ class SpeechRecognitionTask(Task):
                              f"plays), received {bad}; e.g. task.speed_perturb=[0.9,1.0,1.1], or [] for none")
 
     # ---- data ---------------------------------------------------------------------------------
-    def _log_mels(self, split: str, utts: List[Utterance], speed: float = 1.0) -> List[Tensor]:
-        """Log-mel features of every utterance (played ``speed`` times as fast), from the feature cache when
-        the same files were seen."""
-        f, data = self.task_cfg.features, self.task_cfg.data
-        logmel = LogMel(data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
-        cache_file = None
-        if f.cache and all(isinstance(u.audio, Path) for u in utts):
-            stamp = [(str(u.audio), u.audio.stat().st_size, u.audio.stat().st_mtime_ns) for u in utts if u.audio.is_file()]
-            if len(stamp) == len(utts):  # a missing file gets its clear error below, not a cache miss
-                settings = [stamp, data.sample_rate, f.n_mels, f.win_ms, f.hop_ms]
-                key = hashlib.sha1(json.dumps(settings + ([speed] if speed != 1.0 else [])).encode()).hexdigest()[:16]
-                root = data.cache_dir if data.cache_dir is not None else default_cache_dir()  # null: the YAML's rule
-                cache_file = Path(root).expanduser() / "features" / f"{key}.pt"
-                if cache_file.is_file():
-                    return torch.load(cache_file)
-        feats, t0 = [], time.time()
-        for i, utt in enumerate(utts):
-            feats.append(logmel(torch.from_numpy(change_speed(load_audio(utt, data.sample_rate), speed))))
-            if (i + 1) % 500 == 0 or i + 1 == len(utts):  # progress with an ETA
-                rate = (i + 1) / max(time.time() - t0, 1e-9)
-                played = f" at speed {speed:g}" if speed != 1.0 else ""
-                print(f"[speech] {split}: log-mel features{played} of {i + 1}/{len(utts)} utterances "
-                      f"(ETA {(len(utts) - i - 1) / rate:.0f}s)", flush=True)
-        if cache_file is not None:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_suffix(".tmp")
-            torch.save(feats, tmp)
-            tmp.replace(cache_file)
-        return feats
-
     def setup(self) -> None:
         t0 = time.time()
         t, f = self.task_cfg, self.task_cfg.features
@@ -120,7 +88,7 @@ class SpeechRecognitionTask(Task):
         for split in self.splits:
             utts = load_split_utterances(t.data, split)
             speeds = self.speeds if split == "train" else [1.0]
-            mels[split] = (utts, [self._log_mels(split, utts, speed) for speed in speeds])
+            mels[split] = (utts, [split_log_mels(split, utts, t.data, f, speed) for speed in speeds])
         if f.cmvn == "global" and not self.restored:
             allframes = torch.cat([m for version in mels["train"][1] for m in version])
             self.global_stats = (allframes.mean(0), allframes.std(0, unbiased=False))
