@@ -148,8 +148,30 @@ def test_the_new_voice_check_set_is_new_text_in_new_voices(real_lines):
         assert len(set(written)) == len(written) == 40 and not set(written) & transcripts
     trained_variants = {voice.partition("+")[2] for engine, voice, _, split in VOICES if split == "train"}
     assert not {v.lstrip("+") for v in VARIANTS if v} & trained_variants
+    from tasks.corpora.synthetic_copies import HELD_OUT, VOICE_POOL  # the default's training copies
+    assert {v.lstrip("+") for v in VARIANTS} <= set(HELD_OUT) and not set(VOICE_POOL) & set(HELD_OUT)
     clips = plan()
     assert len(clips) == 240 and sum(c["half"] == "report" for c in clips) == 120
+    # another engine: the Czech sentences by festival's four Czech voices, the same halves
+    festival = plan("festival")
+    assert len(festival) == 160 and {c["language"] for c in festival} == {"cs"} and {c["engine"] for c in festival} == {"festival"}
+    assert [c["half"] for c in festival[:40]] == ["tune"] * 20 + ["report"] * 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/usr/share/festival/voices/czech/czech_ph").is_dir(),
+                    reason="needs festival's Czech voices (sudo apt-get install -y festival-czech festvox-czech-ph)")
+def test_festival_reads_czech_in_its_own_encoding(tmp_path):
+    """festival's Czech voices read ISO-8859-2: given UTF-8 they spell each byte of a Czech letter out, and a
+    short sentence comes out several times as long."""
+    import soundfile
+
+    from tasks.corpora.speech_synthesis import synthesise_voice
+    clips = [{"id": f"c{i}", "engine": "festival", "voice": "czech_ph", "tempo": 1.0, "pitch_cents": 0, "text": text}
+             for i, text in enumerate(["ahoj", "dobrý den, jak se máš? venku dnes prší."])]
+    synthesise_voice(clips, tmp_path, lambda: None)
+    short, long = (soundfile.info(str(tmp_path / f"c{i}.wav")).duration for i in range(2))
+    assert 0.2 < short < 1.5 and 1.5 < long < 5.0  # UTF-8 gave 8.8 s for the second
 
 
 def test_a_model_without_languages_refuses_one_and_decodes_auto_as_before():

@@ -46,6 +46,14 @@ def test_both_languages_share_one_voice_pool_without_the_check_sets_voices():
         plan_copies([Utterance(id="a", audio=None, text="one two")], 0.5, seed=0)
 
 
+def test_missing_espeak_is_one_line_naming_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda tool: None if tool == "espeak-ng" else "/usr/bin/" + tool)
+    with pytest.raises(OSError, match=r"synthetic_share=0.5 needs espeak-ng \(not found\): sudo apt-get install -y "
+                                      r"espeak-ng sox; or task.data.fillets.synthetic_share=0"):
+        prepare_copies(_utterances(2), 0.5, seed=0, cache_root=tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing half-made
+
+
 def test_language_models_count_only_the_recorded_transcripts():
     data = {"train": {"ref": ["a", "b", "a"], "target": [[1], [2], [1]], "language": ["cs", "nl", "cs"],
                       "kind": [None, None, "synthetic"]}}

@@ -82,6 +82,8 @@ VOICES: List[Tuple[str, str, str, str]] = [
 TOOLS = {"espeak": "espeak-ng", "flite": "flite", "festival": "text2wave"}
 FESTIVAL_VOICE_DIRS = {"kal_diphone": ("english/kal_diphone", "festvox-kallpc16k"),
                        "cmu_us_slt_arctic_hts": ("us/cmu_us_slt_arctic_hts", "festvox-us-slt-hts")}
+# festival reads a script's text in the voice's own 8-bit encoding: Czech voices ISO-8859-2 (UTF-8 is spelled out)
+FESTIVAL_ENCODING = {f"czech_{name}": "iso-8859-2" for name in ("dita", "krb", "machac", "ph")}
 
 
 def default_cache_dir() -> Path:
@@ -191,7 +193,8 @@ def synthesise_voice(clips: List[Dict], wav_dir: Path, tick) -> None:
             lines = [f"(voice_{clips[0]['voice']})"] + [
                 f'(utt.save.wave (utt.synth (Utterance Text "{c["text"]}")) "{r}" \'riff)'
                 for c, r in zip(clips, raw)]
-            script.write_text("\n".join(lines) + "\n")
+            encoding = FESTIVAL_ENCODING.get(clips[0]["voice"], "utf-8")
+            script.write_bytes(("\n".join(lines) + "\n").encode(encoding))
             _run(["festival", "-b", str(script)], clips[0])
         for clip, r in zip(clips, raw):
             if clip["engine"] == "espeak":

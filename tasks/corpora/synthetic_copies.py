@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from tasks.corpora.speech_synthesis import check_tools, synthesise_voice
+from tasks.corpora.speech_synthesis import synthesise_voice
 
 # espeak-ng variants (formant and pitch settings, any language): the training pool, shared by all languages
 VOICE_POOL = ("m1", "m2", "m3", "m4", "m5", "m8", "f1", "f2", "f3", "klatt", "klatt3", "iven")
@@ -64,7 +65,11 @@ def prepare_copies(utterances: Sequence, share: float, seed: int, cache_root: Pa
     manifest = out / "synthetic.jsonl"
     if manifest.is_file():
         return manifest
-    check_tools([("espeak", "", "", "")])
+    missing = [tool for tool in ("espeak-ng", "sox") if shutil.which(tool) is None]
+    if missing:
+        raise OSError(f"task.data.fillets.synthetic_share={share:g} needs {' and '.join(missing)} (not found): "
+                      f"sudo apt-get install -y espeak-ng sox; or task.data.fillets.synthetic_share=0 to train on "
+                      f"the recordings alone")
     wav_dir = out / "wav"
     wav_dir.mkdir(parents=True, exist_ok=True)
     by_voice: Dict[str, List[Dict]] = {}
