@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from tasks.corpora.speech_synthesis import check_tools, default_cache_dir, synthesise_voice
-from tasks.corpora.speech_synthesis import FESTIVAL_ENCODING
+from tasks.corpora.speech_synthesis import FESTIVAL_ENCODING, check_tools, default_cache_dir, synthesise_voice
 
 SENTENCES = Path(__file__).with_name("new_voice_sentences")
 LANGUAGES = ("cs", "nl")

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Union
 
 import numpy as np
+import torch
 
 from tasks.engine.errors import not_a_file
 from tasks.corpora.fillets_speech import LANGUAGES, FilletsSpec, describe, prepare_fillets_corpus
 from tasks.corpora.librispeech import write_librispeech_manifest
 from tasks.corpora.speech_synthesis import default_cache_dir
 from tasks.speech.features import LogMel, change_speed
-from tasks.speech.schema import SpeechDataConfig, SpeechHubConfig
+from tasks.speech.schema import FeaturesConfig, SpeechDataConfig, SpeechHubConfig
 from tasks.corpora.speech_synthesis import OfflineSpec, prepare_offline_corpus
 from tasks.corpora.synthetic_copies import prepare_copies
 
@@ -139,13 +140,11 @@ def load_audio(utt: Utterance, sample_rate: int) -> np.ndarray:
     return wave.mean(axis=1) if wave.shape[1] > 1 else wave[:, 0]
 
 
-def split_log_mels(split: str, utts: List[Utterance], data: SpeechDataConfig, features, speed: float = 1.0) -> List:
+def split_log_mels(split: str, utts: List[Utterance], data: SpeechDataConfig, f: FeaturesConfig,
+                   speed: float = 1.0) -> List[torch.Tensor]:
     """Log-mel features of every utterance of a split (played ``speed`` times as fast), from the feature cache
     (``<cache>/features/<hash>.pt``, keyed by the files' sizes and times and the settings) when the same files
-    were seen; ``features``: task.features."""
-    import torch
-
-    f = features
+    were seen; ``f``: task.features."""
     logmel = LogMel(data.sample_rate, f.n_mels, f.win_ms, f.hop_ms)
     cache_file = None
     if f.cache and all(isinstance(u.audio, Path) for u in utts):

@@ -256,7 +256,7 @@ def build_trained(run: SavedRun, splits: Optional[Sequence[str]] = None, device:
         except ValueError as err:
             if not run.scored_file:
                 raise
-            # file= may replace the data source itself (speech: a manifest), and the training data with it
+            # file= may replace the data source itself (a manifest instead of a corpus), and the training data with it
             raise InferenceInputError(f"{run.source} was saved before model.pt existed, so its vocabulary is "
                                       f"rebuilt from the run's training data, which file={run.scored_file} "
                                       f"replaces ({err}); score the run's own splits (leave file= out), or use "
