@@ -158,6 +158,16 @@ def test_the_new_voice_check_set_is_new_text_in_new_voices(real_lines):
     assert [c["half"] for c in festival[:40]] == ["tune"] * 20 + ["report"] * 20
 
 
+def test_the_festival_check_without_festival_names_the_apt_command(tmp_path, monkeypatch):
+    from tasks.corpora import new_voices
+    monkeypatch.setattr(new_voices.shutil, "which", lambda tool: None)
+    with pytest.raises(OSError, match=r"--engine festival needs festival and its Czech voices .*install them with: "
+                                      r"sudo apt-get install -y festival festival-czech festvox-czech-dita "
+                                      r"festvox-czech-krb festvox-czech-machac festvox-czech-ph"):
+        new_voices.prepare(tmp_path, engine="festival")
+    assert not any(tmp_path.rglob("*.wav"))
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/usr/share/festival/voices/czech/czech_ph").is_dir(),
                     reason="needs festival's Czech voices (sudo apt-get install -y festival-czech festvox-czech-ph)")
