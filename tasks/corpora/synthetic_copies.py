@@ -37,13 +37,13 @@ def plan_copies(utterances: Sequence, share: float, seed: int, voices: Sequence[
     """Which utterances get a copy and how it is spoken: a pure function of (ids, texts, languages, share,
     seed, voices). Each utterance draws from its own generator, so adding one never changes another's copy."""
     if set(voices) & set(HELD_OUT):
-        raise ValueError(f"task.data.synthetic.voices: {sorted(set(voices) & set(HELD_OUT))} are voices of the "
+        raise ValueError(f"synthetic copies: {sorted(set(voices) & set(HELD_OUT))} are voices of the "
                          f"new-voice check sets; training on them would leave no new voice to measure")
     clips = []
     for utt in utterances:
         if not utt.language:
-            raise ValueError(f"task.data.synthetic: utterance {utt.id} names no language; espeak-ng needs one "
-                             f"per utterance (the voice-pack corpus has them); set task.data.synthetic.share=0")
+            raise ValueError(f"synthetic copies: utterance {utt.id} names no language; espeak-ng needs one per "
+                             f"utterance (the voice-pack corpus has them); set task.data.fillets.synthetic_share=0")
         rng = random.Random(f"{seed}/{utt.id}")
         if rng.random() >= share:
             continue
