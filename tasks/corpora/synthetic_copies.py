@@ -1,5 +1,5 @@
 """Synthetic copies of a training split: a share of its transcripts also spoken by espeak-ng, each in its own
-language, by voices drawn from ONE pool that every language shares (``task.data.synthetic``).
+language, by voices drawn from ONE pool that every language shares (``task.data.fillets.synthetic_share``).
 
 Why: in the voice-pack corpus each language has its own actors, so a model can tell Czech from Dutch by the
 voice and never learns to hear the language itself; on a new voice it then decodes Dutch in Czech spelling
