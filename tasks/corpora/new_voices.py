@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from tasks.corpora.speech_synthesis import FESTIVAL_ENCODING, check_tools, default_cache_dir, synthesise_voice
+from tasks.corpora.speech_synthesis import FESTIVAL_ENCODING, check_tools, default_cache_dir, synthesise_clips
 
 SENTENCES = Path(__file__).with_name("new_voice_sentences")
 LANGUAGES = ("cs", "nl")
@@ -83,8 +83,7 @@ def prepare(cache_root: Optional[Path] = None, quiet: bool = False, engine: str 
     wav_dir = out / "wav"
     wav_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    for voice in dict.fromkeys(c["voice"] for c in clips):  # festival: one process per voice
-        synthesise_voice([c for c in clips if c["voice"] == voice], wav_dir, lambda: None)
+    synthesise_clips(clips, wav_dir, workers=1)  # festival: one process per voice
     import soundfile
     for half, path in manifests.items():
         rows = [{"id": f"{c['language']}/{c['id']}", "audio": f"wav/{c['id']}.wav",

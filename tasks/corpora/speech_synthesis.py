@@ -206,6 +206,29 @@ def synthesise_voice(clips: List[Dict], wav_dir: Path, tick) -> None:
             tick()
 
 
+def synthesise_clips(clips: List[Dict], wav_dir: Path, workers: int = 2, progress: Optional[str] = None,
+                     every: int = 100) -> None:
+    """Every clip, the clips of one voice per task (``synthesise_voice``), on ``workers`` threads: the work
+    happens in the engines' subprocesses (2 threads: these machines have 2 cores). ``progress``: a line with
+    ``{done}`` and ``{total}``, printed every ``every`` clips and at the end with the rate and an ETA (None:
+    quiet)."""
+    by_voice: Dict[str, List[Dict]] = {}
+    for clip in clips:
+        by_voice.setdefault(clip["voice"], []).append(clip)
+    t0, done = time.time(), [0]
+
+    def tick():  # called from the worker threads; a lost update only delays a print
+        done[0] += 1
+        if progress and (done[0] % every == 0 or done[0] == len(clips)):
+            rate = done[0] / max(time.time() - t0, 1e-9)
+            print(progress.format(done=done[0], total=len(clips))
+                  + f" ({rate:.0f}/s, ETA {(len(clips) - done[0]) / rate:.0f}s)", flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for future in [pool.submit(synthesise_voice, group, wav_dir, tick) for group in by_voice.values()]:
+            future.result()
+
+
 def prepare_offline_corpus(cache_root: Path, spec: Optional[OfflineSpec] = None, workers: int = 2,
                            quiet: bool = False) -> Dict[str, Path]:
     """Synthesise the corpus once (a folder per spec hash); return the manifest of each split."""
@@ -218,25 +241,11 @@ def prepare_offline_corpus(cache_root: Path, spec: Optional[OfflineSpec] = None,
     clips = plan_clips(spec)
     wav_dir = out / "wav"
     wav_dir.mkdir(parents=True, exist_ok=True)
-    by_voice: Dict[str, List[Dict]] = {}
-    for clip in clips:
-        by_voice.setdefault(clip["voice"], []).append(clip)
-    t0, done = time.time(), [0]
-
-    def tick():  # progress with an ETA (called from the worker threads; a lost update only delays a print)
-        done[0] += 1
-        if not quiet and (done[0] % 100 == 0 or done[0] == len(clips)):
-            rate = done[0] / max(time.time() - t0, 1e-9)
-            print(f"[speech] synthesised {done[0]}/{len(clips)} clips ({rate:.0f}/s, "
-                  f"ETA {(len(clips) - done[0]) / rate:.0f}s)", flush=True)
-
     if not quiet:
-        print(f"[speech] synthesising the offline corpus ({len(clips)} clips, {len(by_voice)} voices) into {out}",
-              flush=True)
-    # threads, since the work happens in the engines' subprocesses; 2 of them: these machines have 2 cores
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for future in [pool.submit(synthesise_voice, vc, wav_dir, tick) for vc in by_voice.values()]:
-            future.result()
+        print(f"[speech] synthesising the offline corpus ({len(clips)} clips, {len({c['voice'] for c in clips})} "
+              f"voices) into {out}", flush=True)
+    t0 = time.time()
+    synthesise_clips(clips, wav_dir, workers, None if quiet else "[speech] synthesised {done}/{total} clips")
     import soundfile
     for split, path in manifests.items():
         rows = []

@@ -20,12 +20,10 @@ import hashlib
 import json
 import random
 import shutil
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from tasks.corpora.speech_synthesis import synthesise_voice
+from tasks.corpora.speech_synthesis import synthesise_clips
 
 # espeak-ng variants (formant and pitch settings, any language): the training pool, shared by all languages
 VOICE_POOL = ("m1", "m2", "m3", "m4", "m5", "m8", "f1", "f2", "f3", "klatt", "klatt3", "iven")
@@ -72,23 +70,9 @@ def prepare_copies(utterances: Sequence, share: float, seed: int, cache_root: Pa
                       f"the recordings alone")
     wav_dir = out / "wav"
     wav_dir.mkdir(parents=True, exist_ok=True)
-    by_voice: Dict[str, List[Dict]] = {}
-    for clip in clips:
-        by_voice.setdefault(clip["voice"], []).append(clip)
-    t0, done = time.time(), [0]
-
-    def tick():  # progress with an ETA (from the worker threads; a lost update only delays a print)
-        done[0] += 1
-        if done[0] % 250 == 0 or done[0] == len(clips):
-            rate = done[0] / max(time.time() - t0, 1e-9)
-            print(f"[speech] synthetic copies: {done[0]}/{len(clips)} ({rate:.0f}/s, "
-                  f"ETA {(len(clips) - done[0]) / rate:.0f}s)", flush=True)
-
-    print(f"[speech] synthesising {len(clips)} copies of training transcripts ({len(by_voice)} espeak-ng "
-          f"voices, shared by the languages) into {out}", flush=True)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # the work is in espeak-ng / sox processes
-        for future in [pool.submit(synthesise_voice, group, wav_dir, tick) for group in by_voice.values()]:
-            future.result()
+    print(f"[speech] synthesising {len(clips)} copies of training transcripts ({len({c['voice'] for c in clips})} "
+          f"espeak-ng voices, shared by the languages) into {out}", flush=True)
+    synthesise_clips(clips, wav_dir, workers, "[speech] synthetic copies: {done}/{total}", every=250)
     import soundfile
     rows = [{"id": f"synthetic/{c['id']}", "audio": f"wav/{c['id']}.wav", "text": c["text"],
              "duration": round(soundfile.info(str(wav_dir / f"{c['id']}.wav")).duration, 3),
