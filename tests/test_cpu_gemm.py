@@ -186,19 +186,34 @@ def test_choice_is_cached_per_thread_count(monkeypatch):
         assert len(calls) == 1  # measured once, then cached
         routes.matmul(torch.randn(50, 256), w)  # same row bucket (64)
         assert len(calls) == 1
-        routes.matmul(torch.randn(300, 256), w)  # more rows than MEASURED_ROWS_CAP: measured there ...
-        assert len(calls) == 2 and calls[-1][1] == gemm.MEASURED_ROWS_CAP
-        routes.matmul(torch.randn(3000, 256), w)  # ... once for every larger product
-        assert len(calls) == 2
+        routes.matmul(torch.randn(300, 256), w)  # a narrow product: measured at its own bucket (512) ...
+        assert len(calls) == 2 and calls[-1][1] == 512
+        routes.matmul(torch.randn(3000, 256), w)  # ... up to MEASURED_WORK_CAP multiply-adds (2,048 x 256 x 512)
+        assert len(calls) == 3 and calls[-1][1] == 2048
+        routes.matmul(torch.randn(5000, 256), w)  # ... which serves every larger product
+        assert len(calls) == 3
         torch.set_num_threads(1 if threads > 1 else 2)
         routes.matmul(x, w)
-        assert len(calls) == 3
+        assert len(calls) == 4
     finally:
         torch.set_num_threads(threads)
     report = sru.ops.cpu_gemm_report()
     assert {r["threads"] for r in report} == {threads, 1 if threads > 1 else 2}
     assert all(r["choice"] in ("mkl", "onednn") for r in report)
-    assert sorted(r["rows_up_to"] for r in report) == [64, 64, gemm.MEASURED_ROWS_CAP]
+    assert sorted(r["rows_up_to"] for r in report) == [64, 64, 512, 2048]
+
+
+def test_wide_products_are_measured_at_the_row_cap():
+    """Products over MEASURED_WORK_CAP multiply-adds share the choice of a smaller bucket, never under
+    MEASURED_ROWS_CAP rows: measuring the 4,000-word output layer at 2,048 rows took 0.7 s."""
+    assert gemm.measured_bucket(2000, 512, 4000) == gemm.MEASURED_ROWS_CAP
+    assert gemm.measured_bucket(1000, 256, 768) == 1024  # the grid's L=32 B=32 d=256: where it runs
+    assert gemm.measured_bucket(2000, 256, 768) == 1024  # 2,048 x 256 x 768 is over the cap
+    assert gemm.measured_bucket(100, 4096, 4096) == 128  # at or under 256 rows: always its own bucket
+    for rows in (1, 7, 300, 3000, 10 ** 5):
+        bucket = gemm.measured_bucket(rows, 1024, 3072)
+        assert bucket <= gemm.row_bucket(rows)
+        assert bucket * 1024 * 3072 <= gemm.MEASURED_WORK_CAP or bucket == min(gemm.row_bucket(rows), 256)
 
 
 def test_auto_picks_the_faster_library_on_either_kind_of_cpu(monkeypatch, caplog):

@@ -4,7 +4,7 @@
 Why: torch's fp32 ``mm`` is MKL's sgemm, which on some CPUs (AMD EPYC with AVX-512)
 runs at less than half the speed of oneDNN's GEMM on the same cores, while on Intel parts the
 two are within a few percent. Which one is faster depends on the CPU, the shape and the thread
-count, so ``auto`` measures it once per (product, row bucket up to 256 rows, widths, threads), like
+count, so ``auto`` measures it once per (product, row bucket, widths, threads), like
 ``cudnn.benchmark``, and caches the answer for the process (``cpu_gemm_report()`` lists them; a
 debug log line on ``sru.ops.cpu.gemm`` names each choice). MKL wins ties (within 5 %): it is
 what every path used before, so a machine where oneDNN is not clearly faster runs exactly as
@@ -45,11 +45,15 @@ from .int8 import clear_packs
 LIBRARIES = ("auto", "mkl", "onednn")
 ENV_VAR = "SRU_CPU_GEMM"
 SMALL_WORK = 1 << 22  # multiply-adds below which auto keeps MKL unmeasured (noise > difference; stable)
-# Products of more rows than this share the choice measured at this many rows. Why: measuring costs ~14
-# products per shape and bucket, which for the 4,000-word output layer at 2,048 rows took 0.7 s, and a short
-# translation predict.py spent 3.0 s of 7.4 s measuring; the two libraries' ratio at 256 rows was within
-# 6 % of that at 2,048 for every decoder shape here (docs/ops.md#cpu-gemm-dispatch-sruopscpugemmpy).
+# Which row bucket a product's choice is measured at: its own, unless that product is larger than
+# MEASURED_WORK_CAP multiply-adds, then the largest bucket under the cap, never below MEASURED_ROWS_CAP rows.
+# Why: measuring costs ~18 products per shape and bucket, which for the 4,000-word output layer at 2,048 rows
+# took 0.7 s (a short translation predict.py spent 3.0 s of 7.4 s measuring), and for such wide products the
+# two libraries' ratio at 256 rows was within 6 % of that at 2,048; for narrow ones it was not: at 1,024 x 256 x
+# 768 (the grid's L=32 B=32 d=256) MKL won at 256 rows and oneDNN was 7 % faster at 1,024, so those, cheap to
+# measure (a 2^28 product is ~2 ms on one core), are measured where they run (docs/ops.md#cpu-gemm-dispatch-sruopscpugemmpy).
 MEASURED_ROWS_CAP = 256
+MEASURED_WORK_CAP = 1 << 28
 TIE_MARGIN = 1.05  # oneDNN must beat MKL by more than this (paired median) to be chosen by ``auto``
 _log = logging.getLogger(__name__)
 _choices: Dict[tuple, dict] = {}  # (kind, row bucket, d_in, d_out, threads) -> measurement
@@ -203,6 +207,15 @@ def measure(kind: str, rows: int, d_in: int, d_out: int, oi: bool = False, round
             "onednn_ms": statistics.median(samples["onednn"]) * 1e3, "mkl_over_onednn": ratio}
 
 
+def measured_bucket(rows: int, d_in: int, d_out: int) -> int:
+    """The row bucket whose measurement decides a product of ``rows`` rows: ``row_bucket(rows)``, halved while
+    it is above ``MEASURED_ROWS_CAP`` and the product there exceeds ``MEASURED_WORK_CAP`` multiply-adds."""
+    bucket = row_bucket(rows)
+    while bucket > MEASURED_ROWS_CAP and bucket * d_in * d_out > MEASURED_WORK_CAP:
+        bucket //= 2
+    return bucket
+
+
 def choose(kind: str, rows: int, d_in: int, d_out: int, library: str = "auto", oi: bool = False) -> str:
     """"mkl" or "onednn" for this product (``library`` forced, else the cached measurement)."""
     library = requested(library)
@@ -215,7 +228,7 @@ def choose(kind: str, rows: int, d_in: int, d_out: int, library: str = "auto", o
         return library
     if rows * d_in * d_out < SMALL_WORK:  # tiny products: the same library in every process
         return "mkl"
-    key = (kind, min(row_bucket(rows), MEASURED_ROWS_CAP), d_in, d_out, oi, torch.get_num_threads())
+    key = (kind, measured_bucket(rows, d_in, d_out), d_in, d_out, oi, torch.get_num_threads())
     found = _choices.get(key)
     if found is None:
         with _lock:
@@ -326,8 +339,8 @@ def bf16_matmul(x: Tensor, weight: Tensor, oi: bool = False) -> Tensor:
 
 
 def cpu_gemm_report() -> List[dict]:
-    """Every choice ``auto`` made in this process: product, row bucket (``rows_up_to``; the
-    ``MEASURED_ROWS_CAP`` bucket also serves every larger product), widths, weight layout, threads,
+    """Every choice ``auto`` made in this process: product, row bucket (``rows_up_to``; a bucket capped by
+    ``measured_bucket`` also serves every larger product of those widths), widths, weight layout, threads,
     both libraries' median ms and the choice."""
     return [{"kind": k[0], "rows_up_to": k[1], "d_in": k[2], "d_out": k[3],
              "weight_layout": "out,in" if k[4] else "in,out", "threads": k[5], **v}
