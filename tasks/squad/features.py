@@ -9,6 +9,8 @@ Token features of each paragraph token (DrQA's "exact match" and "token features
   5 stem match       the token's stem (lower-cased, cut to 5 letters) is a question word's stem: "discovered" in
                      the paragraph for "discover" in "What did Fleming discover?" (do-support and voice changes
                      put a verb's other form in the question; DrQA uses the lemma)
+  6 lemma or synonym with ``task.synonyms``: the token's WordNet lemma is a question word's lemma or synonym
+                     ("found" for "discover"; tasks/squad/synonyms.py)
 With ``task.tagger`` (default spacy_en_md) the named-entity type and part of speech of each token follow as
 one-hot columns (tasks/squad/tagger.py), as DrQA's token features; they are kept as ids per paragraph and
 expanded per batch. With the tagger and ``task.answer_type_match`` (default true) one more column marks the
@@ -16,6 +18,7 @@ tokens whose entity type is one the question asks for (tasks/squad/answer_types.
 """
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +33,7 @@ from tasks.common.text import Vocabulary
 from .answer_kinds import asks_place_or_time, kind_mask
 from .answer_types import expected_types, type_match_column
 from .data import SquadExample, char_to_token_span, tokenize
+from .synonyms import WordNet, swap_candidates, synonym_column
 from .tagger import num_tag_features, one_hot_tags, paragraph_tags
 
 NUM_FEATURES = 6
@@ -73,20 +77,30 @@ def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]
     return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
 
 
-def num_features(tagger: Optional[str], type_match: bool = False) -> int:
-    """Feature columns per paragraph token: the word features, plus the tags with a tagger, plus the
-    answer-type match with a tagger and ``type_match``."""
-    return NUM_FEATURES + num_tag_features(tagger) + int(bool(tagger) and type_match)
+def num_features(tagger: Optional[str], type_match: bool = False, synonyms: bool = False) -> int:
+    """Feature columns per paragraph token: the word features (plus the lemma-or-synonym match with
+    ``synonyms``), plus the tags with a tagger, plus the answer-type match with a tagger and ``type_match``."""
+    return NUM_FEATURES + int(synonyms) + num_tag_features(tagger) + int(bool(tagger) and type_match)
+
+
+def word_features(context_tokens: Sequence[str], question_tokens: Sequence[str],
+                  wordnet: Optional[WordNet] = None) -> Tensor:
+    """``token_features``, with the lemma-or-synonym column (tasks/squad/synonyms.py) after them given WordNet."""
+    features = token_features(context_tokens, question_tokens)
+    return features if wordnet is None else torch.cat([features, synonym_column(wordnet, context_tokens,
+                                                                                 question_tokens)], 1)
 
 
 def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
                  max_context_tokens: Optional[int] = None, tagger: Optional[str] = None,
-                 tag_cache: Optional[Path] = None, type_match: bool = False) -> List[EncodedExample]:
+                 tag_cache: Optional[Path] = None, type_match: bool = False,
+                 wordnet: Optional[WordNet] = None) -> List[EncodedExample]:
     """Tokenise every example (each distinct paragraph once); contexts longer than ``max_context_tokens``
     are cut (an answer past the cut has no token span: training skips it, evaluation scores it 0 unless
     the reader finds the text earlier). With a ``tagger`` each paragraph is tagged once (``tag_cache``: a
     folder keeping the tags of this call's paragraphs for the next run); with the tagger and ``type_match``
-    each question also gets the entity types it asks for."""
+    each question also gets the entity types it asks for; with ``wordnet`` the word features end with the
+    lemma-or-synonym column."""
     cache: Dict[str, Tuple[List[str], List[Tuple[int, int]]]] = {}
     out = []
     for ex in examples:
@@ -105,7 +119,7 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
         if span is not None:
             start, end = span
         norm = (lambda ws: [w.lower() for w in ws]) if lowercase else list
-        out.append(EncodedExample(ex, spans, norm(tokens), norm(q_tokens), token_features(tokens, q_tokens),
+        out.append(EncodedExample(ex, spans, norm(tokens), norm(q_tokens), word_features(tokens, q_tokens, wordnet),
                                   start, end))
     if tagger and out:
         contexts = list(cache)
@@ -113,6 +127,34 @@ def encode_split(examples: Sequence[SquadExample], lowercase: bool = True,
                                                  progress=tag_cache is not None)))
         out = [replace(ex, tags=tags[ex.example.context],
                        answer_types=expected_types(ex.question_words) if type_match else None) for ex in out]
+    return out
+
+
+def synonym_questions(encoded: Sequence[EncodedExample], wordnet: WordNet, share: float, seed: int,
+                      lowercase: bool = True) -> List[EncodedExample]:
+    """Training copies of about ``share`` of the questions, each with one lower-case content word in its base
+    form replaced by a WordNet synonym the paragraph does not contain ("What did Galileo discover?" -> "What
+    did Galileo find?"); features, answer types and the question text follow, the paragraph and answer stay.
+    Questions without such a word get no copy. Seeded: the same copies in every run of a corpus."""
+    rng = random.Random(seed)
+    out = []
+    for ex in encoded:
+        if rng.random() >= share:
+            continue
+        q_tokens, q_spans = tokenize(ex.example.question)
+        context = [ex.example.context[s:e] for s, e in ex.spans]
+        candidates = swap_candidates(wordnet, q_tokens, {w.lower() for w in context})
+        if not candidates:
+            continue
+        i, choices = candidates[rng.randrange(len(candidates))]
+        word = choices[rng.randrange(len(choices))]
+        q_tokens = q_tokens[:i] + [word] + q_tokens[i + 1:]
+        a, b = q_spans[i]
+        question = ex.example.question[:a] + word + ex.example.question[b:]
+        words = [w.lower() for w in q_tokens] if lowercase else q_tokens
+        out.append(replace(ex, example=replace(ex.example, qid=ex.example.qid + "~syn", question=question),
+                           question_words=words, features=word_features(context, q_tokens, wordnet),
+                           answer_types=None if ex.answer_types is None else expected_types(words)))
     return out
 
 

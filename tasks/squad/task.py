@@ -27,10 +27,11 @@ from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fractio
 from tasks.squad.schema import SquadConfig, SquadPredictOptions
 
 from .data import SPLITS, SquadExample, human_check_path, load_squad_file, parse_squad, split_files
-from .features import EncodedExample, collate, encode_split, num_features
+from .features import EncodedExample, collate, encode_split, num_features, synonym_questions
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader, ReaderEnsemble, combine_scores
 from .span_edges import entity_edges, without_asked_noun, without_relation_head, without_run_on
+from .synonyms import load_wordnet
 from .tagger import check_tagger, default_cache
 
 
@@ -54,6 +55,7 @@ class SquadTask(Task):
         self.model: Optional[nn.Module] = None  # a DocumentReader, or a ReaderEnsemble of task.readers of them
         self.tagger: Optional[str] = self.task_cfg.tagger  # a loaded model keeps its own (inference state)
         self.type_match: bool = bool(self.task_cfg.answer_type_match)  # likewise
+        self.synonyms: bool = bool(self.task_cfg.synonyms)  # likewise
         self.readers: int = int(self.task_cfg.readers)  # likewise
         self.eval_seconds = 0.0  # evaluation wall time, subtracted from the training epoch it interrupted
         self._pass: Optional[Dict[str, Any]] = None  # the training pass being timed
@@ -73,9 +75,13 @@ class SquadTask(Task):
         examples = {s: load_squad_file(self.files[s]) for s in self.splits}
         if data.max_train_examples and "train" in examples:  # null: all
             examples["train"] = examples["train"][:data.max_train_examples]
+        wordnet = load_wordnet() if self.synonyms else None
         prepared = {s: encode_split(examples[s], t.lowercase, data.max_context_tokens, self.tagger, default_cache(),
-                                   self.type_match)
+                                   self.type_match, wordnet)
                     for s in self.splits}
+        if wordnet is not None and t.synonym_questions > 0 and "train" in prepared:  # copies with a synonym
+            prepared["train"] += synonym_questions(prepared["train"], wordnet, t.synonym_questions, data.seed,
+                                                   t.lowercase)
         if not self.restored:  # a loaded model (evaluate.py) keeps its own vocabulary
             self.vocab = self._build_vocab(prepared)
         for s in self.splits:
@@ -170,7 +176,8 @@ class SquadTask(Task):
         members = []
         for k in range(self.readers):  # each reader its own random embedding (seed + k) and weights
             weight, hits = embedding_matrix(self.vocab.itos, emb.dim, self.vectors, seed=run_seed(self.cfg) + k)
-            members.append(DocumentReader(weight, num_features(self.tagger, self.type_match), self.encoder_config(),
+            columns = num_features(self.tagger, self.type_match, self.synonyms)
+            members.append(DocumentReader(weight, columns, self.encoder_config(),
                                           emb_dropout=float(self.task_cfg.emb_dropout),
                                           fixed_rows_from=self.fixed_rows_from, padding_idx=self.vocab.pad_id))
         if self.vectors is not None:
@@ -182,7 +189,7 @@ class SquadTask(Task):
 
     def encoder_input_size(self) -> int:
         """The paragraph encoder's input: word + aligned question embedding + token features."""
-        return 2 * self.task_cfg.embedding.dim + num_features(self.tagger, self.type_match)
+        return 2 * self.task_cfg.embedding.dim + num_features(self.tagger, self.type_match, self.synonyms)
 
     def encoder_config(self) -> Any:
         """cfg.model with the non-null ``task.encoder`` keys written over it, typed (the model groups are sized
@@ -318,13 +325,15 @@ class SquadTask(Task):
     # ---- predict.py: questions about paragraphs in, answers out -------------------------------
     def inference_state(self) -> Dict[str, Any]:
         return {"vocab": self.vocab.state_dict(), "fixed_rows_from": self.fixed_rows_from, "tagger": self.tagger,
-                "answer_type_column": self.type_match, "ensemble_size": self.readers}
+                "answer_type_column": self.type_match, "ensemble_size": self.readers,
+                "synonym_column": self.synonyms}
 
     def restore_inference_state(self, state: Mapping[str, Any]) -> None:
         self.vocab, self.fixed_rows_from = Vocabulary.from_state_dict(state["vocab"]), state["fixed_rows_from"]
         self.tagger = state.get("tagger")  # models saved before the tagger features have none
         self.type_match = bool(state.get("answer_type_column"))  # nor the answer-type column before it existed
         self.readers = int(state.get("ensemble_size") or 1)  # and one reader before ensembles
+        self.synonyms = bool(state.get("synonym_column"))  # nor the synonym column
 
     def parse_input(self, line: str) -> SquadExample:
         try:
@@ -362,8 +371,9 @@ class SquadTask(Task):
                 progress) -> List[Any]:
         """Each question's answer (an exact substring of its context), with its character span and score."""
         t = self.task_cfg
+        wordnet = load_wordnet() if self.synonyms else None
         encoded = [ex.with_ids(self.vocab) for ex in encode_split(inputs, t.lowercase, t.data.max_context_tokens,
-                                                                  self.tagger, None, self.type_match)]
+                                                                  self.tagger, None, self.type_match, wordnet)]
         plan = bucket_batches([len(ex.context_ids) for ex in encoded],  # predict.py's batch_size, else the eval one
                               max_examples=options.batch_size or t.eval_batch_size)
         device = next(model.parameters()).device
