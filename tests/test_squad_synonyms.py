@@ -1,5 +1,6 @@
-"""task.synonyms (tasks/squad/synonyms.py): WordNet's lemmas and synonyms as one more token feature column, and
-training copies of questions with a word swapped for a synonym. Read from Debian's wordnet-base (.ci/run)."""
+"""task.synonyms (tasks/squad/features.py; WordNet read by tasks/corpora/wordnet.py): lemmas and synonyms as one
+more token feature column, and training copies of questions with a word swapped for a synonym. WordNet comes from
+Debian's wordnet-base (.ci/run)."""
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,9 @@ from conftest import compose
 
 from tasks.engine.base import build_task
 from tasks.squad.data import SquadExample, tokenize
-from tasks.squad.features import NUM_FEATURES, encode_split, num_features, synonym_questions
-from tasks.squad.synonyms import STOP, WORDNET_DIR, WordNet, load_wordnet, swap_synonyms, synonym_column
+from tasks.corpora.wordnet import WORDNET_DIR, WordNet, load_wordnet
+from tasks.squad.features import (NUM_FEATURES, STOP, encode_split, num_features, swap_synonyms, synonym_column,
+                                  synonym_questions)
 
 pytestmark = pytest.mark.skipif(not (WORDNET_DIR / "index.noun").is_file(),
                                 reason="apt-get install wordnet-base")

@@ -10,7 +10,7 @@ Token features of each paragraph token (DrQA's "exact match" and "token features
                      the paragraph for "discover" in "What did Fleming discover?" (do-support and voice changes
                      put a verb's other form in the question; DrQA uses the lemma)
   6 lemma or synonym with ``task.synonyms``: the token's WordNet lemma is a question word's lemma or synonym
-                     ("found" for "discover"; tasks/squad/synonyms.py)
+                     ("found" for "discover"; WordNet: tasks/corpora/wordnet.py)
 With ``task.tagger`` (default spacy_en_md) the named-entity type and part of speech of each token follow as
 one-hot columns (tasks/squad/tagger.py), as DrQA's token features; they are kept as ids per paragraph and
 expanded per batch. With the tagger and ``task.answer_type_match`` (default true) one more column marks the
@@ -22,18 +22,18 @@ import random
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import torch
 from torch import Tensor
 
 from tasks.common.batching import pad_collate
 from tasks.common.text import Vocabulary
+from tasks.corpora.wordnet import POS_FILES, WordNet
 
 from .answer_kinds import asks_place_or_time, kind_mask
 from .answer_types import expected_types, type_match_column
 from .data import SquadExample, char_to_token_span, tokenize
-from .synonyms import WordNet, swap_candidates, synonym_column
 from .tagger import num_tag_features, one_hot_tags, paragraph_tags
 
 NUM_FEATURES = 6
@@ -77,6 +77,61 @@ def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]
     return torch.tensor(rows, dtype=torch.float32).view(-1, NUM_FEATURES)
 
 
+# ---- task.synonyms: people's words for the paragraph's ------------------------------------------------------
+# A generated question repeats its sentence's words (84%, README), a person's does not (78% of the hand-written ones
+# hold a content word their sentence lacks: "find" for "discovered"). The word features above see none of that, so
+# one more column marks a paragraph word whose WordNet lemma is a question word's lemma or synonym, and training
+# copies of questions with a word swapped for a synonym teach the reader to trust it where exact match is 0.
+# function words and question words: never matched or swapped (their "synonyms" are other function words)
+STOP = frozenset("""a an the of in on at to for from by with as and or but not no is are was were be been being am
+do does did done have has had having it its he she they them his her their this that these those what which who
+whom whose when where why how there here than then so such can could will would shall should may might must
+one two first also about into over after before up out many much more most other some any all each
+go get got make made take give come put set let""".split())  # light verbs: synonyms of everything
+
+
+
+def content_word(token: str) -> bool:
+    return token.isalpha() and len(token) > 2 and token.lower() not in STOP
+
+
+def synonym_column(wordnet: WordNet, context_tokens: Sequence[str], question_tokens: Sequence[str]) -> Tensor:
+    """(Lp, 1) float32: 1 on a paragraph content word whose lemma is a lemma or synonym of a question content
+    word ("struck" for "strike", "found" for "discover"), 0 elsewhere."""
+    wanted: Set[str] = set()
+    for q in question_tokens:
+        if content_word(q) and not q[:1].isupper():  # a name has no synonyms worth the noise
+            wanted |= wordnet.all_lemmas(q) | wordnet.synonyms(q)
+    wanted -= STOP
+    marks = [float(content_word(t) and bool(wanted) and not wanted.isdisjoint(wordnet.all_lemmas(t)))
+             for t in context_tokens]
+    return torch.tensor(marks, dtype=torch.float32).view(-1, 1)
+
+
+def swap_synonyms(wordnet: WordNet, word: str) -> FrozenSet[str]:
+    """Synonyms safe to put in a question in ``word``'s place: ``word`` is a lemma and no other word's form
+    ("saw" is also "see"), and only its commonest part of speech's first sense is used ("class": the noun's)."""
+    if wordnet.all_lemmas(word) != {word}:
+        return frozenset()
+    senses = {pos: wordnet.senses[pos].get(word, []) for pos in POS_FILES}
+    pos = max(POS_FILES, key=lambda p: len(senses[p]))
+    return frozenset(wordnet.members[pos].get(senses[pos][0], ())) - {word} - STOP
+
+
+def swap_candidates(wordnet: WordNet, question: Sequence[str], context: Set[str]) -> List[Tuple[int, List[str]]]:
+    """(position, synonyms) of the question's lower-case content words that are their own lemma (so a synonym's
+    base form fits: "What did Galileo discover?"), with the one-word synonyms the paragraph does not contain."""
+    out = []
+    for i, q in enumerate(question):
+        after_wh = i > 0 and question[i - 1].lower() in ("which", "what", "whose", "how")  # the asked kind stays
+        if not content_word(q) or not q.islower() or after_wh:
+            continue
+        choices = sorted(s for s in swap_synonyms(wordnet, q) if s not in context)
+        if choices:
+            out.append((i, choices))
+    return out
+
+
 def num_features(tagger: Optional[str], type_match: bool = False, synonyms: bool = False) -> int:
     """Feature columns per paragraph token: the word features (plus the lemma-or-synonym match with
     ``synonyms``), plus the tags with a tagger, plus the answer-type match with a tagger and ``type_match``."""
@@ -85,7 +140,7 @@ def num_features(tagger: Optional[str], type_match: bool = False, synonyms: bool
 
 def word_features(context_tokens: Sequence[str], question_tokens: Sequence[str],
                   wordnet: Optional[WordNet] = None) -> Tensor:
-    """``token_features``, with the lemma-or-synonym column (tasks/squad/synonyms.py) after them given WordNet."""
+    """``token_features``, with the lemma-or-synonym column (``synonym_column``) after them given WordNet."""
     features = token_features(context_tokens, question_tokens)
     return features if wordnet is None else torch.cat([features, synonym_column(wordnet, context_tokens,
                                                                                  question_tokens)], 1)

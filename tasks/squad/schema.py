@@ -50,7 +50,7 @@ class SquadConfig:
     max_vocab: Optional[int] = key(low=2)
     emb_dropout: float = key(**Rate)
     word_dropout: float = key(**Rate)   # training: the share of words read as <unk> (task.py: _unknown_words)
-    synonyms: bool = key()   # a lemma-or-synonym match column from WordNet (synonyms.py; apt wordnet-base)
+    synonyms: bool = key()   # a lemma-or-synonym match column from WordNet (features.py; apt wordnet-base)
     synonym_questions: float = key(**Rate)   # with synonyms: the share of training questions copied with a synonym
     human_check: Optional[str] = key()
     tagger: Optional[Literal["spacy_en_md"]] = key()   # POS + NER token features (tasks/squad/tagger.py); null: none

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from tasks.common.batching import bucket_batches, shard_batches, split_batch
 from tasks.common.encoders import check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
+from tasks.corpora.wordnet import load_wordnet
 from tasks.common.vectors import embedding_matrix, load_vectors
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fraction
@@ -31,7 +32,6 @@ from .features import EncodedExample, collate, encode_split, num_features, synon
 from .metrics import baseline_sums, decode_spans, reduce_squad, score
 from .model import DocumentReader, ReaderEnsemble, combine_scores
 from .span_edges import entity_edges, without_asked_noun, without_relation_head, without_run_on
-from .synonyms import load_wordnet
 from .tagger import check_tagger, default_cache
 
 
