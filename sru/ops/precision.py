@@ -59,6 +59,11 @@ class Precision(str, Enum):
             return dtype is torch.float32 or dtype is torch.float64
         return self is Precision.BF16 and dtype is torch.float32
 
+    def attends_in_fp32(self, device_type: str) -> bool:
+        """Whether attention computes in fp32 when training in this precision: bf16 on CPU, where the flash kernel's
+        bf16 backward took 4.4x its fp32 time on the Zen 4 (the translation model; its projections stay bf16)."""
+        return self is Precision.BF16 and device_type == "cpu"
+
     @property
     def plain_float_products(self) -> bool:
         """A layer of this precision computes its products on its own float weight (no int8 weight, no bf16 copy):

@@ -23,6 +23,7 @@ incremental decoding state, so step-by-step decoding equals decoding the whole p
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Dict, Optional, Tuple
 
@@ -32,6 +33,7 @@ from torch import Tensor, nn
 
 from sru.linear import dispatch_linears
 from sru.ops.backends import cpu_decoding
+from sru.ops.precision import of_autocast, without_autocast
 from tasks.engine.errors import ConfigError
 from tasks.engine.config.schema import typed
 from tasks.translation.schema import SRUSublayerConfig, TransformerConfig
@@ -81,11 +83,19 @@ class Attention(nn.Module):
             q = q.view(B // group, group, self.heads, T, -1).transpose(1, 2)
             q = q.reshape(B // group, self.heads, group * T, -1)
         p = self.dropout if self.training else 0.0
+        device = q.device.type
+        # bf16 training on CPU (trainer.precision=bf16): the flash kernel's backward in bf16 took 4.4x its fp32 time
+        # on the Zen 4 (362 vs 82 ms over 6 steps of the default, most of what the bf16 products saved;
+        # python -m bench.precision.task_step), so attention is computed in fp32, its projections stay bf16
+        in_fp32 = q.requires_grad and of_autocast(device).attends_in_fp32(device)
+        if in_fp32:
+            q, k, v = q.float(), k.float(), v.float()
         if mask is not None and mask.is_floating_point() and mask.dtype != q.dtype:  # under autocast: its dtype
             mask = mask.to(q.dtype)
         h = cpu_decoding.attend(q, k, v, mask) if p == 0.0 else None  # decoding: the C kernel where it applies
         if h is None:
-            h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            with without_autocast(device) if in_fp32 else contextlib.nullcontext():  # else it casts them back
+                h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if group > 1:
             h = h.view(B // group, self.heads, group, T, -1).transpose(1, 2).reshape(B, self.heads, T, -1)
         return self.out(h.permute(2, 0, 1, 3).reshape(T, B, D))
