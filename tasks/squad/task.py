@@ -21,8 +21,8 @@ from torch import Tensor, nn
 from tasks.common.batching import bucket_batches, shard_batches, split_batch
 from tasks.common.encoders import check_encoder_config
 from tasks.common.text import PAD, UNK, Vocabulary
-from tasks.corpora.wordnet import load_wordnet
 from tasks.common.vectors import embedding_matrix, load_vectors
+from tasks.corpora.wordnet import load_wordnet
 from tasks.engine.run import distributed
 from tasks.engine.base import LoggingOutput, Record, Task, run_seed, unk_fraction
 from tasks.squad.schema import SquadConfig, SquadPredictOptions
