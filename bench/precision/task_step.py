@@ -11,17 +11,14 @@ optimizer step is left out: it is the same fp32 update in both.
 """
 import argparse
 import statistics
-import time
-from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from bench.harness import interleaved, make_timer
 from sru.ops.precision import Precision
 from tasks.engine.base import build_task
 from tasks.engine.train.runner import compose
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def main(argv=None) -> None:
@@ -33,7 +30,7 @@ def main(argv=None) -> None:
     parser.add_argument("--top", type=int, default=8, help="operators listed per precision")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    task = build_task(compose([f"task={args.task}", "seed=1"], CONF))
+    task = build_task(compose([f"task={args.task}", "seed=1"]))
     task.setup()
     model = task.build_model().train()
     batches = task.batches("train", 0, 1)
@@ -48,13 +45,11 @@ def main(argv=None) -> None:
     for bf16 in (False, True):  # warm-up: kernel builds, weight packs, allocator
         for batch in batches[:2]:
             step(batch, bf16)
-    seconds = {False: [], True: []}
-    for r in range(args.rounds):
-        for bf16 in ((False, True) if r % 2 == 0 else (True, False)):
-            start = time.perf_counter()
-            for batch in batches:
-                step(batch, bf16)
-            seconds[bf16].append(time.perf_counter() - start)
+
+    def round_of(bf16: bool):  # one sample: every batch once
+        return lambda: [step(batch, bf16) for batch in batches]
+    # wall time (2 threads), the order flipping every round (bench.harness)
+    seconds = interleaved({False: round_of(False), True: round_of(True)}, make_timer("cpu"), args.rounds)
     ratio = statistics.median(a / b for a, b in zip(seconds[False], seconds[True]))
     print(f"{args.task}: {args.steps} steps a round, {args.threads} threads; "
           f"fp32 s {[round(s, 2) for s in seconds[False]]}, bf16 s {[round(s, 2) for s in seconds[True]]}; "

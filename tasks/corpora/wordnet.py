@@ -41,6 +41,8 @@ class WordNet:
             self.members[pos] = _data(folder / f"data.{pos}")
             exc = folder / f"{pos}.exc"
             self.exceptions[pos] = _exceptions(exc) if exc.is_file() else {}
+        self._lemmas: Dict[str, FrozenSet[str]] = {}  # all_lemmas / synonyms per word: asked once per paragraph
+        self._synonyms: Dict[str, FrozenSet[str]] = {}   # token and question, so remembered
 
     def lemmas(self, word: str, pos: str) -> List[str]:
         """The lemmas ``word`` can be a form of in ``pos`` (the word itself first where it is one)."""
@@ -53,18 +55,23 @@ class WordNet:
         return list(dict.fromkeys(found))
 
     def all_lemmas(self, word: str) -> FrozenSet[str]:
-        return frozenset(lemma for pos in POS_FILES for lemma in self.lemmas(word, pos))
+        found = self._lemmas.get(word)
+        if found is None:
+            found = self._lemmas[word] = frozenset(lemma for pos in POS_FILES for lemma in self.lemmas(word, pos))
+        return found
 
     def synonyms(self, word: str) -> FrozenSet[str]:
         """The one-word lemmas sharing one of the first ``SENSES`` senses of a lemma of ``word`` (any part of
         speech), without the word's own lemmas."""
-        own = self.all_lemmas(word)
-        out: Set[str] = set()
-        for pos in POS_FILES:
-            for lemma in self.lemmas(word, pos):
-                for offset in self.senses[pos][lemma][:SENSES]:
-                    out.update(self.members[pos].get(offset, ()))
-        return frozenset(out - own)
+        found = self._synonyms.get(word)
+        if found is None:
+            out: Set[str] = set()
+            for pos in POS_FILES:
+                for lemma in self.lemmas(word, pos):
+                    for offset in self.senses[pos][lemma][:SENSES]:
+                        out.update(self.members[pos].get(offset, ()))
+            found = self._synonyms[word] = frozenset(out - self.all_lemmas(word))
+        return found
 
 
 def _index(path: Path) -> Dict[str, List[int]]:

@@ -82,13 +82,13 @@ def token_features(context_tokens: Sequence[str], question_tokens: Sequence[str]
 # hold a content word their sentence lacks: "find" for "discovered"). The word features above see none of that, so
 # one more column marks a paragraph word whose WordNet lemma is a question word's lemma or synonym, and training
 # copies of questions with a word swapped for a synonym teach the reader to trust it where exact match is 0.
+
 # function words and question words: never matched or swapped (their "synonyms" are other function words)
 STOP = frozenset("""a an the of in on at to for from by with as and or but not no is are was were be been being am
 do does did done have has had having it its he she they them his her their this that these those what which who
 whom whose when where why how there here than then so such can could will would shall should may might must
 one two first also about into over after before up out many much more most other some any all each
 go get got make made take give come put set let""".split())  # light verbs: synonyms of everything
-
 
 
 def content_word(token: str) -> bool:
